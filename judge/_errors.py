@@ -1,0 +1,49 @@
+"""Input errors that name the file, the line and the field, so a user can fix the input at once."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class SourceRef(BaseModel):
+    """Where an item came from: file and 1-based line (the line an item starts on for JSON arrays)."""
+
+    file: str
+    line: int | None = None
+    item: int | None = None  # 0-based index within the file
+
+
+class InputErrorInfo(BaseModel):
+    kind: str  # malformed_json, invalid_field, unknown_task, duplicate_id, encoding, too_large, ...
+    message: str
+    file: str
+    line: int | None = None
+    field: str | None = None
+
+    def render(self) -> str:
+        where = self.file + (f":{self.line}" if self.line is not None else "")
+        field = f" field {self.field}" if self.field else ""
+        return f"{where}:{field} {self.message} [{self.kind}]"
+
+
+class InputError(Exception):
+    """Raised (or collected) for a bad input item; ``info`` carries file, line and field path."""
+
+    def __init__(self, info: InputErrorInfo):
+        super().__init__(info.render())
+        self.info = info
+
+    @classmethod
+    def at(cls, kind: str, message: str, file: str, line: int | None = None, field: str | None = None) -> InputError:
+        return cls(InputErrorInfo(kind=kind, message=message, file=file, line=line, field=field))
+
+
+def field_path(loc: tuple) -> str:
+    """Render a pydantic error location as ``turns[0].reference_calls[2].arguments``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "<root>"

@@ -1,0 +1,64 @@
+"""The failure-stage vocabulary, written once and used everywhere.
+
+Invariant: stages are mutually exclusive and ordered; a failing case is attributed to the
+*earliest* stage in ``FAILURE_STAGE_ORDER`` that broke. ``NONE`` means the case passed.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class FailureStage(StrEnum):
+    POLICY = "policy"
+    TOOL_SELECTION = "tool_selection"
+    ARGUMENT_NAMES = "argument_names"
+    ARGUMENT_VALUES = "argument_values"
+    ANSWER_CORRECTNESS = "answer_correctness"
+    ANSWER_GROUNDING = "answer_grounding"
+    NONE = "none"
+
+    @property
+    def rank(self) -> int:
+        return FAILURE_STAGE_ORDER.index(self)
+
+
+FAILURE_STAGE_ORDER: tuple[FailureStage, ...] = tuple(FailureStage)
+
+
+class Check(StrEnum):
+    """The deterministic checks of the waterfall, in the order they run.
+
+    A check can produce more than one failure stage (``CALLS`` yields tool selection, argument
+    names or argument values), so checks and failure stages are separate vocabularies.
+    """
+
+    POLICY = "policy"
+    CALLS = "calls"
+    ANSWER = "answer"
+    GROUNDING = "grounding"
+
+
+class Outcome(StrEnum):
+    """What one check concluded. ``INCONCLUSIVE`` is an honest 'cannot tell', never a guess."""
+
+    MATCH = "match"
+    MISMATCH = "mismatch"
+    INCONCLUSIVE = "inconclusive"
+    SKIPPED = "skipped"  # not applicable: no policy, no gold answer, ...
+
+
+class VerdictLabel(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    UNRESOLVED = "unresolved"
+    ERROR = "error"
+
+
+# The failure stage each check can blame when the check itself carries no finer attribution.
+CHECK_DEFAULT_STAGE: dict[Check, FailureStage] = {
+    Check.POLICY: FailureStage.POLICY,
+    Check.CALLS: FailureStage.TOOL_SELECTION,
+    Check.ANSWER: FailureStage.ANSWER_CORRECTNESS,
+    Check.GROUNDING: FailureStage.ANSWER_GROUNDING,
+}

@@ -1,0 +1,304 @@
+"""Benchmark tasks: what the agent was asked, which tools it had, and what a correct run looks like.
+
+Native task lines are validated strictly (``extra="forbid"``): a misspelt key in a benchmark file
+is an error naming the field, never a silently ignored expectation.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Strict = ConfigDict(extra="forbid")
+
+
+def _as_str_id(value: Any) -> Any:
+    """Ids arrive as ints in some formats (VAKRA turn ids, BFCL ids); we key everything by str."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return str(value)
+    return value
+
+
+class ToolSpec(BaseModel):
+    """One tool the agent could call: an OpenAI function spec plus what grading needs to know.
+
+    Accepts both the flat form ``{name, description, parameters}`` and the wrapped form
+    ``{"type": "function", "function": {...}}``. ``side_effect="write"`` makes the tool's calls
+    subject to multiset matching; ``source`` names its knowledge source ("api", "rag", ...) for
+    source-per-turn policies.
+    """
+
+    model_config = Strict
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    side_effect: Literal["read", "write"] = "read"
+    source: str | None = None
+    strict: bool | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unwrap_openai(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("type") == "function" and isinstance(data.get("function"), dict):
+            inner = dict(data["function"])
+            for key in ("side_effect", "source"):
+                if key in data and key not in inner:
+                    inner[key] = data[key]
+            return inner
+        return data
+
+    @cached_property
+    def properties(self) -> dict[str, dict[str, Any]]:
+        props = self.parameters.get("properties") or {}
+        return props if isinstance(props, dict) else {}
+
+    @cached_property
+    def required(self) -> frozenset[str]:
+        return frozenset(self.parameters.get("required") or ())
+
+    def param_schema(self, name: str) -> dict[str, Any] | None:
+        schema = self.properties.get(name)
+        return schema if isinstance(schema, dict) else None
+
+
+class ArgumentRule(BaseModel):
+    """How one reference argument may differ from the literal value and still match.
+
+    The literal value in ``ReferenceCall.arguments`` is always acceptable; ``any_of`` adds
+    alternatives (BFCL's acceptable-value lists). ``optional`` lets the agent omit the argument.
+    ``unordered=None`` means: decide from the tool schema (``uniqueItems`` or ``x-unordered``).
+    ``any_value`` accepts whatever the agent passes (the argument is still required unless
+    ``optional``).
+    """
+
+    model_config = Strict
+
+    any_of: list[Any] | None = None
+    optional: bool = False
+    tolerance: float | None = Field(default=None, ge=0)
+    relative_tolerance: float | None = Field(default=None, ge=0)
+    unordered: bool | None = None
+    any_value: bool = False
+
+
+class ReferenceCall(BaseModel):
+    """One call of the reference solution. ``depends_on`` lists ids of calls that must come first."""
+
+    model_config = Strict
+
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+    depends_on: list[str] = Field(default_factory=list)
+    argument_rules: dict[str, ArgumentRule] = Field(default_factory=dict)
+    expected_output: Any = None
+    critical: bool = False
+    label: str | None = None  # VAKRA capability-1 labels, referenced later as $LABEL.path$
+
+    coerce_id = field_validator("id", mode="before")(_as_str_id)
+
+    @property
+    def has_expected_output(self) -> bool:
+        return "expected_output" in self.model_fields_set
+
+
+class ForbiddenArgument(BaseModel):
+    """A machine-checkable ban on argument values: exact values (normalised) or a regex."""
+
+    model_config = Strict
+
+    tool: str = "*"
+    argument: str
+    values: list[Any] = Field(default_factory=list)
+    pattern: str | None = None
+
+
+class SourceRule(BaseModel):
+    """Which knowledge sources (tool ``source`` kinds or tool names) a turn may use."""
+
+    model_config = Strict
+
+    turn_id: str | None = None  # None: every turn
+    allowed: list[str]
+
+    coerce_ids = field_validator("turn_id", mode="before")(_as_str_id)
+
+
+class Policy(BaseModel):
+    """A tool-use policy: plain text for humans and judges, plus the rules a machine can check.
+
+    When structured rules are present they are taken as the formalisation of ``text``; a policy
+    with text only can be checked by the policy-adherence rubric, never deterministically.
+    """
+
+    model_config = Strict
+
+    text: str | None = None
+    allowed_tools: list[str] | None = None
+    forbidden_tools: list[str] = Field(default_factory=list)
+    max_calls: int | None = Field(default=None, ge=0)
+    read_only: bool = False
+    forbidden_arguments: list[ForbiddenArgument] = Field(default_factory=list)
+    allowed_sources: list[SourceRule] = Field(default_factory=list)
+
+    @property
+    def has_rules(self) -> bool:
+        return bool(
+            self.allowed_tools is not None
+            or self.forbidden_tools
+            or self.max_calls is not None
+            or self.read_only
+            or self.forbidden_arguments
+            or self.allowed_sources
+        )
+
+
+class Turn(BaseModel):
+    """One user turn with its own reference calls and gold answers (every turn is scored)."""
+
+    model_config = Strict
+
+    turn_id: str = "1"
+    query: str
+    reference_calls: list[ReferenceCall] = Field(default_factory=list)
+    gold_answers: list[Any] | None = None  # alternatives; None = no answer expected (call-only task)
+    answer_ordered: bool = False
+    answer_tolerance: float | None = Field(default=None, ge=0)  # relative, for numeric answers
+    criteria: list[str] | None = None  # open-ended tasks: key points a good answer covers
+
+    coerce_ids = field_validator("turn_id", mode="before")(_as_str_id)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _single_gold(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "gold_answer" in data:
+            data = dict(data)
+            if "gold_answers" in data:
+                raise ValueError("give either gold_answer or gold_answers, not both")
+            gold = data.pop("gold_answer")
+            data["gold_answers"] = None if gold is None else [gold]
+        return data
+
+    @model_validator(mode="after")
+    def _check_dag(self) -> Turn:
+        ids = [c.id for c in self.reference_calls if c.id is not None]
+        if len(ids) != len(set(ids)):
+            raise ValueError("reference call ids must be unique within a turn")
+        known = set(ids)
+        for call in self.reference_calls:
+            for dep in call.depends_on:
+                if dep not in known:
+                    raise ValueError(f"reference call {call.id or call.name!r} depends on unknown id {dep!r}")
+        _topological_order(self.reference_calls)  # raises on a cycle
+        return self
+
+
+def _topological_order(calls: list[ReferenceCall]) -> list[int]:
+    """Indices of ``calls`` in a dependency-respecting order (stable); raises on a cycle."""
+    index = {c.id: i for i, c in enumerate(calls) if c.id is not None}
+    state = [0] * len(calls)  # 0 new, 1 visiting, 2 done
+    order: list[int] = []
+
+    def visit(i: int) -> None:
+        if state[i] == 2:
+            return
+        if state[i] == 1:
+            raise ValueError(f"reference calls form a dependency cycle through {calls[i].id!r}")
+        state[i] = 1
+        for dep in calls[i].depends_on:
+            visit(index[dep])
+        state[i] = 2
+        order.append(i)
+
+    for i in range(len(calls)):
+        visit(i)
+    return order
+
+
+class TaskMetadata(BaseModel):
+    """What reports break results down by. ``hop_types`` like ["API", "RAG"] give the hop pattern."""
+
+    model_config = Strict
+
+    capability: str | None = None
+    domain: str | None = None
+    hop_count: int | None = Field(default=None, ge=0)
+    hop_types: list[str] = Field(default_factory=list)
+    policy_condition: str | None = None
+    tags: dict[str, Any] = Field(default_factory=dict)
+
+    coerce_capability = field_validator("capability", mode="before")(_as_str_id)
+
+    @property
+    def hop_pattern(self) -> str | None:
+        return "-".join(self.hop_types) if self.hop_types else None
+
+    @property
+    def multi_source(self) -> bool:
+        return len({h.upper() for h in self.hop_types}) > 1
+
+
+class Task(BaseModel):
+    """A benchmark task. Single-turn shorthand: ``question`` + ``reference_calls`` + ``gold_answer``."""
+
+    model_config = Strict
+
+    task_id: str = Field(min_length=1)
+    turns: list[Turn] = Field(min_length=1)
+    tools: list[ToolSpec] = Field(default_factory=list)
+    policy: Policy | None = None
+    metadata: TaskMetadata = Field(default_factory=TaskMetadata)
+    environment: str | None = None  # executable domain for replay, e.g. "olympics"
+
+    coerce_ids = field_validator("task_id", mode="before")(_as_str_id)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _single_turn_shorthand(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        turn_keys = ("reference_calls", "gold_answer", "gold_answers", "answer_ordered", "answer_tolerance", "criteria")
+        if "question" in data:
+            if "turns" in data:
+                raise ValueError("give either question or turns, not both")
+            data = dict(data)
+            turn = {"turn_id": "1", "query": data.pop("question")}
+            for key in turn_keys:
+                if key in data:
+                    turn[key] = data.pop(key)
+            data["turns"] = [turn]
+        elif "turns" in data and any(k in data for k in turn_keys):
+            raise ValueError("with turns, put reference_calls and gold answers inside each turn")
+        return data
+
+    @model_validator(mode="after")
+    def _check_tools(self) -> Task:
+        names = [t.name for t in self.tools]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"tool names must be unique, repeated: {dupes}")
+        turn_ids = [t.turn_id for t in self.turns]
+        if len(turn_ids) != len(set(turn_ids)):
+            raise ValueError("turn ids must be unique")
+        if self.tools:
+            for turn in self.turns:
+                for call in turn.reference_calls:
+                    if call.name not in self.tool_index:
+                        raise ValueError(f"turn {turn.turn_id}: reference call to undeclared tool {call.name!r}")
+        return self
+
+    @cached_property
+    def tool_index(self) -> dict[str, ToolSpec]:
+        return {t.name: t for t in self.tools}
+
+    def tool(self, name: str) -> ToolSpec | None:
+        return self.tool_index.get(name)
+
+    def is_write(self, name: str) -> bool:
+        spec = self.tool_index.get(name)
+        return spec is not None and spec.side_effect == "write"

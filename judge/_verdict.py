@@ -1,0 +1,138 @@
+"""What grading produces: per-check results, judge votes, per-turn and per-trajectory verdicts.
+
+Invariants (checked in tests):
+- a ``StageResult`` has ``failure_stage`` set iff its outcome is ``mismatch``;
+- a ``TrajectoryResult`` with verdict ``pass`` has failure stage ``none``; ``fail`` has a real
+  stage; ``unresolved`` and ``error`` have none (``unresolved_stages`` says what stayed open);
+- ``decided_by`` is ``deterministic``, ``judge:<panel>`` or ``unresolved``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field, model_validator
+
+from judge._errors import InputErrorInfo, SourceRef
+from judge._stages import Check, FailureStage, Outcome, VerdictLabel
+
+
+class Evidence(BaseModel):
+    """One fact a check relied on: which reference call met which predicted step, and why."""
+
+    kind: str  # matched, missing, wrong_argument, extra_write, policy_violation, answer, ...
+    message: str
+    reference: int | None = None  # index into the turn's reference calls
+    step: int | None = None  # index into the trajectory turn's steps
+    expected: Any = None
+    actual: Any = None
+
+
+class Vote(BaseModel):
+    """One judge's verdict on one escalated check. Abstentions are recorded, never counted as no."""
+
+    judge: str  # provider:model
+    label: str | None = None
+    score: float | None = None
+    abstained: bool = False
+    abstain_reason: str | None = None  # error, refusal, unparseable, timeout, budget, offline_miss
+    rationale: str = ""
+    evidence: list[str] = Field(default_factory=list)
+    confidence: float | None = None
+    model_version: str | None = None
+    cached: bool = False
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class PanelDecision(BaseModel):
+    """A panel's decision on one request. ``outcome`` is inconclusive on a tie or all abstentions."""
+
+    panel: str
+    rule: str  # majority, unanimous, weighted
+    label: str | None = None
+    outcome: Outcome
+    votes: list[Vote] = Field(default_factory=list)
+    agreement: float | None = None  # share of non-abstaining votes that agree with the decision
+    rubric: str | None = None
+    rubric_version: str | None = None
+    reason: str = ""
+
+
+class StageResult(BaseModel):
+    check: Check
+    outcome: Outcome
+    failure_stage: FailureStage | None = None
+    reason: str = ""
+    label: str | None = None  # e.g. CRAG answer label correct / incorrect / missing
+    evidence: list[Evidence] = Field(default_factory=list)
+    decided_by: str = "deterministic"
+    decision: PanelDecision | None = None
+
+    @model_validator(mode="after")
+    def _stage_iff_mismatch(self) -> StageResult:
+        if (self.outcome == Outcome.MISMATCH) != (self.failure_stage is not None):
+            raise ValueError("failure_stage must be set exactly when the outcome is mismatch")
+        if self.failure_stage == FailureStage.NONE:
+            raise ValueError("a mismatch must name a real failure stage")
+        return self
+
+
+class Scores(BaseModel):
+    """Per-trajectory metrics (seed metrics + tool-chain scores). None: not applicable."""
+
+    answer_accuracy: float | None = None
+    crag: float | None = None  # mean over turns of correct 1 / missing 0 / incorrect -1
+    path_completeness: float | None = None
+    policy_compliance: float | None = None
+    tool_efficiency: float | None = None
+    tool_selection: float | None = None
+    tool_order: float | None = None
+    parameter: float | None = None
+    success: float | None = None
+    weighted_total: float | None = None
+
+
+class TurnResult(BaseModel):
+    turn_id: str
+    verdict: VerdictLabel
+    failure_stage: FailureStage | None = None
+    checks: list[StageResult] = Field(default_factory=list)
+
+
+class TrajectoryResult(BaseModel):
+    """One line of results.jsonl: every input trajectory appears, graded or with its error."""
+
+    task_id: str | None = None
+    trajectory_id: str | None = None
+    agent: str | None = None
+    capability: str | None = None
+    domain: str | None = None
+    hop_count: int | None = None
+    hop_pattern: str | None = None
+    multi_source: bool = False
+    policy_condition: str | None = None
+    verdict: VerdictLabel
+    failure_stage: FailureStage | None = None
+    unresolved_stages: list[FailureStage] = Field(default_factory=list)
+    decided_by: str
+    turns: list[TurnResult] = Field(default_factory=list)
+    scores: Scores = Field(default_factory=Scores)
+    judge_calls: int = 0
+    judge_cost_usd: float = 0.0
+    source: SourceRef | None = None
+    error: InputErrorInfo | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TrajectoryResult:
+        v, s = self.verdict, self.failure_stage
+        if v == VerdictLabel.PASS and s != FailureStage.NONE:
+            raise ValueError("a pass has failure_stage none")
+        if v == VerdictLabel.FAIL and (s is None or s == FailureStage.NONE):
+            raise ValueError("a fail names its failure stage")
+        if v in (VerdictLabel.UNRESOLVED, VerdictLabel.ERROR) and s is not None:
+            raise ValueError("unresolved and error results carry no failure stage")
+        if v == VerdictLabel.ERROR and self.error is None:
+            raise ValueError("an error result carries its error")
+        return self
