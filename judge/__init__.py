@@ -4,6 +4,7 @@ Public API: the data model of tasks, trajectories and verdicts, the failure-stag
 errors, and the escalation protocol. Everything else in ``judge`` is private (``_module``).
 """
 
+from judge._canonical import canonical_json, content_hash, parse_json_text, response_key
 from judge._errors import InputError, InputErrorInfo, SourceRef, field_path
 from judge._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
 from judge._stages import CHECK_DEFAULT_STAGE, FAILURE_STAGE_ORDER, Check, FailureStage, Outcome, VerdictLabel
@@ -54,6 +55,10 @@ __all__ = [
     "TurnResult",
     "Vote",
     "VerdictLabel",
+    "canonical_json",
+    "content_hash",
     "field_path",
     "looks_like_error",
+    "parse_json_text",
+    "response_key",
 ]

@@ -73,7 +73,8 @@ class ArgumentRule(BaseModel):
     alternatives (BFCL's acceptable-value lists). ``optional`` lets the agent omit the argument.
     ``unordered=None`` means: decide from the tool schema (``uniqueItems`` or ``x-unordered``).
     ``any_value`` accepts whatever the agent passes (the argument is still required unless
-    ``optional``).
+    ``optional``). ``exact`` compares strings verbatim instead of BFCL-normalised (ids, paths).
+    ``any_of=[]`` with ``optional=True`` means the argument may only be omitted (BFCL ``[""]``).
     """
 
     model_config = Strict
@@ -84,6 +85,7 @@ class ArgumentRule(BaseModel):
     relative_tolerance: float | None = Field(default=None, ge=0)
     unordered: bool | None = None
     any_value: bool = False
+    exact: bool = False
 
 
 class ReferenceCall(BaseModel):
