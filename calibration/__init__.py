@@ -1,1 +1,113 @@
-"""calibration."""
+"""Calibration: how far each judge and each panel can be trusted, measured against human gold.
+
+Public API:
+- gold sets: ``GoldItem``/``GoldSet`` (native JSONL; schema via ``gold_item_json_schema``), the
+  format registry (``load_gold``, ``detect_gold_format``, ``register_gold_format``; formats
+  ``jsonl`` and ``thakur_csv``), ``write_gold_jsonl``;
+- statistics: ``agreement`` -> ``AgreementStats`` (kappa, Scott's pi, Gwet's AC1, balanced accuracy,
+  TPR/TNR, leniency, per-label P/R/F1, confusion, cluster-bootstrap CIs), ``krippendorff_alpha``,
+  ``human_ceiling``, ``corrected_pass_rate`` (Rogan-Gladen, for reports);
+- panels: ``plurality``/``unanimous`` vote rules, ``LogOddsPanel`` (weights file), ``LogisticPanel``,
+  ``dawid_skene``, ``held_out_evaluation``, ``stratified_cluster_split``;
+- ``run_calibration`` (files) / ``calibrate`` (objects) -> ``CalibrationReport``;
+- ``tune_thresholds`` for the deterministic answer comparator;
+- prompt calibration (``compare_raters``, ``compare_versions``, ``select_few_shot``,
+  ``few_shot_experiment``) and bias probes (``run_bias_probes``, ``self_preference``).
+"""
+
+from calibration._agreement import (
+    AgreementStats,
+    Estimate,
+    HumanCeiling,
+    LabelCoder,
+    LabelScores,
+    Resampler,
+    agreement,
+    human_ceiling,
+    krippendorff_alpha,
+)
+from calibration._compare import RaterComparison, compare_raters
+from calibration._gold import POSITIVE_LABEL_FOR_RUBRIC, GoldItem, GoldSet, HumanLabel, MaterialRef, gold_item_json_schema
+from calibration._gold_io import (
+    GOLD_FORMATS,
+    THAKUR_JUDGES,
+    detect_gold_format,
+    load_gold,
+    load_gold_jsonl,
+    load_thakur_csv,
+    register_gold_format,
+    write_gold_jsonl,
+)
+from calibration._panels import HeldOutEvaluation, SplitSpread, held_out_evaluation
+from calibration._probes import PROBES, FlipStats, ProbeResult, flip_stats, run_bias_probes
+from calibration._prompts import FewShotExample, FewShotResult, compare_versions, few_shot_experiment, select_few_shot
+from calibration._report import CalibrationReport, HumanSummary, calibrate, render_html, render_markdown, run_calibration
+from calibration._self_preference import SelfPreference, model_family, self_preference
+from calibration._split import stratified_cluster_split
+from calibration._stats import corrected_pass_rate
+from calibration._thresholds import GridPoint, ThresholdChoice, ThresholdItem, threshold_items, tune_thresholds, write_threshold_config
+from calibration._votes import LogisticPanel, LogOddsPanel, dawid_skene, plurality, score_with_weights_file, unanimous, write_weights
+
+__all__ = [
+    "GOLD_FORMATS",
+    "POSITIVE_LABEL_FOR_RUBRIC",
+    "PROBES",
+    "THAKUR_JUDGES",
+    "AgreementStats",
+    "CalibrationReport",
+    "Estimate",
+    "FewShotExample",
+    "FewShotResult",
+    "FlipStats",
+    "GoldItem",
+    "GoldSet",
+    "GridPoint",
+    "HeldOutEvaluation",
+    "HumanCeiling",
+    "HumanLabel",
+    "HumanSummary",
+    "LabelCoder",
+    "LabelScores",
+    "LogOddsPanel",
+    "LogisticPanel",
+    "MaterialRef",
+    "ProbeResult",
+    "RaterComparison",
+    "Resampler",
+    "SelfPreference",
+    "SplitSpread",
+    "ThresholdChoice",
+    "ThresholdItem",
+    "agreement",
+    "calibrate",
+    "compare_raters",
+    "compare_versions",
+    "corrected_pass_rate",
+    "dawid_skene",
+    "detect_gold_format",
+    "few_shot_experiment",
+    "flip_stats",
+    "gold_item_json_schema",
+    "held_out_evaluation",
+    "human_ceiling",
+    "krippendorff_alpha",
+    "load_gold",
+    "load_gold_jsonl",
+    "load_thakur_csv",
+    "model_family",
+    "plurality",
+    "register_gold_format",
+    "render_html",
+    "render_markdown",
+    "run_calibration",
+    "score_with_weights_file",
+    "select_few_shot",
+    "self_preference",
+    "stratified_cluster_split",
+    "threshold_items",
+    "tune_thresholds",
+    "unanimous",
+    "write_gold_jsonl",
+    "write_threshold_config",
+    "write_weights",
+]

@@ -62,3 +62,48 @@ __all__ = [
     "parse_json_text",
     "response_key",
 ]
+
+# --- LLM judges: settings, providers, panel (appended by the judges work, issue 4) ---
+from judge._cache import JudgeCache, cache_key
+from judge._limits import Budget, RateLimiter, RetryPolicy
+from judge._panel import JudgeUsage, Panel, PanelStats, build_panel
+from judge._providers import Completion, JudgeCallError, JudgeClient, create_client, parse_judge_name, provider_kinds, register_provider
+from judge._rubric import JudgeVerdict, Rubric, register_rubric, registered_rubrics
+from judge._settings import ConfigFile, JudgeConfigError, JudgeSettings, PanelConfig, PriceConfig, ProviderConfig, RetryConfig
+from judge._voting import Tally, tally
+from judge._weights import JudgeWeight, VoteWeights, load_weights
+
+__all__ += [
+    "Budget",
+    "Completion",
+    "ConfigFile",
+    "JudgeCache",
+    "JudgeCallError",
+    "JudgeClient",
+    "JudgeConfigError",
+    "JudgeSettings",
+    "JudgeUsage",
+    "JudgeVerdict",
+    "JudgeWeight",
+    "Panel",
+    "PanelConfig",
+    "PanelStats",
+    "PriceConfig",
+    "ProviderConfig",
+    "RateLimiter",
+    "RetryConfig",
+    "RetryPolicy",
+    "Rubric",
+    "Tally",
+    "VoteWeights",
+    "build_panel",
+    "cache_key",
+    "create_client",
+    "load_weights",
+    "parse_judge_name",
+    "provider_kinds",
+    "register_provider",
+    "register_rubric",
+    "registered_rubrics",
+    "tally",
+]

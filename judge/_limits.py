@@ -1,0 +1,113 @@
+"""Retries, request-rate pacing, and the cost budget: the guards around every live judge call.
+
+- Retries: exponential backoff with jitter on 429/5xx/timeouts/connection errors; a server's
+  Retry-After is honoured exactly (capped at ``retry_after_cap_s``). ``sleep`` and ``rng`` are
+  injectable so tests can check the delays without waiting for them.
+- ``RateLimiter``: a token bucket per provider (``rpm``), burst of one second's worth.
+- ``Budget``: once spending reaches ``max_cost_usd`` no new call is launched; calls already in
+  flight finish (so the overshoot is bounded by concurrency x one call's cost).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from judge._settings import PriceConfig, RetryConfig
+
+Sleep = Callable[[float], Awaitable[None]]
+
+# USD per 1M tokens (input, output); list prices as of 2026. Unknown models cost 0, with a note.
+DEFAULT_PRICES: dict[str, PriceConfig] = {
+    "openai:gpt-4.1": PriceConfig(input_per_1m=2.00, output_per_1m=8.00),
+    "openai:gpt-4.1-mini": PriceConfig(input_per_1m=0.40, output_per_1m=1.60),
+    "openai:gpt-4.1-nano": PriceConfig(input_per_1m=0.10, output_per_1m=0.40),
+    "openai:gpt-4o": PriceConfig(input_per_1m=2.50, output_per_1m=10.00),
+    "openai:gpt-4o-mini": PriceConfig(input_per_1m=0.15, output_per_1m=0.60),
+    "anthropic:claude-haiku-4-5": PriceConfig(input_per_1m=1.00, output_per_1m=5.00),
+    "anthropic:claude-sonnet-4-5": PriceConfig(input_per_1m=3.00, output_per_1m=15.00),
+    "anthropic:claude-opus-4-1": PriceConfig(input_per_1m=15.00, output_per_1m=75.00),
+}
+FREE_KINDS = frozenset({"mock", "llamacpp"})
+
+
+def price_for(judge: str, kind: str, prices: dict[str, PriceConfig]) -> PriceConfig | None:
+    """The configured price, else the default for ``kind:model``; None when unknown."""
+    if judge in prices:
+        return prices[judge]
+    if kind in FREE_KINDS:
+        return PriceConfig(input_per_1m=0.0, output_per_1m=0.0)
+    model = judge.partition(":")[2]
+    return DEFAULT_PRICES.get(f"{kind}:{model}")
+
+
+def cost_usd(price: PriceConfig | None, input_tokens: int, output_tokens: int) -> float:
+    if price is None:
+        return 0.0
+    return round((input_tokens * price.input_per_1m + output_tokens * price.output_per_1m) / 1_000_000, 10)
+
+
+@dataclass
+class RetryPolicy:
+    config: RetryConfig = field(default_factory=RetryConfig)
+    sleep: Sleep = asyncio.sleep
+    rng: random.Random = field(default_factory=random.Random)
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        c = self.config
+        if retry_after is not None:
+            return min(retry_after, c.retry_after_cap_s)
+        base = min(c.max_delay_s, c.base_delay_s * (2 ** (attempt - 1)))
+        return min(c.max_delay_s, base * (1.0 + c.jitter * self.rng.random()))
+
+
+class RateLimiter:
+    """Token bucket: ``rpm`` requests per minute, up to ``burst`` at once."""
+
+    def __init__(self, rpm: float, burst: float | None = None, clock: Callable[[], float] = time.monotonic, sleep: Sleep = asyncio.sleep):
+        self.rate = rpm / 60.0
+        self.capacity = burst if burst is not None else max(1.0, self.rate)
+        self.tokens = self.capacity
+        self.clock = clock
+        self.sleep = sleep
+        self.updated = clock()
+        self._lock = asyncio.Lock()
+
+    async def acquire(self) -> None:
+        async with self._lock:
+            now = self.clock()
+            self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
+            self.updated = now
+            if self.tokens < 1.0:
+                wait = (1.0 - self.tokens) / self.rate
+                await self.sleep(wait)
+                now = self.clock()
+                self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
+                self.updated = now
+                self.tokens = max(self.tokens, 1.0)  # a fake clock may not advance; we did wait
+            self.tokens -= 1.0
+
+
+@dataclass
+class Budget:
+    max_cost_usd: float | None = None
+    spent_usd: float = 0.0
+    exhausted: bool = False
+
+    def can_launch(self) -> bool:
+        if self.max_cost_usd is not None and self.spent_usd >= self.max_cost_usd:
+            self.exhausted = True
+        return not self.exhausted
+
+    def add(self, cost: float) -> None:
+        self.spent_usd += cost
+
+    @property
+    def message(self) -> str:
+        if not self.exhausted:
+            return ""
+        return f"judge budget of ${self.max_cost_usd:.4f} reached (spent ${self.spent_usd:.4f}); no further judge calls were launched"

@@ -1,0 +1,27 @@
+"""Judge clients, one module per provider, behind a registry keyed by the ``provider:`` prefix.
+
+A judge is named ``provider:model`` (``openai:gpt-4.1-mini``, ``anthropic:claude-haiku-4-5``,
+``mock:always-correct``, ``llamacpp:/models/x.gguf``). The prefix is a provider *kind* or an alias
+defined in the config file (``[providers.vllm] kind = "openai"``), so several OpenAI-compatible
+servers can sit side by side.
+"""
+
+from judge._providers._base import (
+    Completion,
+    JudgeCallError,
+    JudgeClient,
+    create_client,
+    parse_judge_name,
+    provider_kinds,
+    register_provider,
+)
+
+__all__ = [
+    "Completion",
+    "JudgeCallError",
+    "JudgeClient",
+    "create_client",
+    "parse_judge_name",
+    "provider_kinds",
+    "register_provider",
+]

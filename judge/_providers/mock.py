@@ -1,0 +1,60 @@
+"""A deterministic offline judge for tests and demos; it never touches the network.
+
+Models:
+- ``always-<label>``: always that label (a label the rubric lacks is an ``unparseable`` answer,
+  exactly what a real model's off-schema answer would be);
+- ``pick``: a label chosen by a hash of the prompt (stable across runs; panels of different
+  ``pick`` judges disagree sometimes, which is what demos need);
+- ``refuse``: always refuses; ``fail``: always errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any, get_args
+
+from pydantic import BaseModel, ValidationError
+
+from judge._canonical import content_hash
+from judge._providers._base import Completion, JudgeCallError, JudgeClient, register_provider
+
+MOCK_VERSION = "mock-1"
+
+
+def schema_labels(response_model: type[BaseModel]) -> list[str]:
+    field = response_model.model_fields.get("label")
+    return [str(a) for a in get_args(field.annotation)] if field is not None else []
+
+
+class MockJudge(JudgeClient):
+    kind = "mock"
+    cacheable = False
+
+    def sampling(self) -> dict[str, Any]:
+        return {"temperature": 0}
+
+    async def complete(self, messages: list[dict[str, str]], response_model: type[BaseModel]) -> Completion:
+        model = self.model
+        labels = schema_labels(response_model)
+        if model == "refuse":
+            raise JudgeCallError("refusal", "mock judge refuses", cacheable=True)
+        if model == "fail":
+            raise JudgeCallError("error", "mock judge fails")
+        if model == "pick":
+            if not labels:
+                raise JudgeCallError("unparseable", "schema has no label choices", cacheable=True)
+            label = labels[int(content_hash([self.name, messages])[:8], 16) % len(labels)]
+        elif model.startswith("always-"):
+            label = model.removeprefix("always-")
+        else:
+            raise JudgeCallError("error", f"unknown mock model {model!r}: use always-<label>, pick, refuse or fail")
+        try:
+            verdict = response_model.model_validate(
+                {"label": label, "rationale": f"mock judge {model}", "evidence": [], "confidence": 1.0}
+            )
+        except ValidationError as exc:
+            raise JudgeCallError("unparseable", f"label {label!r} not in {labels}: {exc.error_count()} error(s)", cacheable=True) from None
+        words = sum(len(m.get("content", "").split()) for m in messages)
+        return Completion(verdict=verdict, model_version=MOCK_VERSION, input_tokens=words, output_tokens=8)
+
+
+register_provider("mock", MockJudge)

@@ -1,0 +1,152 @@
+"""From per-trajectory results to ``summary.json``: pass rates with CIs, failure-stage counts,
+scores, breakdowns, and the VAKRA leaderboard.
+
+Only a compact row per trajectory is kept (the full results stream to disk), so aggregation
+memory grows by a few hundred bytes per trajectory.
+
+Denominators: ``error`` rows are excluded from every rate and listed instead. ``pass_rate``
+counts unresolved trajectories as not passed (conservative); ``pass_rate_if_unresolved_pass``
+gives the other bound. Leaderboard (VAKRA): the mean of the capability scores, where a
+capability score is its pass rate and, for the multi-source capability ("4"), multi-source
+cases weigh 2x in a weighted mean.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from judge import FAILURE_STAGE_ORDER, InputErrorInfo, Scores, TrajectoryResult
+
+from pipelines.bootstrap import cluster_bootstrap_ci
+from pipelines.config import GradingConfig
+
+BREAKDOWNS = ("capability", "domain", "hop_count", "hop_pattern", "policy_condition", "agent")
+SCORE_FIELDS = tuple(Scores.model_fields)
+
+
+@dataclass
+class Aggregator:
+    config: GradingConfig
+    rows: dict[str, list[Any]] = field(default_factory=lambda: defaultdict(list))
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    judge_calls: int = 0
+    judge_cost: float = 0.0
+
+    def add(self, r: TrajectoryResult) -> None:
+        if r.error is not None:
+            self.errors.append({"task_id": r.task_id, "trajectory_id": r.trajectory_id, **_error_dict(r.error)})
+            return
+        row = self.rows
+        row["verdict"].append(r.verdict.value)
+        row["stage"].append(r.failure_stage.value if r.failure_stage else None)
+        row["decided_by"].append(r.decided_by)
+        row["task_id"].append(r.task_id)
+        row["multi_source"].append(r.multi_source)
+        for key in BREAKDOWNS:
+            value = getattr(r, key)
+            row[key].append("unknown" if value is None else str(value))
+        for key in SCORE_FIELDS:
+            row["score:" + key].append(getattr(r.scores, key))
+        row["unresolved_stages"].append(tuple(s.value for s in r.unresolved_stages))
+        self.judge_calls += r.judge_calls
+        self.judge_cost += r.judge_cost_usd
+
+    # -----------------------------------------------------------------------------------------
+    def summary(self) -> dict[str, Any]:
+        rows = self.rows
+        n = len(rows["verdict"])
+        verdict = np.array(rows["verdict"], dtype=object)
+        tasks = np.array(rows["task_id"], dtype=object)
+        everything = np.ones(n, dtype=bool)
+        out: dict[str, Any] = {
+            "schema_version": 1,
+            "counts": {
+                "trajectories": n + len(self.errors),
+                "graded": n,
+                "errors": len(self.errors),
+                **{v: int((verdict == v).sum()) for v in ("pass", "fail", "unresolved")},
+            },
+            **self._group(everything, verdict, tasks, with_scores=True),
+            "decided_by": dict(sorted(Counter(rows["decided_by"]).items())),
+            "unresolved_stages": dict(sorted(Counter(s for t in rows["unresolved_stages"] for s in t).items())),
+            "by": {},
+            "leaderboard": self._leaderboard(verdict, tasks),
+            "judges": {
+                "calls": self.judge_calls,
+                "cost_usd": round(self.judge_cost, 6),
+                "calls_per_100_trajectories": round(100 * self.judge_calls / n, 2) if n else 0.0,
+            },
+            "errors": self.errors,
+        }
+        for key in BREAKDOWNS:
+            col = np.array(rows[key], dtype=object)
+            out["by"][key] = {value: self._group(col == value, verdict, tasks, with_scores=False) for value in sorted(set(rows[key]), key=_natural)}
+        return out
+
+    def _group(self, mask: np.ndarray, verdict: np.ndarray, tasks: np.ndarray, with_scores: bool) -> dict[str, Any]:
+        cfg = self.config
+        v = verdict[mask]
+        n = int(mask.sum())
+        passed = (v == "pass").astype(float)
+        stages = Counter(self._col("stage")[mask].tolist())
+        group: dict[str, Any] = {
+            "n": n,
+            "pass": int((v == "pass").sum()),
+            "fail": int((v == "fail").sum()),
+            "unresolved": int((v == "unresolved").sum()),
+            "pass_rate": round(float(passed.mean()), 6) if n else None,
+            "pass_rate_ci95": cluster_bootstrap_ci(passed, tasks[mask], samples=cfg.bootstrap_samples, seed=cfg.seed) if n else None,
+            "pass_rate_if_unresolved_pass": round(float((v != "fail").mean()), 6) if n else None,
+            "failure_stages": {s.value: stages.get(s.value, 0) for s in FAILURE_STAGE_ORDER},
+        }
+        crag = [x for x in self._col("score:crag")[mask].tolist() if x is not None]
+        group["crag_score"] = round(float(np.mean(crag)), 6) if crag else None
+        if with_scores:
+            scores: dict[str, Any] = {}
+            for key in SCORE_FIELDS:
+                vals = [(x, t) for x, t in zip(self._col("score:" + key)[mask].tolist(), tasks[mask].tolist()) if x is not None]
+                if not vals:
+                    scores[key] = {"mean": None, "ci95": None, "n": 0}
+                    continue
+                arr = np.array([x for x, _ in vals], dtype=float)
+                ci = cluster_bootstrap_ci(arr, np.array([t for _, t in vals], dtype=object), samples=cfg.bootstrap_samples, seed=cfg.seed)
+                scores[key] = {"mean": round(float(arr.mean()), 6), "ci95": ci, "n": len(vals)}
+            group["scores"] = scores
+        return group
+
+    def _col(self, key: str) -> np.ndarray:
+        cache = self.__dict__.setdefault("_arrays", {})
+        if key not in cache or len(cache[key]) != len(self.rows[key]):
+            cache[key] = np.array(self.rows[key], dtype=object)
+        return cache[key]
+
+    def _leaderboard(self, verdict: np.ndarray, tasks: np.ndarray) -> dict[str, Any]:
+        cfg = self.config
+        caps = np.array(self.rows["capability"], dtype=object)
+        multi = np.array(self.rows["multi_source"], dtype=bool)
+        per_cap: dict[str, float] = {}
+        for cap in sorted(set(self.rows["capability"]) - {"unknown"}, key=_natural):
+            mask = caps == cap
+            passed = (verdict[mask] == "pass").astype(float)
+            if cap == cfg.multi_source_capability:
+                w = np.where(multi[mask], cfg.multi_source_weight, 1.0)
+                per_cap[cap] = round(float((w * passed).sum() / w.sum()), 6)
+            else:
+                per_cap[cap] = round(float(passed.mean()), 6)
+        return {
+            "capabilities": per_cap,
+            "score": round(float(np.mean(list(per_cap.values()))), 6) if per_cap else None,
+            "rule": f"mean of capability pass rates; capability {cfg.multi_source_capability} weighs multi-source cases {cfg.multi_source_weight:g}x",
+        }
+
+
+def _error_dict(info: InputErrorInfo) -> dict[str, Any]:
+    return info.model_dump(mode="json")
+
+
+def _natural(value: str) -> tuple:
+    return (0, int(value), "") if value.isdigit() else (1, 0, value)

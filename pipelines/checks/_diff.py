@@ -1,0 +1,77 @@
+"""How one predicted step differs from one reference call, as the tool would see both.
+
+Compare calls as the tool sees them: schema defaults fill omitted arguments on both sides; an
+argument the schema does not declare is unexpected; a declared argument the reference does not
+mention is unexpected unless the agent passed the schema default (BFCL's rule). With no schema,
+the reference's own arguments and rules are the declaration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from judge import FailureStage, ReferenceCall, Step, ToolSpec
+
+from pipelines.matching import MISSING, compare_argument
+
+
+@dataclass
+class CallDiff:
+    stage: FailureStage | None  # None: the step matches the reference call
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def matches(self) -> bool:
+        return self.stage is None
+
+
+def _defaults(spec: ToolSpec | None) -> dict[str, Any]:
+    if spec is None:
+        return {}
+    return {k: v["default"] for k, v in spec.properties.items() if isinstance(v, dict) and "default" in v}
+
+
+def diff_call(ref: ReferenceCall, step: Step, spec: ToolSpec | None) -> CallDiff:
+    if step.name != ref.name:
+        return CallDiff(FailureStage.TOOL_SELECTION, [f"called {step.name!r} instead of {ref.name!r}"])
+    defaults = _defaults(spec)
+    referenced = set(ref.arguments) | set(ref.argument_rules)
+
+    name_problems: list[str] = []
+    for key in step.arguments:
+        if spec is not None and spec.properties and key not in spec.properties:
+            name_problems.append(f"unexpected argument {key!r} (not in the tool schema)")
+        elif key not in referenced and key not in defaults:
+            name_problems.append(f"unexpected argument {key!r} (not in the reference call)")
+        elif key not in referenced and not _same(defaults[key], step.arguments[key], spec, key):
+            name_problems.append(f"unexpected argument {key!r}={step.arguments[key]!r} (reference leaves it at its default)")
+    for key in sorted(referenced):
+        rule = ref.argument_rules.get(key)
+        optional = rule is not None and rule.optional
+        if key not in step.arguments and key not in defaults and not optional:
+            name_problems.append(f"missing argument {key!r}")
+    if name_problems:
+        return CallDiff(FailureStage.ARGUMENT_NAMES, name_problems)
+
+    value_problems: list[str] = []
+    for key in sorted(referenced):
+        rule = ref.argument_rules.get(key)
+        if key in step.arguments:
+            actual = step.arguments[key]
+        elif rule is not None and rule.optional:
+            continue  # omission is explicitly allowed
+        else:
+            actual = defaults[key]  # omitted, the tool applies its default
+        schema = spec.param_schema(key) if spec is not None else None
+        result = compare_argument(ref.arguments.get(key, MISSING), actual, rule, schema)
+        if not result.ok:
+            value_problems.append(f"{key}: {result.reason}")
+    if value_problems:
+        return CallDiff(FailureStage.ARGUMENT_VALUES, value_problems)
+    return CallDiff(None)
+
+
+def _same(a: Any, b: Any, spec: ToolSpec | None, key: str) -> bool:
+    schema = spec.param_schema(key) if spec is not None else None
+    return compare_argument(a, b, None, schema).ok

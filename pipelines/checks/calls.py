@@ -1,0 +1,211 @@
+"""Calls check: did the agent make the calls the task needs? (tool selection, argument names,
+argument values).
+
+Invariants, each a general rule:
+- A failed call (error status, or an error replayed) changed nothing: it never satisfies a
+  reference call and is never an unexpected side effect; it still tells *where* the agent broke.
+- Each predicted step satisfies at most one reference call, so retries and duplicates never
+  inflate a score.
+- Order matters only along ``depends_on``: a reference call is satisfied by the earliest matching
+  step that comes after the steps satisfying its dependencies.
+- Read calls are evidence: extra reads are fine; a read reference call is also satisfied when its
+  response (replayed, or ``expected_output``) appears among the responses the agent got
+  (VAKRA's response-set containment). A trivially empty response can only be covered by a call
+  to the same tool.
+- Write calls must match as a multiset; an extra successful write fails. With replay, the final
+  state must equal the reference's final state.
+- When a reference read has no counterpart but the agent made other calls and got the answer
+  right, an alternative path is possible: inconclusive (trajectory-sufficiency rubric), unless
+  the task has no gold answer (then the calls are the whole specification).
+- The failure stage of an unsatisfied reference call is the furthest stage any same-name step
+  reached (tool selection < argument names < argument values); the check reports the earliest
+  stage over all unsatisfied calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from judge import Check, Evidence, FailureStage, Outcome, StageResult, canonical_json, response_key
+from judge._task import _topological_order
+
+from pipelines.checks._context import TurnContext
+from pipelines.checks._diff import CallDiff, diff_call
+
+@dataclass
+class RefStatus:
+    index: int
+    satisfied_by: int | None = None  # step index
+    how: str = ""  # structural | response | state
+    stage: FailureStage | None = None  # when unsatisfied and decisive
+    inconclusive: bool = False
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CallMatching:
+    """The full matching of one turn, kept for scores and drill-down evidence."""
+
+    refs: list[RefStatus]
+    used_steps: set[int]
+    extra_writes: list[tuple[int, FailureStage, str]]
+    order_edges: int
+    order_respected: int
+    state_mismatch: bool
+    result: StageResult
+
+
+def _is_trivial(value: Any) -> bool:
+    if isinstance(value, (list, dict, str)) and not value:
+        return True
+    return value is None
+
+
+def match_calls(ctx: TurnContext, answer_correct: bool | None) -> CallMatching:
+    """``answer_correct``: the deterministic answer outcome (True / False / None=unknown)."""
+    turn, task = ctx.turn, ctx.task
+    refs = turn.reference_calls
+    ok_views = [v for v in ctx.steps if v.ok]
+    status = [RefStatus(i) for i in range(len(refs))]
+    used: set[int] = set()
+    id_to_index = {c.id: i for i, c in enumerate(refs) if c.id is not None}
+    diffs: dict[tuple[int, int], CallDiff] = {}
+
+    def diff(ri: int, si: int) -> CallDiff:
+        key = (ri, si)
+        if key not in diffs:
+            diffs[key] = diff_call(refs[ri], ctx.steps[si].step, task.tool(refs[ri].name))
+        return diffs[key]
+
+    # 1. structural assignment in dependency order, earliest admissible step first
+    order_violations: dict[int, int] = {}
+    for ri in _topological_order(refs):
+        deps = [id_to_index[d] for d in refs[ri].depends_on]
+        after = max((status[d].satisfied_by for d in deps if status[d].satisfied_by is not None), default=-1)
+        for view in ok_views:
+            if view.index in used or not diff(ri, view.index).matches:
+                continue
+            if view.index <= after:
+                order_violations.setdefault(ri, view.index)
+                continue
+            status[ri].satisfied_by, status[ri].how = view.index, "structural"
+            used.add(view.index)
+            break
+
+    # 2. response-set containment for read calls (replayed outputs, or expected_output)
+    outputs = ctx.reference_outputs or [None] * len(refs)
+    keys_by_step = {v.index: response_key(v.result) for v in ok_views}
+    for st in status:
+        if st.satisfied_by is not None or task.is_write(refs[st.index].name):
+            continue
+        out = outputs[st.index] if st.index < len(outputs) else None
+        if out is None:
+            continue
+        key = response_key(out)
+        for view in ok_views:
+            if keys_by_step[view.index] != key:
+                continue
+            if _is_trivial(out) and view.step.name != refs[st.index].name:
+                continue
+            st.satisfied_by, st.how = view.index, "response"
+            used.add(view.index)
+            break
+
+    # 3. diagnose what is still unsatisfied
+    spare = [v for v in ok_views if v.index not in used]
+    for st in status:
+        if st.satisfied_by is not None:
+            continue
+        ref = refs[st.index]
+        same_name = [v for v in ctx.steps if v.step.name == ref.name]
+        if st.index in order_violations:
+            st.stage = FailureStage.TOOL_SELECTION
+            st.problems = [f"{ref.name} was called (step {order_violations[st.index]}) before the calls it depends on ({', '.join(ref.depends_on)})"]
+            continue
+        if same_name:
+            best = max(same_name, key=lambda v: _closeness(diff(st.index, v.index)))
+            d = diff(st.index, best.index)
+            if d.matches:  # the right call, but it failed
+                st.stage = FailureStage.ARGUMENT_VALUES
+                st.problems = [f"{ref.name} was called as expected at step {best.index} but failed: {best.result!r}"[:300]]
+            else:
+                st.stage = d.stage
+                st.problems = [f"step {best.index}: {p}" for p in d.problems]
+            continue
+        if task.is_write(ref.name) or turn.gold_answers is None:
+            st.stage = FailureStage.TOOL_SELECTION
+            st.problems = [f"{ref.name} was never called"]
+        elif not spare:
+            st.stage = FailureStage.TOOL_SELECTION
+            st.problems = [f"{ref.name} was never called and no other call could stand in for it"]
+        elif answer_correct is False:
+            st.stage = FailureStage.TOOL_SELECTION
+            st.problems = [f"{ref.name} was never called and the answer is wrong"]
+        else:
+            st.inconclusive = True
+            st.problems = [f"{ref.name} was never called; the other calls may have retrieved the same information"]
+
+    # 4. side effects: extra successful writes, and the final state when replayed
+    extra_writes: list[tuple[int, FailureStage, str]] = []
+    ref_write_names = {c.name for c in refs if task.is_write(c.name)}
+    for view in ok_views:
+        if view.index in used or not task.is_write(view.step.name):
+            continue
+        if view.step.name in ref_write_names:
+            extra_writes.append((view.index, FailureStage.ARGUMENT_VALUES, f"extra write {view.step.name} at step {view.index}"))
+        else:
+            extra_writes.append((view.index, FailureStage.TOOL_SELECTION, f"unexpected write {view.step.name} at step {view.index}"))
+    state_mismatch = (
+        ctx.reference_state is not None and ctx.predicted_state is not None and ctx.reference_state != ctx.predicted_state
+    )
+
+    # 5. order score inputs: dependency edges between satisfied calls, respected or not
+    edges = respected = 0
+    for ri, ref in enumerate(refs):
+        for dep in ref.depends_on:
+            edges += 1
+            a, b = status[id_to_index[dep]].satisfied_by, status[ri].satisfied_by
+            respected += int(a is not None and b is not None and a < b)
+
+    result = _stage_result(ctx, status, extra_writes, state_mismatch)
+    return CallMatching(status, used, extra_writes, edges, respected, state_mismatch, result)
+
+
+def _closeness(d: CallDiff) -> int:
+    return 99 if d.matches else d.stage.rank
+
+
+def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state_mismatch: bool) -> StageResult:
+    refs = ctx.turn.reference_calls
+    evidence: list[Evidence] = []
+    for st in status:
+        ref = refs[st.index]
+        if st.satisfied_by is not None:
+            evidence.append(Evidence(kind=f"matched_{st.how}", reference=st.index, step=st.satisfied_by, message=f"{ref.name} satisfied by step {st.satisfied_by} ({st.how})"))
+        elif st.inconclusive:
+            evidence.append(Evidence(kind="no_counterpart", reference=st.index, message="; ".join(st.problems), expected={"name": ref.name, "arguments": ref.arguments}))
+        else:
+            evidence.append(Evidence(kind="unsatisfied", reference=st.index, message="; ".join(st.problems), expected={"name": ref.name, "arguments": ref.arguments}))
+    for step_index, _stage, message in extra_writes:
+        evidence.append(Evidence(kind="extra_write", step=step_index, message=message))
+
+    stages = [st.stage for st in status if st.stage is not None] + [s for _, s, _ in extra_writes]
+    if state_mismatch and not stages:
+        stages.append(FailureStage.ARGUMENT_VALUES)
+        evidence.append(Evidence(kind="state_mismatch", message="the final state after the agent's writes differs from the reference final state"))
+    if stages:
+        stage = min(stages, key=lambda s: s.rank)
+        first = next(e for e in evidence if e.kind in ("unsatisfied", "extra_write", "state_mismatch"))
+        return StageResult(check=Check.CALLS, outcome=Outcome.MISMATCH, failure_stage=stage, reason=first.message, evidence=evidence)
+    if any(st.inconclusive for st in status):
+        reason = next(e.message for e in evidence if e.kind == "no_counterpart")
+        return StageResult(check=Check.CALLS, outcome=Outcome.INCONCLUSIVE, reason=reason, evidence=evidence)
+    if not refs:
+        return StageResult(check=Check.CALLS, outcome=Outcome.MATCH, reason="no reference calls; no unexpected writes", evidence=evidence)
+    return StageResult(check=Check.CALLS, outcome=Outcome.MATCH, reason=f"all {len(refs)} reference calls satisfied", evidence=evidence)
+
+
+def call_signature(name: str, arguments: dict) -> str:
+    """Identity of a call for duplicate detection (efficiency never rewards repeats)."""
+    return name + canonical_json(arguments)

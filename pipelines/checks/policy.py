@@ -1,0 +1,85 @@
+"""Policy check: the machine-checkable part of a tool-use policy, per call.
+
+Rules (each violation is evidence naming the step):
+- ``allowed_tools`` / ``forbidden_tools`` by tool name;
+- ``max_calls`` counts every attempted call over the whole trajectory (failed ones too: an attempt
+  costs what the policy limits), the violation is flagged on the call that exceeds it;
+- ``read_only`` forbids attempting any tool whose spec says ``side_effect="write"``;
+- ``forbidden_arguments`` by normalised value or regex;
+- ``allowed_sources`` per turn: a call's source is its tool's ``source`` kind, or its name.
+An attempted violation counts even if the call failed: the policy governs behaviour, not effects.
+A policy with plain text only cannot be checked by a machine -> inconclusive (policy rubric).
+"""
+
+from __future__ import annotations
+
+import re
+
+from judge import Check, Evidence, FailureStage, Outcome, Policy, StageResult
+
+from pipelines.checks._context import TurnContext
+from pipelines.matching import values_equal
+
+
+def policy_violations(ctx: TurnContext, policy: Policy) -> list[Evidence]:
+    found: list[Evidence] = []
+    task = ctx.task
+    source_rules = [r for r in policy.allowed_sources if r.turn_id in (None, ctx.turn.turn_id)]
+    for view in ctx.steps:
+        step, i = view.step, view.index
+        name = step.name
+        if policy.allowed_tools is not None and name not in policy.allowed_tools:
+            found.append(Evidence(kind="policy_violation", step=i, message=f"tool {name!r} is not in the allowed tools", actual=name))
+        if name in policy.forbidden_tools:
+            found.append(Evidence(kind="policy_violation", step=i, message=f"tool {name!r} is forbidden", actual=name))
+        if policy.max_calls is not None and ctx.calls_before + i + 1 == policy.max_calls + 1:
+            found.append(Evidence(kind="policy_violation", step=i, message=f"call {ctx.calls_before + i + 1} exceeds max_calls={policy.max_calls}"))
+        if policy.read_only and task.is_write(name):
+            found.append(Evidence(kind="policy_violation", step=i, message=f"write tool {name!r} called under a read-only policy", actual=name))
+        for ban in policy.forbidden_arguments:
+            if ban.tool not in ("*", name) or ban.argument not in step.arguments:
+                continue
+            value = step.arguments[ban.argument]
+            hit = any(values_equal(v, value) for v in ban.values)
+            if not hit and ban.pattern is not None:
+                hit = re.search(ban.pattern, value if isinstance(value, str) else str(value)) is not None
+            if hit:
+                found.append(Evidence(kind="policy_violation", step=i, message=f"forbidden value for {name}.{ban.argument}", actual=value))
+        for rule in source_rules:
+            spec = task.tool(name)
+            source = spec.source if spec is not None and spec.source else name
+            if source not in rule.allowed and name not in rule.allowed:
+                found.append(
+                    Evidence(
+                        kind="policy_violation",
+                        step=i,
+                        message=f"source {source!r} of {name!r} not allowed in turn {ctx.turn.turn_id} (allowed: {rule.allowed})",
+                        actual=source,
+                    )
+                )
+    return found
+
+
+class PolicyCheck:
+    check = Check.POLICY
+
+    def run(self, ctx: TurnContext) -> StageResult:
+        policy = ctx.task.policy
+        if policy is None:
+            return StageResult(check=self.check, outcome=Outcome.SKIPPED, reason="no policy")
+        violations = policy_violations(ctx, policy)
+        if violations:
+            return StageResult(
+                check=self.check,
+                outcome=Outcome.MISMATCH,
+                failure_stage=FailureStage.POLICY,
+                reason=violations[0].message,
+                evidence=violations,
+            )
+        if not policy.has_rules:
+            return StageResult(
+                check=self.check,
+                outcome=Outcome.INCONCLUSIVE,
+                reason="plain-text policy without machine-checkable rules",
+            )
+        return StageResult(check=self.check, outcome=Outcome.MATCH, reason="no rule violated")

@@ -1,0 +1,54 @@
+"""Grading configuration: score weights, answer thresholds, bootstrap settings.
+
+Loaded from an optional TOML file (``judge grade --config``); every field has a documented
+default so a run with no config is fully specified (and recorded in manifest.json).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ScoreWeights(BaseModel):
+    """Weights of the tool-chain total (the seed article's 0.4 / 0.3 / 0.2 / 0.1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    selection: float = Field(0.4, ge=0)
+    order: float = Field(0.3, ge=0)
+    parameter: float = Field(0.2, ge=0)
+    success: float = Field(0.1, ge=0)
+
+
+class AnswerSettings(BaseModel):
+    """Deterministic answer tolerances (calibration's threshold tuning writes this section)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    accept_similarity: float = Field(1.0, ge=0, le=1)
+    reject_similarity: float | None = Field(None, ge=0, le=1)
+    short_answer_tokens: int = Field(8, ge=1)
+    numeric_relative_tolerance: float = Field(1e-6, ge=0)
+
+
+class GradingConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    weights: ScoreWeights = Field(default_factory=ScoreWeights)
+    critical_weight: float = Field(2.0, ge=1, description="weight of a reference call marked critical")
+    answer: AnswerSettings = Field(default_factory=AnswerSettings)
+    bootstrap_samples: int = Field(2000, ge=100)
+    seed: int = 0
+    multi_source_capability: str = Field("4", description="capability whose multi-source cases count 2x on the leaderboard")
+    multi_source_weight: float = Field(2.0, ge=1)
+
+    @classmethod
+    def load(cls, path: Path | None) -> GradingConfig:
+        if path is None:
+            return cls()
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+        return cls.model_validate(data.get("grading", data))

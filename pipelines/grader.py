@@ -1,0 +1,248 @@
+"""Grade one trajectory: deterministic checks per turn, escalation bookkeeping, final verdict.
+
+A ``GradedCase`` holds the checks of every turn in waterfall order [policy, calls, answer,
+grounding]. ``next_escalation`` names the one inconclusive check whose decision matters next
+(earliest turn, earliest check before any decisive failure); after a judge decides it,
+``apply_decision`` records the decision and re-derives the checks that depend on it (the calls
+check depends on whether the answer is right; grounding on the answer). Checks decided by a
+judge are never recomputed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from judge import (
+    CHECK_DEFAULT_STAGE,
+    Check,
+    FailureStage,
+    InputError,
+    JudgeRequest,
+    Outcome,
+    PanelDecision,
+    RUBRIC_FOR_CHECK,
+    SourceRef,
+    StageResult,
+    Task,
+    Trajectory,
+    TrajectoryResult,
+)
+
+from pipelines.attribution import attribute_trajectory, attribute_turn
+from pipelines.checks import AnswerCheck, GroundingCheck, PolicyCheck, TurnContext, build_context, match_calls
+from pipelines.config import GradingConfig
+from pipelines.scoring import TurnFacts, compute_scores
+
+CHECK_ORDER = (Check.POLICY, Check.CALLS, Check.ANSWER, Check.GROUNDING)
+_POLICY, _ANSWER, _GROUNDING = PolicyCheck(), AnswerCheck(), GroundingCheck()
+_MAX_TEXT = 4000  # characters of one tool output shown to a judge
+
+
+@dataclass
+class TurnState:
+    ctx: TurnContext
+    checks: dict[Check, StageResult]
+    facts: TurnFacts
+    asked: set[Check] = field(default_factory=set)  # escalated already (decided or left open)
+
+
+@dataclass
+class GradedCase:
+    task: Task
+    trajectory: Trajectory
+    source: SourceRef | None
+    config: GradingConfig
+    turns: list[TurnState]
+    judge_calls: int = 0
+    judge_cost: float = 0.0
+
+    # ---- escalation -------------------------------------------------------------------------
+    def next_escalation(self) -> tuple[int, Check] | None:
+        for ti, ts in enumerate(self.turns):
+            mismatch_seen = False
+            for check in CHECK_ORDER:
+                result = ts.checks[check]
+                if result.outcome == Outcome.MISMATCH:
+                    mismatch_seen = True
+                    break
+                if result.outcome == Outcome.INCONCLUSIVE and check not in ts.asked:
+                    answer = ts.checks[Check.ANSWER]
+                    if check == Check.CALLS and answer.outcome == Outcome.INCONCLUSIVE and Check.ANSWER not in ts.asked:
+                        return ti, Check.ANSWER  # the calls verdict hinges on the answer: ask that first
+                    return ti, check
+            if mismatch_seen:
+                return None  # this turn fails decisively: later turns cannot change where it broke
+        return None
+
+    def request_for(self, ti: int, check: Check) -> JudgeRequest:
+        ts = self.turns[ti]
+        return JudgeRequest(
+            key=f"{self.trajectory.trajectory_id}/{ts.ctx.turn.turn_id}/{check.value}",
+            rubric=_rubric(ts, check),
+            material=_material(ts.ctx, check),
+        )
+
+    def apply_decision(self, ti: int, check: Check, decision: PanelDecision, panel: str) -> None:
+        ts = self.turns[ti]
+        ts.asked.add(check)
+        self.judge_calls += sum(1 for v in decision.votes if not v.cached and v.abstain_reason not in ("offline_miss", "budget"))
+        self.judge_cost += sum(v.cost_usd for v in decision.votes)
+        old = ts.checks[check]
+        outcome = decision.outcome
+        stage = CHECK_DEFAULT_STAGE[check] if outcome == Outcome.MISMATCH else None
+        ts.checks[check] = old.model_copy(
+            update={
+                "outcome": outcome,
+                "failure_stage": stage,
+                "label": decision.label if check == Check.ANSWER else old.label,
+                "decided_by": f"judge:{panel}" if outcome != Outcome.INCONCLUSIVE else old.decided_by,
+                "reason": decision.reason or old.reason,
+                "decision": decision,
+            }
+        )
+        _rederive(ts)
+
+    # ---- result -----------------------------------------------------------------------------
+    def result(self) -> TrajectoryResult:
+        turn_results = [attribute_turn(ts.ctx.turn.turn_id, [ts.checks[c] for c in CHECK_ORDER]) for ts in self.turns]
+        verdict, stage, unresolved, decided_by = attribute_trajectory(turn_results)
+        for ts in self.turns:
+            ts.facts.answer = ts.checks[Check.ANSWER]
+        meta = self.task.metadata
+        return TrajectoryResult(
+            task_id=self.task.task_id,
+            trajectory_id=self.trajectory.trajectory_id,
+            agent=self.trajectory.agent,
+            capability=meta.capability,
+            domain=meta.domain,
+            hop_count=meta.hop_count,
+            hop_pattern=meta.hop_pattern,
+            multi_source=meta.multi_source,
+            policy_condition=meta.policy_condition or ("no_policy" if self.task.policy is None else None),
+            verdict=verdict,
+            failure_stage=stage,
+            unresolved_stages=unresolved,
+            decided_by=decided_by,
+            turns=turn_results,
+            scores=compute_scores(self.task, [ts.facts for ts in self.turns], self.config),
+            judge_calls=self.judge_calls,
+            judge_cost_usd=round(self.judge_cost, 6),
+            source=self.source,
+        )
+
+
+def grade_case(
+    task: Task,
+    trajectory: Trajectory,
+    config: GradingConfig,
+    *,
+    source: SourceRef | None = None,
+    replay: list[Any] | None = None,
+) -> GradedCase:
+    """Run every deterministic check of every turn. Raises ``InputError`` for turns the task lacks."""
+    by_id = {t.turn_id: t for t in trajectory.turns}
+    task_ids = {t.turn_id for t in task.turns}
+    single = len(task.turns) == 1 and len(trajectory.turns) == 1
+    if not single:
+        extra = [tid for tid in by_id if tid not in task_ids]
+        if extra:
+            raise InputError.at(
+                "unknown_turn",
+                f"trajectory has turns {extra} that task {task.task_id!r} does not define (task turns: {sorted(task_ids)})",
+                source.file if source else "<memory>",
+                source.line if source else None,
+                "turns",
+            )
+    replay_by_id = {r.turn_id: r for r in replay} if replay else {}
+    states: list[TurnState] = []
+    prior_outputs: list[Any] = []
+    calls_before = 0
+    for turn in task.turns:
+        traj_turn = trajectory.turns[0] if single else by_id.get(turn.turn_id)
+        rep = (replay[0] if replay else None) if single else replay_by_id.get(turn.turn_id)
+        ctx = build_context(task, turn, trajectory, traj_turn, config, replay=rep, prior_outputs=prior_outputs, calls_before=calls_before)
+        states.append(_evaluate(ctx))
+        prior_outputs = prior_outputs + [v.result for v in ctx.steps if v.ok]
+        calls_before += len(ctx.steps)
+    return GradedCase(task=task, trajectory=trajectory, source=source, config=config, turns=states)
+
+
+def _evaluate(ctx: TurnContext) -> TurnState:
+    policy = _POLICY.run(ctx)
+    answer = _ANSWER.run(ctx)
+    matching = match_calls(ctx, _answer_correct(answer))
+    grounding = _GROUNDING.run(ctx, answer, matching.result.outcome == Outcome.MATCH)
+    checks = {Check.POLICY: policy, Check.CALLS: matching.result, Check.ANSWER: answer, Check.GROUNDING: grounding}
+    return TurnState(ctx=ctx, checks=checks, facts=TurnFacts(ctx, matching, policy, answer))
+
+
+def _answer_correct(answer: StageResult) -> bool | None:
+    if answer.outcome == Outcome.MATCH:
+        return True
+    if answer.outcome == Outcome.MISMATCH:
+        return False
+    return None
+
+
+def _rederive(ts: TurnState) -> None:
+    """Recompute the checks that depend on a judged one, keeping every judged result."""
+    answer = ts.checks[Check.ANSWER]
+    if Check.CALLS not in ts.asked:
+        matching = match_calls(ts.ctx, _answer_correct(answer))
+        ts.checks[Check.CALLS] = matching.result
+        ts.facts.matching = matching
+    if Check.GROUNDING not in ts.asked:
+        calls_ok = ts.checks[Check.CALLS].outcome == Outcome.MATCH
+        ts.checks[Check.GROUNDING] = _GROUNDING.run(ts.ctx, answer, calls_ok)
+    ts.facts.answer = answer
+
+
+def _rubric(ts: TurnState, check: Check) -> str:
+    if check == Check.ANSWER and ts.ctx.turn.gold_answers is None and ts.ctx.turn.criteria:
+        return "open_ended"
+    return RUBRIC_FOR_CHECK[check.value]
+
+
+def _clip(value: Any) -> Any:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= _MAX_TEXT else text[:_MAX_TEXT] + f"... [{len(text) - _MAX_TEXT} more characters]"
+
+
+def _material(ctx: TurnContext, check: Check) -> dict[str, Any]:
+    turn = ctx.turn
+    answer = ctx.traj_turn.final_answer if ctx.traj_turn is not None else None
+    predicted = [
+        {"step": v.index, "name": v.step.name, "arguments": v.step.arguments, "status": "ok" if v.ok else "error", "result": _clip(v.result)}
+        for v in ctx.steps
+    ]
+    if check == Check.POLICY:
+        return {
+            "policy": ctx.task.policy.text or "",
+            "question": turn.query,
+            "calls": [{k: p[k] for k in ("step", "name", "arguments", "status")} | {"turn_id": turn.turn_id} for p in predicted],
+        }
+    if check == Check.CALLS:
+        outputs = ctx.reference_outputs or [None] * len(turn.reference_calls)
+        return {
+            "question": turn.query,
+            "gold_answers": turn.gold_answers,
+            "reference_calls": [
+                {"name": c.name, "arguments": c.arguments} | ({"output": _clip(o)} if o is not None else {})
+                for c, o in zip(turn.reference_calls, outputs)
+            ],
+            "predicted_calls": [{k: p[k] for k in ("name", "arguments", "status", "result")} for p in predicted],
+        }
+    if check == Check.ANSWER:
+        if turn.gold_answers is None:
+            return {"question": turn.query, "criteria": turn.criteria or [], "answer": answer}
+        return {"question": turn.query, "gold_answers": turn.gold_answers, "answer": answer}
+    return {
+        "question": turn.query,
+        "answer": answer,
+        "tool_outputs": [{k: p[k] for k in ("step", "name", "arguments", "result")} for p in predicted if p["status"] == "ok"],
+    }
+
+
+__all__ = ["CHECK_ORDER", "FailureStage", "GradedCase", "grade_case"]

@@ -1,0 +1,226 @@
+"""The grading run: ingest -> deterministic checks (with replay) -> escalation rounds -> results.
+
+Guarantees:
+- every input trajectory yields exactly one line of ``results.jsonl``, in input order, graded or
+  with its error (file, line, field); errors in the tasks file are listed in ``summary.json``;
+- memory stays flat: decided results stream to disk; only cases waiting for a judge are held;
+- the same inputs and config give byte-identical ``results.jsonl`` / ``summary.json`` /
+  ``report.md`` (timestamps live in ``manifest.json`` only).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import platform
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from judge import Escalator, InputError, InputErrorInfo, SourceRef, TrajectoryResult, VerdictLabel
+
+from pipelines.aggregate import Aggregator
+from pipelines.config import GradingConfig
+from pipelines.grader import GradedCase, grade_case
+from pipelines.ingest import Limits, Loaded, TaskSet, check_task, iter_trajectories, load_tasks
+
+RESULTS, SUMMARY, REPORT_MD, MANIFEST = "results.jsonl", "summary.json", "report.md", "manifest.json"
+_PENDING = "__pending__"
+
+
+class InputErrorsFound(Exception):
+    """Raised with ``--on-error fail`` at the first bad input item."""
+
+    def __init__(self, info: InputErrorInfo):
+        super().__init__(info.render())
+        self.info = info
+
+
+@dataclass
+class GradeOptions:
+    tasks: Path
+    trajectories: Path
+    out: Path
+    reference: Path | None = None
+    task_format: str | None = None
+    trajectory_format: str | None = None
+    on_error: Literal["skip", "fail"] = "skip"
+    config: GradingConfig = field(default_factory=GradingConfig)
+    escalator: Escalator | None = None
+    replayer: Any = None  # pipelines.replay.Replayer
+    limits: Limits = field(default_factory=Limits)
+    command: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunOutcome:
+    summary: dict[str, Any]
+    out: Path
+    files: list[Path]
+
+
+def run_grading(opts: GradeOptions, progress: Callable[[int], None] | None = None) -> RunOutcome:
+    started = datetime.now(timezone.utc)
+    taskset = load_tasks(opts.tasks, opts.task_format, opts.reference, opts.limits)
+    if opts.on_error == "fail" and taskset.errors:
+        raise InputErrorsFound(taskset.errors[0])
+    opts.out.mkdir(parents=True, exist_ok=True)
+    agg = Aggregator(opts.config)
+    for info in taskset.errors:
+        agg.errors.append({"task_id": None, "trajectory_id": None, "scope": "task", **info.model_dump(mode="json")})
+
+    partial = opts.out / (RESULTS + ".partial")
+    pending: list[GradedCase] = []
+    with open(partial, "w", encoding="utf-8") as fh:
+        for count, loaded in enumerate(iter_trajectories(opts.trajectories, opts.trajectory_format, opts.limits), 1):
+            outcome = _grade_loaded(loaded, taskset, opts)
+            if isinstance(outcome, GradedCase):
+                if opts.escalator is not None and outcome.next_escalation() is not None:
+                    fh.write(json.dumps({_PENDING: len(pending)}) + "\n")
+                    pending.append(outcome)
+                    continue
+                outcome = outcome.result()
+            if opts.on_error == "fail" and outcome.error is not None:
+                raise InputErrorsFound(outcome.error)
+            fh.write(outcome.model_dump_json(exclude_none=True) + "\n")
+            agg.add(outcome)
+            if progress is not None:
+                progress(count)
+
+    judged = _escalate(pending, opts.escalator) if pending else []
+    for result in judged:
+        agg.add(result)
+    _merge(partial, opts.out / RESULTS, judged)
+
+    summary = agg.summary()
+    (opts.out / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    files = [opts.out / RESULTS, opts.out / SUMMARY]
+    files += _write_reports(summary, opts.out)
+    manifest = _manifest(opts, taskset, summary, started)
+    (opts.out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    files.append(opts.out / MANIFEST)
+    return RunOutcome(summary=summary, out=opts.out, files=files)
+
+
+def _grade_loaded(loaded: Loaded, taskset: TaskSet, opts: GradeOptions) -> GradedCase | TrajectoryResult:
+    if loaded.error is not None:
+        return _error_row(loaded, loaded.error)
+    problem = check_task(loaded, taskset)
+    if problem is not None:
+        return _error_row(loaded, problem)
+    task = taskset.tasks[loaded.trajectory.task_id]
+    try:
+        replay = None
+        if opts.replayer is not None and task.environment is not None:
+            replay = opts.replayer.replay(task, loaded.trajectory)
+        return grade_case(task, loaded.trajectory, opts.config, source=loaded.source, replay=replay)
+    except InputError as exc:
+        return _error_row(loaded, exc.info)
+    except Exception as exc:  # an environment or replay failure must not sink the run
+        info = InputErrorInfo(kind="grading_error", message=f"{type(exc).__name__}: {exc}", file=loaded.source.file, line=loaded.source.line)
+        return _error_row(loaded, info)
+
+
+def _error_row(loaded: Loaded, info: InputErrorInfo) -> TrajectoryResult:
+    return TrajectoryResult(
+        task_id=loaded.task_id,
+        trajectory_id=loaded.trajectory_id,
+        agent=loaded.trajectory.agent if loaded.trajectory is not None else None,
+        verdict=VerdictLabel.ERROR,
+        decided_by="error",
+        source=loaded.source,
+        error=info,
+    )
+
+
+def _escalate(cases: list[GradedCase], escalator: Escalator) -> list[TrajectoryResult]:
+    """Rounds: each round asks every waiting case its next question, all in one concurrent batch."""
+    while True:
+        asks = [(case, *nxt) for case in cases if (nxt := case.next_escalation()) is not None]
+        if not asks:
+            break
+        requests = [case.request_for(ti, check) for case, ti, check in asks]
+        decisions = asyncio.run(escalator.decide(requests))
+        for (case, ti, check), decision in zip(asks, decisions, strict=True):
+            case.apply_decision(ti, check, decision, escalator.name)
+    return [case.result() for case in cases]
+
+
+def _merge(partial: Path, final: Path, judged: list[TrajectoryResult]) -> None:
+    with open(partial, encoding="utf-8") as src, open(final, "w", encoding="utf-8") as dst:
+        for line in src:
+            if line.startswith('{"' + _PENDING):
+                dst.write(judged[json.loads(line)[_PENDING]].model_dump_json(exclude_none=True) + "\n")
+            else:
+                dst.write(line)
+    partial.unlink()
+
+
+def _write_reports(summary: dict[str, Any], out: Path) -> list[Path]:
+    from reports import write_reports
+
+    return write_reports(summary, out)
+
+
+def _sha256(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for name in ("trajectory-judge", "pydantic", "instructor", "openai", "anthropic", "numpy", "pandas", "scikit-learn"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def _manifest(opts: GradeOptions, taskset: TaskSet, summary: dict[str, Any], started: datetime) -> dict[str, Any]:
+    inputs = [
+        {"role": "tasks", "path": str(opts.tasks), "format": opts.task_format or "auto", "sha256": _sha256(opts.tasks)},
+        {"role": "trajectories", "path": str(opts.trajectories), "format": opts.trajectory_format or "auto", "sha256": _sha256(opts.trajectories)},
+    ]
+    if opts.reference is not None:
+        inputs.append({"role": "reference", "path": str(opts.reference), "sha256": _sha256(opts.reference)})
+    escalator = opts.escalator
+    return {
+        "tool": "trajectory-judge",
+        "versions": _versions(),
+        "python": platform.python_version(),
+        "command": opts.command or sys.argv,
+        "inputs": inputs,
+        "tasks_loaded": len(taskset.tasks),
+        "config": opts.config.model_dump(mode="json"),
+        "on_error": opts.on_error,
+        "judges": None if escalator is None else _describe(escalator),
+        "replay": None if opts.replayer is None else _describe(opts.replayer),
+        "counts": summary["counts"],
+        "started_at": started.isoformat(timespec="seconds"),
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _describe(component: Any) -> Any:
+    describe = getattr(component, "describe", None)
+    if callable(describe):
+        return describe()
+    return {"name": getattr(component, "name", type(component).__name__)}
+
+
+def iter_results(path: Path) -> Iterator[TrajectoryResult]:
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield TrajectoryResult.model_validate_json(line)

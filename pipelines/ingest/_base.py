@@ -1,0 +1,231 @@
+"""Shared vocabulary of the ingest stage: limits, what one read item becomes, and the task set.
+
+Invariant: every item read from an input file becomes exactly one ``Loaded`` (trajectories) or one
+task / one error (tasks). Nothing is silently dropped and nothing is silently overwritten.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import ValidationError
+
+from judge import InputErrorInfo, SourceRef, Task, Trajectory, content_hash, field_path
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size limits that keep one hostile or broken line from exhausting memory."""
+
+    max_line_bytes: int = 32 * 2**20  # a line (or JSON-array item) larger than this -> too_large
+    max_string_bytes: int = 8 * 2**20  # any single string field larger -> too_large naming the field
+
+
+@dataclass
+class Loaded:
+    """One trajectory item read from a file: exactly one of ``trajectory`` / ``error`` is set."""
+
+    source: SourceRef
+    trajectory: Trajectory | None
+    error: InputErrorInfo | None
+    task_id: str | None  # best effort, also for error rows (so the output can still name them)
+    trajectory_id: str | None
+
+    def __post_init__(self) -> None:
+        if (self.trajectory is None) == (self.error is None):
+            raise ValueError("a Loaded item carries exactly one of trajectory / error")
+
+
+@dataclass
+class TaskSet:
+    """Every task read, plus every task item that could not be used and why.
+
+    ``ambiguous`` ids (defined twice with different content, or once unreadably) are *not* in
+    ``tasks``: their trajectories are reported as errors instead of being graded against a guess.
+    ``invalid`` maps ids of task items that could not be read to their error, so that a
+    trajectory for such a task gets a precise message instead of a bare "unknown task".
+    """
+
+    tasks: dict[str, Task] = field(default_factory=dict)
+    sources: dict[str, SourceRef] = field(default_factory=dict)
+    errors: list[InputErrorInfo] = field(default_factory=list)
+    ambiguous: dict[str, InputErrorInfo] = field(default_factory=dict)
+    invalid: dict[str, InputErrorInfo] = field(default_factory=dict)
+
+
+class ItemError(Exception):
+    """A problem with one input item, raised by a format converter and turned into an error row."""
+
+    def __init__(self, kind: str, message: str, field: str | None = None, line: int | None = None, file: str | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.field = field
+        self.line = line  # overrides the item's line (e.g. an error found in the reference file)
+        self.file = file
+
+    def info(self, file: str, line: int | None) -> InputErrorInfo:
+        return InputErrorInfo(
+            kind=self.kind, message=self.message, file=self.file or file, line=self.line if self.line is not None else line, field=self.field
+        )
+
+
+def short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def validation_error(err: ValidationError, prefix: str = "", note: str = "", strip: int = 0) -> ItemError:
+    """The first pydantic error names the field; the others are listed briefly in the message.
+
+    ``prefix`` / ``strip`` map a location in a converted model back to the input: the first
+    ``strip`` parts of the location are replaced by ``prefix``.
+    """
+    errors = err.errors(include_url=False)
+    first = errors[0]
+    path = field_path(tuple(first["loc"])[strip:])
+    if prefix:
+        path = prefix if path == "<root>" else (f"{prefix}{path}" if path.startswith("[") else f"{prefix}.{path}")
+    message = first["msg"]
+    if first["type"] not in ("missing",) and "input" in first and not isinstance(first["input"], dict):
+        message += f" (got {short(first['input'])})"
+    others = [f"{field_path(tuple(e['loc']))}: {e['msg']}" for e in errors[1:6]]
+    if others:
+        more = f" and {len(errors) - 6} more" if len(errors) > 6 else ""
+        message += f"; also {'; '.join(others)}{more}"
+    if note:
+        message = f"{note}: {message}"
+    return ItemError("invalid_field", message, path)
+
+
+def expect(value: Any, kind: type | tuple[type, ...], path: str, what: str) -> Any:
+    """Check one raw input value's JSON type; the error names the field path."""
+    ok = isinstance(value, kind) and not (isinstance(value, bool) and kind in (int, float, (int, float)))
+    if not ok:
+        raise ItemError("invalid_field", f"{what} must be {_json_type_name(kind)}, got {_json_name(value)} {short(value)}", path)
+    return value
+
+
+def _json_type_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {dict: "an object", list: "an array", str: "a string", int: "an integer", float: "a number", bool: "a boolean"}
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def _json_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def as_id(value: Any) -> str | None:
+    """Best-effort id for naming an item in the output, also when the item is otherwise broken."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and value:
+        return value
+    return None
+
+
+def default_trajectory_id(file: str, line: int | None) -> str:
+    """Deterministic id for a trajectory that has none: stable across reruns of the same file."""
+    return f"{Path(file).stem}:{line}"
+
+
+@dataclass(frozen=True)
+class ItemContext:
+    file: str
+    line: int | None
+    default_trajectory_id: str
+
+
+@dataclass(frozen=True)
+class TrajectoryFormat:
+    """A trajectory input format: how to recognise an item, name it, and convert it."""
+
+    name: str
+    description: str
+    sniff: Callable[[dict[str, Any]], bool]
+    ids: Callable[[dict[str, Any], str], tuple[str | None, str | None]]  # (item, default id) -> ids
+    convert: Callable[[dict[str, Any], ItemContext], Trajectory]
+
+
+@dataclass(frozen=True)
+class TaskFormat:
+    """A task input format. ``load`` reads the file (and its reference file, when the format has one)."""
+
+    name: str
+    description: str
+    sniff: Callable[[dict[str, Any]], bool]
+    load: Callable[[str, str | None, Limits], TaskSet]
+    reference: str  # "none", "optional" or "required"
+
+
+class TaskCollector:
+    """Builds a TaskSet while enforcing the duplicate rules.
+
+    A repeated id is a ``duplicate_id`` error for the later item (naming the first line). Identical
+    content keeps the first; different content (compared as canonical JSON of the dumped model) makes
+    the id ambiguous so that its trajectories are reported instead of graded against a guess.
+    """
+
+    def __init__(self) -> None:
+        self.result = TaskSet()
+        self._hashes: dict[str, str] = {}
+
+    def add(self, task: Task, source: SourceRef) -> None:
+        tid = task.task_id
+        digest = content_hash(task.model_dump(mode="json"))
+        if tid in self.result.invalid:
+            self._duplicate(tid, source, same=None)
+            return
+        if tid in self._hashes:
+            self._duplicate(tid, source, same=digest == self._hashes[tid])
+            return
+        self._hashes[tid] = digest
+        self.result.sources[tid] = source
+        if tid not in self.result.ambiguous:  # e.g. its reference item was defined twice
+            self.result.tasks[tid] = task
+
+    def add_error(self, info: InputErrorInfo, task_id: str | None) -> None:
+        self.result.errors.append(info)
+        if task_id is None:
+            return
+        if task_id in self._hashes or task_id in self.result.invalid:
+            first = self.result.sources.get(task_id)
+            where = _where(first) if first else _where_info(self.result.invalid[task_id])
+            self.mark_ambiguous(task_id, info.file, info.line, f"defined at {where} and again at {_where_info(info)}, which could not be read")
+            return
+        self.result.invalid[task_id] = info
+
+    def _duplicate(self, tid: str, source: SourceRef, same: bool | None) -> None:
+        first = self.result.sources.get(tid)
+        where = _where(first) if first is not None else _where_info(self.result.invalid[tid])
+        if same is True:
+            message = f"task id {tid!r} already defined at {where} with identical content; the first definition is kept"
+        elif same is False:
+            message = f"task id {tid!r} already defined at {where} with different content; its trajectories are reported as ambiguous_task errors"
+        else:
+            message = f"task id {tid!r} already defined at {where}, which could not be read; its trajectories are reported as ambiguous_task errors"
+        self.result.errors.append(InputErrorInfo(kind="duplicate_id", message=message, file=source.file, line=source.line, field="task_id"))
+        if same is not True:
+            self.mark_ambiguous(tid, source.file, source.line, f"defined at {where} and again at {_where(source)} with different content")
+
+    def mark_ambiguous(self, tid: str, file: str, line: int | None, detail: str) -> None:
+        """The id cannot be graded: its definitions disagree (or one could not be read)."""
+        self.result.tasks.pop(tid, None)
+        if tid not in self.result.ambiguous:
+            self.result.ambiguous[tid] = InputErrorInfo(kind="ambiguous_task", message=f"task {tid!r} is {detail}", file=file, line=line, field="task_id")
+
+
+def _where(source: SourceRef) -> str:
+    return source.file + (f":{source.line}" if source.line is not None else "")
+
+
+def _where_info(info: InputErrorInfo) -> str:
+    return info.file + (f":{info.line}" if info.line is not None else "")
+

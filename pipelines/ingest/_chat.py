@@ -1,0 +1,126 @@
+"""Helpers shared by the chat-transcript formats (OpenAI Chat Completions, Anthropic Messages).
+
+Both formats build turns the same way: a user message with text starts a turn, tool calls become
+steps whose results arrive later (matched by call id), and the last assistant text without tool
+calls is the turn's final answer. ``TurnBuilder`` holds that logic once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from judge import Step, Trajectory
+
+from pipelines.ingest._base import ItemContext, ItemError, as_id, expect, validation_error
+
+NO_RESULT = "no tool result"
+
+
+class TurnBuilder:
+    def __init__(self) -> None:
+        self.turns: list[dict[str, Any]] = []
+        self._pending: dict[str, tuple[dict[str, Any], str]] = {}  # call id -> (step dict, path of the call)
+        self._answered: set[str] = set()
+
+    @property
+    def current(self) -> dict[str, Any]:
+        if not self.turns:  # the agent spoke before any user message: an implicit first turn
+            self.start(None)
+        return self.turns[-1]
+
+    def start(self, query: str | None) -> None:
+        self.turns.append({"turn_id": str(len(self.turns) + 1), "query": query, "steps": [], "final_answer": None})
+
+    def add_call(self, name: str, arguments: dict[str, Any], call_id: str | None, path: str, error: str | None = None) -> None:
+        step: dict[str, Any] = {"name": name, "arguments": arguments, "call_id": call_id, "result": None}
+        if error is not None:
+            step["status"] = "error"
+            step["error"] = error
+        if call_id is not None:
+            if call_id in self._pending or call_id in self._answered:
+                raise ItemError("invalid_field", f"tool call id {call_id!r} is used twice", path)
+            self._pending[call_id] = (step, path)
+        else:
+            step["_no_id"] = True
+        self.current["steps"].append(step)
+
+    def add_result(self, call_id: str, result: Any, status: Any, path: str, id_field: str) -> None:
+        if call_id in self._answered:
+            raise ItemError("invalid_field", f"a second tool result for call id {call_id!r}", f"{path}.{id_field}")
+        if call_id not in self._pending:
+            raise ItemError("invalid_field", f"no earlier tool call with id {call_id!r}", f"{path}.{id_field}")
+        step, _ = self._pending.pop(call_id)
+        self._answered.add(call_id)
+        step["result"] = result
+        if step.get("status") == "error":  # unparseable arguments: the call failed whatever came back
+            return
+        if status is not None:
+            step["status"] = status
+            step["_status_path"] = f"{path}.status"
+
+    def set_answer(self, answer: Any) -> None:
+        self.current["final_answer"] = answer
+
+    def build(self, item: dict[str, Any], ctx: ItemContext, usage: dict[str, Any] | None, extra_metadata: dict[str, Any]) -> Trajectory:
+        turns = []
+        for turn in self.turns:
+            steps = []
+            for step in turn["steps"]:
+                status_path = step.pop("_status_path", None)
+                no_id = step.pop("_no_id", False)
+                if (step["call_id"] in self._pending or no_id) and step.get("status") != "error":
+                    step["status"] = "error"
+                    step["error"] = NO_RESULT
+                try:
+                    steps.append(Step.model_validate(step))
+                except ValidationError as err:
+                    raise validation_error(err, prefix=status_path or "", note="tool result status", strip=99 if status_path else 0) from None
+            turns.append({**turn, "steps": steps})
+        data: dict[str, Any] = {
+            "task_id": item.get("task_id"),
+            "trajectory_id": item["trajectory_id"] if "trajectory_id" in item else ctx.default_trajectory_id,
+            "agent": item.get("agent"),
+            "turns": turns,
+            "token_usage": usage,
+            "metadata": extra_metadata,
+        }
+        try:
+            return Trajectory.model_validate(data)
+        except ValidationError as err:
+            raise validation_error(err, note="converted trajectory is invalid") from None
+
+
+def text_of(content: Any, path: str, text_types: tuple[str, ...] = ("text",)) -> str | None:
+    """Plain text of a message content: a string, or the text parts of a list joined by newlines."""
+    if content is None:
+        return None
+    if isinstance(content, str):
+        return content
+    expect(content, list, path, "message content")
+    texts = []
+    for i, part in enumerate(content):
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        expect(part, dict, f"{path}[{i}]", "a content part")
+        if part.get("type") in text_types:
+            texts.append(expect(part.get("text"), str, f"{path}[{i}].text", "a text part's text"))
+    return "\n".join(texts) if texts else None
+
+
+def common_ids(item: dict[str, Any], default: str) -> tuple[str | None, str | None]:
+    tid = as_id(item.get("trajectory_id")) if "trajectory_id" in item else default
+    return as_id(item.get("task_id")), tid
+
+
+def extra_metadata(item: dict[str, Any], known: set[str]) -> dict[str, Any]:
+    """Unknown top-level keys are kept in the trajectory's metadata, never dropped."""
+    meta = dict(item.get("metadata") or {}) if isinstance(item.get("metadata"), dict) else {}
+    if "metadata" in item and not isinstance(item["metadata"], dict):
+        raise ItemError("invalid_field", "metadata must be an object", "metadata")
+    for key, value in item.items():
+        if key not in known and key != "metadata":
+            meta.setdefault(key, value)
+    return meta

@@ -1,0 +1,36 @@
+"""Deterministic value comparison: argument values against references, answers against gold.
+
+``values``: ``compare_argument`` / ``values_equal`` (BFCL-compatible rules plus tolerances,
+dates, unordered collections, nested objects). ``answers``: ``compare_answer`` with CRAG labels
+(inconclusive instead of a guess), ``is_missing``, and ``value_in_text``/``numbers_in`` for
+grounding. ``normalize``: the text normal forms both use.
+"""
+
+from pipelines.matching.answers import (
+    AnswerLabel,
+    AnswerMatch,
+    AnswerThresholds,
+    compare_answer,
+    is_missing,
+    numbers_in,
+    value_in_text,
+)
+from pipelines.matching.normalize import bfcl_normalize, normalize_answer_text, tokens
+from pipelines.matching.values import MISSING, ValueMatch, compare_argument, values_equal
+
+__all__ = [
+    "MISSING",
+    "AnswerLabel",
+    "AnswerMatch",
+    "AnswerThresholds",
+    "ValueMatch",
+    "bfcl_normalize",
+    "compare_answer",
+    "compare_argument",
+    "is_missing",
+    "normalize_answer_text",
+    "numbers_in",
+    "tokens",
+    "value_in_text",
+    "values_equal",
+]

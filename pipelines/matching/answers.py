@@ -1,0 +1,508 @@
+"""Deterministic final-answer grading with CRAG's labels, and value look-up for grounding.
+
+``compare_answer`` decides only what a rule can decide for certain; everything else comes back
+with ``label=None`` (inconclusive) so the judge stage sees it. Never a guess: a wrong "incorrect"
+costs a passing agent its score, a wrong "correct" hides a hallucination.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from judge import parse_json_text
+from pipelines.matching.normalize import normalize_answer_text, tokens
+
+__all__ = [
+    "AnswerLabel",
+    "AnswerMatch",
+    "AnswerThresholds",
+    "compare_answer",
+    "is_missing",
+    "numbers_in",
+    "value_in_text",
+]
+
+
+class AnswerLabel(StrEnum):
+    """CRAG's labels; scores 1 / -1 / 0 (``score``)."""
+
+    CORRECT = "correct"
+    INCORRECT = "incorrect"
+    MISSING = "missing"
+
+    @property
+    def score(self) -> int:
+        return {"correct": 1, "incorrect": -1, "missing": 0}[self.value]
+
+
+@dataclass(frozen=True)
+class AnswerThresholds:
+    """The tunable deterministic tolerances (calibration tunes them)."""
+
+    accept_similarity: float = 1.0  # token F1 >= this -> correct (1.0: same tokens after normalisation)
+    reject_similarity: float | None = None  # short prediction with F1 <= this -> incorrect; None: never
+    short_answer_tokens: int = 8
+    numeric_relative_tolerance: float = 1e-6
+
+
+@dataclass(frozen=True)
+class AnswerMatch:
+    label: AnswerLabel | None  # None = inconclusive: escalate to a judge, never guess
+    reason: str
+    gold_index: int | None = None
+
+
+# ---------------------------------------------------------------- numbers in text
+
+_SCALES: dict[str, float] = {
+    "thousand": 1e3, "k": 1e3, "千": 1e3,
+    "million": 1e6, "mn": 1e6, "m": 1e6, "百万": 1e6,
+    "billion": 1e9, "bn": 1e9, "b": 1e9,
+    "trillion": 1e12, "tn": 1e12, "t": 1e12,
+    "万": 1e4, "亿": 1e8,
+}  # fmt: skip
+_SCALE_ALT = "|".join(sorted((re.escape(s) for s in _SCALES), key=len, reverse=True))
+_MENTION = re.compile(
+    r"(?<![\w.])(?P<sign>[-+\u2212])?[$€£¥₹]?"
+    r"(?P<num>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
+    r"(?:[eE](?P<exp>[-+]?\d+))?"
+    r"(?P<pct>\s?%)?"
+    rf"(?:\s?(?P<scale>{_SCALE_ALT})(?![a-z]))?",
+    re.IGNORECASE,
+)
+_CURRENCY_WORDS = frozenset({"us", "usd", "eur", "gbp", "cny", "rmb", "jpy", "inr", "aud", "cad", "chf"})
+
+
+@dataclass(frozen=True)
+class _Mention:
+    """One number written in text. ``value`` is what it literally says; ``readings`` adds the
+    percent (12% -> 0.12) and scale (1.2 million -> 1200000) readings, any of which may be meant."""
+
+    value: float
+    readings: tuple[float, ...]
+    start: int
+    end: int
+
+
+def _mentions(text: str) -> list[_Mention]:
+    found: list[_Mention] = []
+    for m in _MENTION.finditer(text):
+        try:
+            value = float(m["num"].replace(",", "")) * (10.0 ** int(m["exp"]) if m["exp"] else 1.0)
+        except OverflowError:
+            value = math.inf
+        if m["sign"] in ("-", "\u2212"):
+            value = -value
+        readings = [value]
+        if m["pct"]:
+            readings.append(value / 100.0)
+        if m["scale"]:
+            readings.append(value * _SCALES[m["scale"].lower()])
+        found.append(_Mention(value, tuple(readings), m.start(), m.end()))
+    return found
+
+
+def _walk_leaves(value: Any) -> list[Any]:
+    """Scalar leaves of a JSON value (dict values, list items), JSON text parsed first."""
+    value = parse_json_text(value)
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _walk_leaves(v)]
+    if isinstance(value, (list, tuple)):
+        return [leaf for v in value for leaf in _walk_leaves(v)]
+    return [value]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def numbers_in(text: Any) -> list[float]:
+    """Numbers appearing in a value: JSON numbers, and numbers written in its strings.
+
+    "1,234.5" -> 1234.5, "-3" -> -3, "12%" -> 12, "$4.50" -> 4.5, "1e3" -> 1000. A hyphen right
+    after a word or digit is not a minus sign ("2020-21", "COVID-19").
+    """
+    out: list[float] = []
+    for leaf in _walk_leaves(text):
+        if _is_number(leaf):
+            out.append(float(leaf))
+        elif isinstance(leaf, str):
+            out.extend(m.value for m in _mentions(leaf))
+    return out
+
+
+_UNIT_RESIDUE = re.compile(r"^[\s$€£¥₹%.,:()]*$")
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _as_number(value: Any) -> tuple[float, ...] | None:
+    """The readings of ``value`` if it *is* a number: a JSON number, or a string holding one number
+    with at most a currency before it and up to two unit words after it ("$4.50", "12 %",
+    "1.2 million dollars", "23 years old")."""
+    if _is_number(value):
+        return (float(value),)
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    found = _mentions(text)
+    if len(found) != 1:
+        return None
+    mention = found[0]
+    before, after = text[: mention.start], text[mention.end :]
+    before_words = _WORD.findall(before)
+    after_words = _WORD.findall(after)
+    if any(w.lower() not in _CURRENCY_WORDS for w in before_words) or len(after_words) > 2:
+        return None
+    if not _UNIT_RESIDUE.match(_WORD.sub("", before + " " + after)):
+        return None
+    return mention.readings
+
+
+def _close(a: float, b: float, rel: float) -> bool:
+    if math.isnan(a) and math.isnan(b):
+        return True
+    return math.isclose(a, b, rel_tol=rel, abs_tol=0.0)
+
+
+def _any_close(xs: tuple[float, ...], ys: tuple[float, ...], rel: float) -> bool:
+    return any(_close(x, y, rel) for x in xs for y in ys)
+
+
+def _number_text(x: float) -> str:
+    if _is_number(x) and math.isfinite(x) and float(x) == int(x) and abs(x) < 2**63:
+        return str(int(x))
+    return str(x)
+
+
+# ---------------------------------------------------------------- missing answers
+
+_NON_ANSWERS = frozenset(
+    {"unknown", "n/a", "na", "n.a.", "not available", "no answer", "none available", "未知", "不知道", "不清楚", "无法回答"}
+)
+_REFUSAL = re.compile(
+    r"^(?:(?:i'?m |i am )?(?:so )?sorry[\s,.!]*(?:but[\s,]*)?)?(?:"
+    r"i (?:do not|don'?t|dont) know"
+    r"|i (?:cannot|can'?t|can not|could ?n'?t|could not|am unable to|'?m unable to|am not able to|was unable to|wasn'?t able to)"
+    r" (?:answer|determine|find|provide|help|assist|say|tell|locate|access|retrieve|verify|confirm|give)"
+    r"|i'?m unable to (?:answer|determine|find|provide|help|assist)"
+    r"|i have no (?:information|data|way to)"
+    r"|there (?:is|was|are) (?:no|not enough|insufficient) (?:information|data|relevant)"
+    r"|(?:no|insufficient|not enough) (?:information|data)(?: is| was)? (?:available|found|provided)"
+    r"|unable to (?:answer|determine|find)"
+    r"|(?:the )?answer (?:is )?(?:unknown|not available)"
+    r")",
+    re.IGNORECASE,
+)
+_REFUSAL_ZH = re.compile(r"^(?:(?:很)?抱歉[，,。！!]?\s*)?(?:我)?(?:不知道|无法回答|无法确定|无法提供|无法找到|不清楚|没有找到|找不到|未能找到|不能回答)")
+
+
+def is_missing(prediction: Any) -> bool:
+    """True when the prediction gives no answer: nothing, "I don't know", "N/A", a refusal.
+
+    A text that *starts* with a refusal counts as missing even if it hedges on later (CRAG counts
+    any "I don't know" as missing); a bare "none" is not missing (it can be the right answer).
+    """
+    if prediction is None:
+        return True
+    if isinstance(prediction, (list, tuple)):
+        return all(is_missing(p) for p in prediction)
+    if isinstance(prediction, dict):
+        return not prediction
+    if not isinstance(prediction, str):
+        return False
+    text = prediction.strip().replace("\u2019", "'").lower()
+    bare = text.rstrip(" .!?。！？")
+    return not bare or bare in _NON_ANSWERS or bool(_REFUSAL.match(text) or _REFUSAL_ZH.match(text))
+
+
+# ---------------------------------------------------------------- answer shapes
+
+
+def _prepare(value: Any) -> Any:
+    """Bring an answer to one of three shapes: scalar, list of scalars, or table (list of rows).
+
+    JSON text is parsed; one-element lists are unwrapped (VAKRA's ``["23"]`` and ``[[1.2587]]``);
+    dict rows become their values in the dict's own key order; a one-column table is a list.
+    """
+    if isinstance(value, str):
+        parsed = parse_json_text(value)
+        if isinstance(parsed, (list, dict)):
+            value = parsed
+    while True:
+        if isinstance(value, dict):
+            value = [list(value.values())]
+        if not isinstance(value, (list, tuple)):
+            return value
+        value = [list(v.values()) if isinstance(v, dict) else v for v in value]
+        if len(value) == 1:
+            value = value[0]
+            continue
+        if value and all(isinstance(v, (list, tuple)) and len(v) == 1 for v in value):
+            value = [v[0] for v in value]
+            continue
+        if any(isinstance(v, (list, tuple)) for v in value):  # a table: every row a list
+            return [list(v) if isinstance(v, (list, tuple)) else [v] for v in value]
+        return value
+
+
+def _is_table(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, list) for v in value)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return ""
+    if _is_number(value):
+        return _number_text(value)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    ordered: bool
+    rel: float
+    th: AnswerThresholds
+
+
+_Decision = tuple[AnswerLabel | None, str]
+
+# ---------------------------------------------------------------- scalar golds
+
+_NEGATION_WORDS = frozenset(
+    {"not", "no", "never", "neither", "nor", "cannot", "isnt", "arent", "wasnt", "werent", "dont", "doesnt",
+     "didnt", "cant", "couldnt", "wont", "wouldnt", "shouldnt", "hasnt", "havent", "hadnt", "aint", "不", "没"}
+)  # fmt: skip
+
+
+def _negations(toks: list[str]) -> set[str]:
+    return {t for t in toks if t in _NEGATION_WORDS}
+
+
+def _contains_run(haystack: list[str], needle: list[str]) -> bool:
+    n = len(needle)
+    return n > 0 and any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
+
+
+def _f1(gold: list[str], pred: list[str]) -> float:
+    common = sum((Counter(gold) & Counter(pred)).values())
+    if not common:
+        return 0.0
+    precision, recall = common / len(pred), common / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _judge_numeric(readings: tuple[float, ...], pred: Any, ctx: _Ctx) -> _Decision:
+    gold_text = _number_text(readings[0])
+    if _is_number(pred):
+        ok = _any_close(readings, (float(pred),), ctx.rel)
+        return (AnswerLabel.CORRECT, "same number") if ok else (AnswerLabel.INCORRECT, f"{_text(pred)} is not {gold_text}")
+    found = _mentions(_text(pred))
+    if not found:
+        return None, f"no digits in the prediction (numbers in words?); gold is {gold_text}"
+    hits = [_any_close(readings, m.readings, ctx.rel) for m in found]
+    if len(found) == 1:
+        if hits[0]:
+            return AnswerLabel.CORRECT, "the prediction's only number equals the gold"
+        return AnswerLabel.INCORRECT, f"the prediction's only number {_number_text(found[0].value)} is not {gold_text}"
+    if all(hits):
+        return AnswerLabel.CORRECT, "every number in the prediction equals the gold"
+    if any(hits):
+        return None, f"the prediction has the gold {gold_text} among other numbers"
+    return None, f"the prediction has several numbers, none equal to {gold_text}"
+
+
+def _judge_text(gold: str, pred: str, ctx: _Ctx) -> _Decision:
+    norm_gold, norm_pred = normalize_answer_text(gold), normalize_answer_text(pred)
+    if not norm_gold:  # gold is only punctuation: nothing to normalise
+        same = gold.strip().casefold() == pred.strip().casefold()
+        return (AnswerLabel.CORRECT, "exact match") if same else (None, "gold has no words to compare")
+    if norm_gold == norm_pred:
+        return AnswerLabel.CORRECT, "normalised exact match"
+    gold_toks, pred_toks = tokens(gold), tokens(pred)
+    negated = bool(_negations(pred_toks) - _negations(gold_toks))
+    if _contains_run(pred_toks, gold_toks) and not negated:
+        return AnswerLabel.CORRECT, "the gold appears word for word in the prediction"
+    similarity = _f1(gold_toks, pred_toks)
+    if similarity >= ctx.th.accept_similarity and not negated:
+        return AnswerLabel.CORRECT, f"token F1 {similarity:.2f} >= {ctx.th.accept_similarity}"
+    reject = ctx.th.reject_similarity
+    if reject is not None and len(pred_toks) <= ctx.th.short_answer_tokens and similarity <= reject:
+        return AnswerLabel.INCORRECT, f"short prediction, token F1 {similarity:.2f} <= {reject}"
+    why = "negation in the prediction" if negated else f"token F1 {similarity:.2f}"
+    return None, f"text differs from the gold ({why})"
+
+
+def _judge_scalar(gold: Any, pred: Any, ctx: _Ctx) -> _Decision:
+    if _is_table(pred):
+        return None, "a table for a single-value gold"
+    if isinstance(pred, list):
+        # several values for one gold: decisive only when every value agrees on the verdict
+        labels = [_judge_scalar(gold, p, ctx)[0] for p in pred]
+        if labels and all(label is AnswerLabel.CORRECT for label in labels):
+            return AnswerLabel.CORRECT, "every listed value equals the gold"
+        if labels and all(label is AnswerLabel.INCORRECT for label in labels):
+            return AnswerLabel.INCORRECT, "no listed value equals the gold"
+        return None, "a list of values for a single-value gold"
+    readings = _as_number(gold)
+    if readings is not None:
+        return _judge_numeric(readings, pred, ctx)
+    return _judge_text(_text(gold), _text(pred), ctx)
+
+
+# ---------------------------------------------------------------- list and table golds
+
+_LIST_SPLIT = re.compile(r"\s*(?:(?<!\d),|,(?!\d{3}(?!\d))|[;，；、\n])\s*(?:and\s+|&\s+)?|\s+(?:and|&)\s+", re.IGNORECASE)
+_BULLET = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
+
+
+def _split_list(text: str) -> list[str]:
+    body = text.strip()
+    if body.count(":") == 1 and body.split(":", 1)[1].strip():
+        body = body.split(":", 1)[1]
+    body = body.strip().rstrip(".。")
+    return [e for e in (_BULLET.sub("", part).strip() for part in _LIST_SPLIT.split(body)) if e]
+
+
+def _cells_equal(gold: Any, pred: Any, rel: float) -> bool:
+    g, p = _as_number(gold), _as_number(pred)
+    if g is not None and p is not None:
+        return _any_close(g, p, rel)
+    ng, np_ = normalize_answer_text(_text(gold)), normalize_answer_text(_text(pred))
+    return ng == np_ if (ng or np_) else _text(gold).strip() == _text(pred).strip()
+
+
+def _set_cover(gold: list, pred: list, equal) -> tuple[list, list]:
+    """(gold items no prediction equals, predicted items no gold equals): set semantics."""
+    lost = [g for g in gold if not any(equal(g, p) for p in pred)]
+    extra = [p for p in pred if not any(equal(g, p) for g in gold)]
+    return lost, extra
+
+
+def _judge_list(gold: list, pred: Any, ctx: _Ctx) -> _Decision:
+    if _is_table(pred):
+        return None, "a table for a list gold"
+    structured = isinstance(pred, list)
+    items = pred if structured else ([pred] if _is_number(pred) else _split_list(_text(pred)))
+    equal = lambda g, p: _cells_equal(g, p, ctx.rel)  # noqa: E731
+    if ctx.ordered:
+        same = len(items) == len(gold) and all(equal(g, p) for g, p in zip(gold, items, strict=False))
+        lost, extra = ([], []) if same else _set_cover(gold, items, equal)
+        if same:
+            return AnswerLabel.CORRECT, "same items in the same order"
+    else:
+        lost, extra = _set_cover(gold, items, equal)
+        if not lost and not extra:
+            return AnswerLabel.CORRECT, "same set of items"
+    if not structured:
+        gold_runs = [tokens(_text(g)) for g in gold]
+        for item in extra:
+            toks = tokens(item)
+            if len(toks) > ctx.th.short_answer_tokens or any(_contains_run(toks, run) for run in gold_runs):
+                return None, f"cannot read the prediction as a clean list (item {item!r})"
+    detail = f"missing {lost!r}, unexpected {extra!r}" if (lost or extra) else "items in a different order"
+    return AnswerLabel.INCORRECT, f"list differs: {detail}"[:300]
+
+
+def _judge_table(gold: list[list], pred: Any, ctx: _Ctx) -> _Decision:
+    if not _is_table(pred):
+        return None, "the prediction is not a table (list of rows)"
+
+    def rows_equal(g: list, p: list) -> bool:
+        return len(g) == len(p) and all(_cells_equal(x, y, ctx.rel) for x, y in zip(g, p, strict=True))
+
+    if len(gold) != len(pred):
+        return AnswerLabel.INCORRECT, f"table has {len(pred)} rows, gold has {len(gold)}"
+    if ctx.ordered:
+        bad = [i for i, (g, p) in enumerate(zip(gold, pred, strict=True)) if not rows_equal(g, p)]
+        if not bad:
+            return AnswerLabel.CORRECT, "same rows in the same order, all columns"
+        return AnswerLabel.INCORRECT, f"row {bad[0]} differs: expected {gold[bad[0]]!r}, got {pred[bad[0]]!r}"[:300]
+    equal = np.array([[rows_equal(g, p) for p in pred] for g in gold], dtype=float)
+    rows, cols = linear_sum_assignment(-equal)
+    matched = int(equal[rows, cols].sum())
+    if matched == len(gold):
+        return AnswerLabel.CORRECT, "same multiset of rows, all columns"
+    unmatched = [gold[r] for r, c in zip(rows, cols, strict=True) if equal[r, c] == 0.0]
+    return AnswerLabel.INCORRECT, f"{len(gold) - matched} gold rows not in the prediction, e.g. {unmatched[0]!r}"[:300]
+
+
+def _judge(gold: Any, pred: Any, ctx: _Ctx) -> _Decision:
+    if _is_table(gold):
+        return _judge_table(gold, pred, ctx)
+    if isinstance(gold, list):
+        return _judge_list(gold, pred, ctx)
+    return _judge_scalar(gold, pred, ctx)
+
+
+def compare_answer(
+    gold_answers: list,
+    prediction: Any,
+    *,
+    ordered: bool = False,
+    tolerance: float | None = None,
+    thresholds: AnswerThresholds = AnswerThresholds(),
+) -> AnswerMatch:
+    """Grade ``prediction`` against alternative gold answers: correct, incorrect, missing or None.
+
+    The first alternative that decides ``correct`` wins; ``incorrect`` needs every alternative to
+    decide ``incorrect``; anything else is inconclusive (``label=None``) with the reasons.
+    ``tolerance`` is relative (the turn's ``answer_tolerance``); it overrides the threshold's.
+    """
+    if not gold_answers:
+        raise ValueError("compare_answer needs at least one gold answer")
+    if is_missing(prediction) and not any(is_missing(g) for g in gold_answers):
+        return AnswerMatch(AnswerLabel.MISSING, "the prediction gives no answer")
+    rel = tolerance if tolerance is not None else thresholds.numeric_relative_tolerance
+    ctx = _Ctx(ordered=ordered, rel=rel, th=thresholds)
+    pred = _prepare(prediction)
+    decisions: list[_Decision] = []
+    for index, gold in enumerate(gold_answers):
+        label, reason = _judge(_prepare(gold), pred, ctx)
+        if label is AnswerLabel.CORRECT:
+            return AnswerMatch(label, reason, index)
+        decisions.append((label, reason))
+    reasons = decisions[0][1] if len(decisions) == 1 else "; ".join(f"gold {i}: {r}" for i, (_, r) in enumerate(decisions))
+    if all(label is AnswerLabel.INCORRECT for label, _ in decisions):
+        return AnswerMatch(AnswerLabel.INCORRECT, reasons)
+    return AnswerMatch(None, reasons)
+
+
+# ---------------------------------------------------------------- grounding
+
+
+def value_in_text(value: Any, text: Any, *, relative_tolerance: float = 1e-6) -> bool:
+    """Does ``value`` appear in ``text`` (a tool output: JSON value, JSON text or plain text)?
+
+    Numbers are looked for among the numbers in the text (with tolerance, any percent/scale
+    reading); strings as normalised whole-word runs inside one string of the output; lists and
+    dicts need every element/value to appear. An empty value is never evidence: False.
+    """
+    value = parse_json_text(value)
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(value_in_text(v, text, relative_tolerance=relative_tolerance) for v in value)
+    if value is None:
+        return False
+    leaves = _walk_leaves(text)
+    readings = _as_number(value)
+    if readings is not None:
+        for leaf in leaves:
+            found = [(float(leaf),)] if _is_number(leaf) else [m.readings for m in _mentions(_text(leaf))]
+            if any(_any_close(readings, r, relative_tolerance) for r in found):
+                return True
+        return False
+    needle = tokens(_text(value))
+    if not needle:
+        return False
+    return any(_contains_run(tokens(_text(leaf)), needle) for leaf in leaves if leaf is not None)

@@ -1,0 +1,355 @@
+"""Argument-value comparison: is the agent's value one the reference accepts, as the tool sees it?
+
+Rules (see ``compare_argument``): acceptable values are the reference literal plus
+``ArgumentRule.any_of``; numbers compare by value (3 == 3.0, never True == 1) with optional
+tolerances; strings BFCL-normalised unless exact; ISO dates as dates; lists ordered unless the
+rule or schema says unordered (then as multisets, by optimal assignment); objects key by key.
+
+Invariant: ``values_equal(a, b) == values_equal(b, a)``. The type check is symmetric too: a value
+passes it when it fits the schema type *or* has the same JSON type as the other side (BFCL's
+"variable" rule: a reference may hold a string where the schema says integer).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+import numpy as np
+from dateutil import parser as date_parser
+from scipy.optimize import linear_sum_assignment
+
+from judge import ArgumentRule
+from pipelines.matching.normalize import bfcl_normalize
+
+__all__ = ["MISSING", "ValueMatch", "compare_argument", "values_equal"]
+
+
+class _Missing:
+    """Sentinel for 'argument not given' (distinct from an explicit ``None``/null)."""
+
+    _instance: _Missing | None = None
+
+    def __new__(cls) -> _Missing:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Final = _Missing()
+
+
+@dataclass(frozen=True)
+class ValueMatch:
+    ok: bool
+    reason: str = ""  # for a mismatch: short human text naming the path inside nested values
+
+
+@dataclass(frozen=True)
+class _Opts:
+    tolerance: float | None = None
+    relative_tolerance: float | None = None
+    unordered: bool | None = None  # applies to the top-level list only; nested lists follow their schema
+    exact: bool = False
+
+
+@dataclass(frozen=True)
+class _Diff:
+    """Why two values differ, at ``path`` (relative to the argument: ``[1].value``)."""
+
+    path: str
+    expected: str
+    got: str
+    why: str = ""
+
+    def render(self, alternatives: int = 0) -> str:
+        alt = f" (or {alternatives} alternative{'s' if alternatives != 1 else ''})" if alternatives else ""
+        where = f"{self.path}: " if self.path else ""
+        why = f" ({self.why})" if self.why else ""
+        return f"{where}expected {self.expected}{alt}, got {self.got}{why}"
+
+
+_EXACT_FORMATS = frozenset({"uri", "uuid", "email"})
+_DATE_FORMATS = frozenset({"date", "date-time"})
+_ISO_DATE = re.compile(
+    r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$"
+)
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    text = repr(list(value) if isinstance(value, tuple) else value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ---------------------------------------------------------------- JSON types and the schema
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _declared_types(schema: dict | None) -> set[str]:
+    if not schema:
+        return set()
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return {declared}
+    if isinstance(declared, list):
+        return {t for t in declared if isinstance(t, str)}
+    return set()
+
+
+def _fits(value: Any, schema: dict | None) -> bool:
+    """Does ``value`` have a JSON type the schema allows? No declared type: anything fits."""
+    declared = _declared_types(schema)
+    if not declared:
+        return True
+    kind = _kind(value)
+    if kind in declared:
+        return True
+    if kind == "integer" and "number" in declared:
+        return True  # BFCL's int-for-float; JSON Schema's integers are numbers
+    if kind == "number" and "integer" in declared:
+        # JSON Schema counts 3.0 as an integer; BFCL's Python checker does not.
+        strict = (schema or {}).get("x-bfcl-type") == "integer"
+        return not strict and math.isfinite(value) and value == int(value)
+    return False
+
+
+def _type_diff(a: Any, b: Any, schema: dict | None, path: str) -> _Diff | None:
+    if _kind(a) == _kind(b):
+        return None
+    want = "/".join(sorted(_declared_types(schema)))
+    for value in (b, a):
+        if not _fits(value, schema):
+            return _Diff(path, _show(a), _show(b), f"type: the schema wants {want}, not {_kind(value)} {_show(value, 30)}")
+    return None
+
+
+# ---------------------------------------------------------------- scalars
+
+
+def _numbers_equal(a: float, b: float, opts: _Opts) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if opts.tolerance is None and opts.relative_tolerance is None:
+        return a == b
+    return math.isclose(a, b, rel_tol=opts.relative_tolerance or 0.0, abs_tol=opts.tolerance or 0.0)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class _When:
+    """A parsed date or date-time; ``has_time`` is False for a date-only string."""
+
+    moment: datetime
+    has_time: bool
+
+
+# Two defaults that differ in every field tell which fields the string actually gave.
+_DEFAULT_A = datetime(2000, 1, 1, 0, 0, 0, 0)
+_DEFAULT_B = datetime(2001, 2, 2, 1, 1, 1, 1)
+
+
+def _parse_when(text: str) -> _When | None:
+    try:
+        a = date_parser.parse(text, default=_DEFAULT_A, fuzzy=False)
+        b = date_parser.parse(text, default=_DEFAULT_B, fuzzy=False)
+    except (ValueError, OverflowError, TypeError):
+        return None
+    if (a.year, a.month, a.day) != (b.year, b.month, b.day):
+        return None  # year, month or day not given: not a comparable date
+    return _When(a, has_time=a.hour == b.hour)
+
+
+def _dates_equal(x: _When, y: _When) -> bool:
+    if not x.has_time or not y.has_time:
+        # a date equals a date, or a date-time at midnight of that date
+        def midnight_or_date(w: _When) -> bool:
+            t = w.moment
+            return not w.has_time or (t.hour, t.minute, t.second, t.microsecond) == (0, 0, 0, 0)
+
+        return x.moment.date() == y.moment.date() and midnight_or_date(x) and midnight_or_date(y)
+    if x.moment.tzinfo is not None and y.moment.tzinfo is not None:
+        return x.moment == y.moment  # equal instants
+    return x.moment.replace(tzinfo=None) == y.moment.replace(tzinfo=None)  # wall clock when one is naive
+
+
+def _string_diff(a: str, b: str, schema: dict | None, opts: _Opts, path: str) -> _Diff | None:
+    schema = schema or {}
+    fmt = schema.get("format")
+    if opts.exact or schema.get("x-exact") is True or fmt in _EXACT_FORMATS:
+        return None if a == b else _Diff(path, _show(a), _show(b), "compared verbatim")
+    if fmt in _DATE_FORMATS or _ISO_DATE.match(a.strip()) or _ISO_DATE.match(b.strip()):
+        wa, wb = _parse_when(a), _parse_when(b)
+        if wa is not None and wb is not None:
+            return None if _dates_equal(wa, wb) else _Diff(path, _show(a), _show(b), "different date")
+        if wa is not None or wb is not None:
+            bad = b if wb is None else a
+            return _Diff(path, _show(a), _show(b), f"cannot parse {_show(bad)} as a full date")
+        # neither side is a date although the schema says so: compare as text
+    if bfcl_normalize(a) == bfcl_normalize(b):
+        return None
+    return _Diff(path, _show(a), _show(b))
+
+
+# ---------------------------------------------------------------- structures
+
+
+def _unordered_for(schema: dict | None, override: bool | None) -> bool:
+    if override is not None:
+        return override
+    schema = schema or {}
+    return schema.get("uniqueItems") is True or schema.get("x-unordered") is True
+
+
+def _items_schema(schema: dict | None) -> dict | None:
+    items = (schema or {}).get("items")
+    return items if isinstance(items, dict) else None
+
+
+def _property_schema(schema: dict | None, key: str) -> dict | None:
+    schema = schema or {}
+    props = schema.get("properties")
+    if isinstance(props, dict) and isinstance(props.get(key), dict):
+        return props[key]
+    extra = schema.get("additionalProperties")
+    return extra if isinstance(extra, dict) else None
+
+
+def _list_diff(a: list, b: list, schema: dict | None, opts: _Opts, path: str) -> _Diff | None:
+    item_schema = _items_schema(schema)
+    inner = _Opts(opts.tolerance, opts.relative_tolerance, None, opts.exact)
+    if not _unordered_for(schema, opts.unordered):
+        if len(a) != len(b):
+            return _Diff(path, f"{len(a)} items", f"{len(b)} items", f"{_show(a)} vs {_show(b)}")
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            diff = _diff(x, y, item_schema, inner, f"{path}[{i}]")
+            if diff is not None:
+                return diff
+        return None
+    if not a and not b:
+        return None
+    # Multiset equality under a fuzzy (non-transitive) element equality needs a real assignment.
+    equal = np.array([[_diff(x, y, item_schema, inner, "") is None for y in b] for x in a], dtype=float).reshape(
+        len(a), len(b)
+    )
+    rows, cols = linear_sum_assignment(-equal) if equal.size else (np.array([], int), np.array([], int))
+    matched = [(r, c) for r, c in zip(rows, cols, strict=True) if equal[r, c] == 1.0]
+    if len(matched) == len(a) == len(b):
+        return None
+    lost = [a[i] for i in range(len(a)) if i not in {r for r, _ in matched}]
+    extra = [b[j] for j in range(len(b)) if j not in {c for _, c in matched}]
+    return _Diff(path, _show(a), _show(b), f"unordered; not matched: {_show(lost, 40)}, unexpected: {_show(extra, 40)}")
+
+
+def _dict_diff(a: dict, b: dict, schema: dict | None, opts: _Opts, path: str) -> _Diff | None:
+    inner = _Opts(opts.tolerance, opts.relative_tolerance, None, opts.exact)
+    for key in sorted(set(a) | set(b), key=str):
+        where = f"{path}.{key}" if path else str(key)
+        if key not in b:
+            return _Diff(where, _show(a[key]), "nothing", "missing key")
+        if key not in a:
+            return _Diff(where, "no such key", _show(b[key]), "unexpected key")
+        diff = _diff(a[key], b[key], _property_schema(schema, key), inner, where)
+        if diff is not None:
+            return diff
+    return None
+
+
+def _diff(a: Any, b: Any, schema: dict | None, opts: _Opts, path: str) -> _Diff | None:
+    """None when ``a`` and ``b`` are equal under the schema and options; else why not."""
+    type_diff = _type_diff(a, b, schema, path)
+    if type_diff is not None:
+        return type_diff
+    if _is_number(a) and _is_number(b):
+        return None if _numbers_equal(a, b, opts) else _Diff(path, _show(a), _show(b))
+    if isinstance(a, str) and isinstance(b, str):
+        return _string_diff(a, b, schema, opts, path)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return _list_diff(list(a), list(b), schema, opts, path)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return _dict_diff(a, b, schema, opts, path)
+    if _kind(a) != _kind(b):
+        return _Diff(path, _show(a), _show(b), f"{_kind(a)} vs {_kind(b)}")
+    return None if a == b else _Diff(path, _show(a), _show(b))
+
+
+# ---------------------------------------------------------------- public API
+
+
+def values_equal(
+    a: Any,
+    b: Any,
+    schema: dict | None = None,
+    *,
+    tolerance: float | None = None,
+    relative_tolerance: float | None = None,
+    unordered: bool | None = None,
+    exact: bool = False,
+) -> bool:
+    """Symmetric fuzzy equality of two JSON values under a parameter schema (see module doc)."""
+    return _diff(a, b, schema, _Opts(tolerance, relative_tolerance, unordered, exact), "") is None
+
+
+def compare_argument(
+    expected: Any,
+    actual: Any,
+    rule: ArgumentRule | None = None,
+    schema: dict | None = None,
+) -> ValueMatch:
+    """Does the agent's ``actual`` value satisfy the reference (``expected`` + ``rule``)?
+
+    ``expected`` is ``MISSING`` when the reference gives only ``rule.any_of``; ``actual`` is
+    ``MISSING`` when the agent omitted the argument. Raises ``ValueError`` when the reference
+    accepts no value at all (no literal, no ``any_of``, not ``any_value``, not omit-only): that is
+    a broken reference, not an agent error.
+    """
+    rule = rule or ArgumentRule()
+    if actual is MISSING:
+        return ValueMatch(True) if rule.optional else ValueMatch(False, "required argument not given")
+    if rule.any_value:
+        return ValueMatch(True)
+    acceptable = ([] if expected is MISSING else [expected]) + list(rule.any_of or [])
+    if not acceptable:
+        if rule.any_of == [] and rule.optional:
+            return ValueMatch(False, f"may only be omitted, got {_show(actual)}")
+        raise ValueError("reference argument has no acceptable value: no literal, no any_of, not any_value")
+    opts = _Opts(rule.tolerance, rule.relative_tolerance, rule.unordered, rule.exact)
+    first: _Diff | None = None
+    for candidate in acceptable:
+        diff = _diff(candidate, actual, schema, opts, "")
+        if diff is None:
+            return ValueMatch(True)
+        first = first or diff
+    assert first is not None
+    return ValueMatch(False, first.render(alternatives=len(acceptable) - 1))

@@ -1,0 +1,14 @@
+"""Small real HTTP servers on 127.0.0.1 that speak provider wire formats, for tests and benches."""
+
+from tests.servers.loopback import (
+    Delay,
+    LoopbackServer,
+    MalformedArguments,
+    MalformedBody,
+    NoToolCall,
+    Refusal,
+    Reply,
+    Status,
+)
+
+__all__ = ["Delay", "LoopbackServer", "MalformedArguments", "MalformedBody", "NoToolCall", "Refusal", "Reply", "Status"]

@@ -1,0 +1,296 @@
+"""A scripted loopback server speaking the OpenAI Chat Completions and Anthropic Messages wire formats.
+
+Why: the real ``openai``/``anthropic`` SDKs and ``instructor`` must run end to end in tests without
+touching the internet. Each request is answered by the next scripted action for its model (then by
+the model's default action), and every request is recorded so tests can count calls.
+
+Routes: ``POST /v1/chat/completions`` (OpenAI wire, ``tool_calls``) and ``POST /v1/messages``
+(Anthropic wire, ``tool_use`` blocks). The tool name in a reply is the one the request declared, as
+a real model does under a forced ``tool_choice``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A well-formed verdict tool call with these arguments (label plus the usual verdict fields)."""
+
+    label: str
+    rationale: str = "scripted"
+    evidence: tuple[str, ...] = ()
+    confidence: float = 0.9
+    input_tokens: int = 100
+    output_tokens: int = 20
+    model_version: str | None = None  # defaults to "<model>-2026-01-01"
+
+    def arguments(self) -> dict[str, Any]:
+        return {"label": self.label, "rationale": self.rationale, "evidence": list(self.evidence), "confidence": self.confidence}
+
+
+@dataclass(frozen=True)
+class Status:
+    """An HTTP error status, optionally with a Retry-After header (seconds, as text)."""
+
+    code: int
+    retry_after: str | None = None
+    message: str = "scripted error"
+
+
+@dataclass(frozen=True)
+class Delay:
+    """Sleep before answering with ``then`` (a delay beyond the client's timeout)."""
+
+    seconds: float
+    then: Any = None
+
+
+@dataclass(frozen=True)
+class MalformedBody:
+    """A 200 response whose body is not JSON at all."""
+
+
+@dataclass(frozen=True)
+class MalformedArguments:
+    """A well-formed response whose tool arguments are not valid JSON for the schema."""
+
+    arguments: str = '{"label": "correct", "rationale": '
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The provider-native refusal: OpenAI ``message.refusal``; Anthropic ``stop_reason: refusal``."""
+
+    text: str = "I can't help with grading this."
+
+
+@dataclass(frozen=True)
+class NoToolCall:
+    """Plain assistant text and no tool call (a model that declined to use the verdict tool)."""
+
+    text: str = "I will not answer in that format."
+
+
+@dataclass
+class RecordedRequest:
+    path: str
+    model: str | None
+    body: dict[str, Any] | None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class LoopbackServer:
+    """``with LoopbackServer() as srv:`` starts on a free port; ``srv.openai_base_url`` etc."""
+
+    def __init__(self, default: Any = None, latency_s: float = 0.0):
+        self._lock = threading.Lock()
+        self._scripts: dict[str, deque] = defaultdict(deque)
+        self._defaults: dict[str, Any] = {}
+        self._default = default if default is not None else Reply("correct")
+        self.latency_s = latency_s
+        self.requests: list[RecordedRequest] = []
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- scripting -------------------------------------------------------------------------
+    def script(self, model: str, *actions: Any) -> LoopbackServer:
+        with self._lock:
+            self._scripts[model].extend(actions)
+        return self
+
+    def set_default(self, model: str, action: Any) -> LoopbackServer:
+        with self._lock:
+            self._defaults[model] = action
+        return self
+
+    def calls(self, model: str | None = None, path: str | None = None) -> int:
+        with self._lock:
+            return sum(1 for r in self.requests if (model is None or r.model == model) and (path is None or r.path == path))
+
+    def reset_log(self) -> None:
+        with self._lock:
+            self.requests.clear()
+
+    def _next_action(self, model: str | None) -> Any:
+        with self._lock:
+            queue = self._scripts.get(model or "")
+            if queue:
+                return queue.popleft()
+            return self._defaults.get(model or "", self._default)
+
+    # --- lifecycle -------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.base_url + "/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.base_url
+
+    def start(self) -> LoopbackServer:
+        server = self
+
+        class Handler(_Handler):
+            owner = server
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._httpd.request_queue_size = 128
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> LoopbackServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: LoopbackServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence the default stderr log
+        return
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            body = None
+        model = body.get("model") if isinstance(body, dict) else None
+        path = self.path.split("?")[0]
+        with self.owner._lock:
+            self.owner.requests.append(RecordedRequest(path=path, model=model, body=body, headers={k.lower(): v for k, v in self.headers.items()}))
+        if path not in ("/v1/chat/completions", "/v1/messages"):
+            self._send(404, {"error": {"message": f"no route {path}"}})
+            return
+        action = self.owner._next_action(model)
+        if self.owner.latency_s:
+            time.sleep(self.owner.latency_s)
+        try:
+            self._answer(path, body or {}, action)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout); nothing to answer
+
+    def _answer(self, path: str, body: dict[str, Any], action: Any) -> None:
+        while isinstance(action, Delay):
+            time.sleep(action.seconds)
+            action = action.then if action.then is not None else Reply("correct")
+        if isinstance(action, Status):
+            headers = {"Retry-After": action.retry_after} if action.retry_after is not None else {}
+            err = {"type": "error", "error": {"type": "scripted", "message": action.message}}
+            self._send(action.code, err, headers)
+            return
+        if isinstance(action, MalformedBody):
+            self._send_raw(200, b'{"id": "broken", "choices": [', "application/json")
+            return
+        openai = path == "/v1/chat/completions"
+        payload = _openai_payload(body, action) if openai else _anthropic_payload(body, action)
+        self._send(200, payload)
+
+    def _send(self, code: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        self._send_raw(code, json.dumps(payload).encode(), "application/json", headers)
+
+    def _send_raw(self, code: int, data: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+
+def _tool_name(body: dict[str, Any], openai: bool) -> str:
+    tools = body.get("tools") or []
+    if not tools:
+        return "Verdict"
+    first = tools[0]
+    return (first.get("function") or {}).get("name", "Verdict") if openai else first.get("name", "Verdict")
+
+
+def _version(body: dict[str, Any], action: Any) -> str:
+    return getattr(action, "model_version", None) or f"{body.get('model', 'model')}-2026-01-01"
+
+
+def _openai_payload(body: dict[str, Any], action: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": None}
+    finish = "tool_calls"
+    usage_in, usage_out = getattr(action, "input_tokens", 50), getattr(action, "output_tokens", 10)
+    if isinstance(action, Reply):
+        args = json.dumps(action.arguments())
+    elif isinstance(action, MalformedArguments):
+        args = action.arguments
+    else:
+        args = None
+    if args is not None:
+        message["tool_calls"] = [{"id": "call_1", "type": "function", "function": {"name": _tool_name(body, True), "arguments": args}}]
+    elif isinstance(action, Refusal):
+        message["refusal"] = action.text
+        finish = "stop"
+    elif isinstance(action, NoToolCall):
+        message["content"] = action.text
+        finish = "stop"
+    else:
+        raise TypeError(f"unknown action {action!r}")
+    return {
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion",
+        "created": 1767225600,
+        "model": _version(body, action),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out, "total_tokens": usage_in + usage_out},
+    }
+
+
+def _anthropic_payload(body: dict[str, Any], action: Any) -> dict[str, Any]:
+    usage_in, usage_out = getattr(action, "input_tokens", 50), getattr(action, "output_tokens", 10)
+    stop = "tool_use"
+    if isinstance(action, Reply):
+        content = [{"type": "tool_use", "id": "toolu_1", "name": _tool_name(body, False), "input": action.arguments()}]
+    elif isinstance(action, MalformedArguments):
+        # Anthropic sends parsed input objects; the closest malformation is an input that fails the schema.
+        content = [{"type": "tool_use", "id": "toolu_1", "name": _tool_name(body, False), "input": {"label": 17, "rationale": None}}]
+    elif isinstance(action, Refusal):
+        content = [{"type": "text", "text": action.text}]
+        stop = "refusal"
+    elif isinstance(action, NoToolCall):
+        content = [{"type": "text", "text": action.text}]
+        stop = "end_turn"
+    else:
+        raise TypeError(f"unknown action {action!r}")
+    return {
+        "id": "msg_loopback",
+        "type": "message",
+        "role": "assistant",
+        "model": _version(body, action),
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": usage_in, "output_tokens": usage_out},
+    }
