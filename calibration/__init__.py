@@ -46,7 +46,7 @@ from calibration._self_preference import SelfPreference, model_family, self_pref
 from calibration._split import stratified_cluster_split
 from calibration._stats import corrected_pass_rate
 from calibration._thresholds import GridPoint, ThresholdChoice, ThresholdItem, threshold_items, tune_thresholds, write_threshold_config
-from calibration._votes import LogisticPanel, LogOddsPanel, dawid_skene, plurality, score_with_weights_file, unanimous, write_weights
+from calibration._votes import LogisticPanel, LogOddsPanel, dawid_skene, plurality, unanimous, write_weights
 
 __all__ = [
     "GOLD_FORMATS",
@@ -100,7 +100,6 @@ __all__ = [
     "render_html",
     "render_markdown",
     "run_calibration",
-    "score_with_weights_file",
     "select_few_shot",
     "self_preference",
     "stratified_cluster_split",

@@ -53,7 +53,6 @@ class AgreementStats(BaseModel):
     reference_positive_rate: Estimate
     rated_positive_rate: Estimate
     leniency: Estimate  # rated positive rate minus reference positive rate
-    corrected_pass_rate: Estimate  # the rater's pass rate corrected by its own TPR/TNR
     per_label: dict[str, LabelScores]
     confusion: list[list[int]]  # rows: reference label, columns: rated label, in ``labels`` order
     labels: list[str]
@@ -134,10 +133,6 @@ def agreement(
         reference_positive_rate=Estimate.of(float(ref_rate), dref),
         rated_positive_rate=Estimate.of(float(rat_rate), drat),
         leniency=Estimate.of(float(rat_rate - ref_rate), None if draws is None else drat - dref),
-        corrected_pass_rate=Estimate.of(
-            st.corrected_pass_rate(float(rat_rate), float(tpr), float(tnr)),
-            None if draws is None else st.corrected_pass_rate(drat, dtpr, dtnr),
-        ),
         per_label={
             lab: LabelScores(precision=round(float(prec[i]), 6), recall=round(float(rec[i]), 6), f1=round(float(f1[i]), 6), support=int(support[i]))
             for i, lab in enumerate(coder.labels)

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel
 
-from calibration._agreement import AgreementStats, LabelCoder, Resampler, agreement
+from calibration._agreement import AgreementStats, Estimate, LabelCoder, Resampler, agreement
 from calibration._compare import RaterComparison, compare_raters
 from calibration._split import stratified_cluster_split
-from calibration._stats import cohen_kappa, confusion_matrix
+from calibration._stats import cohen_kappa, confusion_matrix, corrected_pass_rate, positive_rates, tpr_tnr
 from calibration._votes import LogisticPanel, LogOddsPanel, dawid_skene, plurality, unanimous
 
 FIXED_RULES = ("majority", "unanimous")
@@ -28,6 +28,20 @@ class SplitSpread(BaseModel):
     kappa_mean: dict[str, float]
     kappa_min: dict[str, float]
     kappa_max: dict[str, float]
+
+
+class CorrectedPassRate(BaseModel):
+    """A judge's held-out pass rate corrected with TPR/TNR measured on the train split only.
+
+    On the items a judge was calibrated on, the correction returns the human rate by construction;
+    only on unseen items does it show whether correcting a judge's pass rate works.
+    """
+
+    observed: float | None  # judge positive rate on held-out items
+    corrected: Estimate  # CI: held-out draws of the rate x train draws of TPR/TNR
+    human: float | None  # human positive rate on the same held-out items
+    tpr_train: float | None
+    tnr_train: float | None
 
 
 class HeldOutEvaluation(BaseModel):
@@ -42,6 +56,7 @@ class HeldOutEvaluation(BaseModel):
     logistic_coefficients: dict[str, float]
     weights: dict  # the weights file (log-odds, learned on train)
     comparisons: list[RaterComparison]  # paired, held-out: weighted panel (b) vs other rules (a)
+    corrected_pass_rates: dict[str, CorrectedPassRate]
     spread: SplitSpread | None = None
 
 
@@ -113,6 +128,7 @@ def held_out_evaluation(
         compare_raters(held_truth, decode(preds[other][held_idx], coder), weighted, held_clusters, coder, names=(other, "weighted_log_odds"), n_boot=n_boot, seed=seed)
         for other in (f"best_single:{judges[best]}", "majority", "logistic_stacking")
     ]
+    corrected = _corrected_pass_rates(truth, votes, clusters, judges, train, held, n_boot=n_boot, seed=seed)
     spread = None
     if spread_seeds > 0:
         seeds = [seed + 1 + i for i in range(spread_seeds)]
@@ -141,5 +157,42 @@ def held_out_evaluation(
         logistic_coefficients=lr.coefficients(),
         weights=nb.weights_file(rubric, coder.labels[0]),
         comparisons=comparisons,
+        corrected_pass_rates=corrected,
         spread=spread,
     )
+
+
+def _corrected_pass_rates(
+    truth: np.ndarray, votes: np.ndarray, clusters: Sequence[str], judges: Sequence[str], train: np.ndarray, held: np.ndarray, *, n_boot: int, seed: int
+) -> dict[str, CorrectedPassRate]:
+    tr_idx, ho_idx = np.flatnonzero(train), np.flatnonzero(held)
+    tr_res = Resampler([clusters[i] for i in tr_idx], n_boot, seed + 1)  # independent of the held-out draws
+    ho_res = Resampler([clusters[i] for i in ho_idx], n_boot, seed)
+    out = {}
+    for j, name in enumerate(judges):
+        cm_tr = confusion_matrix(*_both(truth[tr_idx], votes[tr_idx, j]), 2)
+        cm_ho = confusion_matrix(*_both(truth[ho_idx], votes[ho_idx, j]), 2)
+        tpr, tnr = (float(x) for x in tpr_tnr(cm_tr))
+        human, observed = (float(x) for x in positive_rates(cm_ho))
+        draws = None
+        if n_boot > 0:
+            d_tpr, d_tnr = tpr_tnr(tr_res.confusions(truth[tr_idx], votes[tr_idx, j], 2))
+            _, d_obs = positive_rates(ho_res.confusions(truth[ho_idx], votes[ho_idx, j], 2))
+            draws = corrected_pass_rate(d_obs, d_tpr, d_tnr)
+        out[name] = CorrectedPassRate(
+            observed=_r(observed),
+            corrected=Estimate.of(corrected_pass_rate(observed, tpr, tnr), draws),
+            human=_r(human),
+            tpr_train=_r(tpr),
+            tnr_train=_r(tnr),
+        )
+    return out
+
+
+def _both(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    ok = (a >= 0) & (b >= 0)
+    return a[ok], b[ok]
+
+
+def _r(x: float) -> float | None:
+    return round(x, 6) if np.isfinite(x) else None

@@ -206,7 +206,7 @@ def _ci(e: Estimate, digits: int = 3) -> str:
     return f"{e.value:.{digits}f} [{e.ci_low:.{digits}f}, {e.ci_high:.{digits}f}]"
 
 
-_STAT_HEAD = ["rater", "n", "coverage", "% agreement", "Cohen's kappa [95% CI]", "Gwet AC1", "Scott pi", "balanced acc.", "TPR", "TNR", "human +rate", "rater +rate", "leniency", "corrected pass rate"]
+_STAT_HEAD = ["rater", "n", "coverage", "% agreement", "Cohen's kappa [95% CI]", "Gwet AC1", "Scott pi", "balanced acc.", "TPR", "TNR", "human +rate", "rater +rate", "leniency"]
 
 
 def _stat_row(name: str, s: AgreementStats) -> list[str]:
@@ -224,7 +224,6 @@ def _stat_row(name: str, s: AgreementStats) -> list[str]:
         _f(s.reference_positive_rate.value),
         _f(s.rated_positive_rate.value),
         _ci(s.leniency),
-        _ci(s.corrected_pass_rate),
     ]
 
 
@@ -246,6 +245,13 @@ def _tables(report: CalibrationReport) -> list[tuple[str, list[str], list[list[s
         if h.spread is not None:
             rows = [[r, _f(h.spread.kappa_mean[r]), _f(h.spread.kappa_min[r]), _f(h.spread.kappa_max[r])] for r in h.spread.kappa_mean]
             tables.append((f"Held-out kappa over {len(h.spread.seeds)} other split seeds ({h.spread.seeds[0]}..{h.spread.seeds[-1]})", ["rule", "mean", "min", "max"], rows))
+        tables.append(
+            (
+                "Pass rate corrected for judge error on the held-out split (TPR/TNR from train)",
+                ["judge", "observed +rate", "corrected [95% CI]", "human +rate", "TPR (train)", "TNR (train)"],
+                [[j, _f(c.observed), _ci(c.corrected), _f(c.human), _f(c.tpr_train), _f(c.tnr_train)] for j, c in h.corrected_pass_rates.items()],
+            )
+        )
         tables.append(
             (
                 "Panel weights (log-odds, learned on train; written to weights.json)",

@@ -5,8 +5,8 @@ label index per item, or -1 for *unresolved* (a tie, no votes, a split panel und
 unresolved item is reported through coverage, never counted as a 'no'.
 
 Learned panels are binary (positive label vs the rest) and fitted on a train split only:
-- ``LogOddsPanel``: naive Bayes from each judge's TPR/TNR (Laplace-smoothed so a perfect judge on the
-  train split gets a large finite weight, not infinity). Score = prior log-odds + sum over voting
+- ``LogOddsPanel``: naive Bayes from each judge's TPR/TNR (Laplace-smoothed, then clipped to
+  [0.01, 0.99] exactly as the judge panel reads them, so a perfect train record is not infinite). Score = prior log-odds + sum over voting
   judges of log(TPR / (1 - TNR)) for a positive vote or log((1 - TPR) / TNR) for a negative one.
 - ``LogisticPanel``: logistic regression over votes coded +1 / -1 / 0 (abstain): stacking weights
   that account for correlated judges, which naive Bayes double-counts.
@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
+
+from judge import JudgeWeight
 
 WEIGHTS_VERSION = 1
 
@@ -55,7 +57,12 @@ def _decide(score: np.ndarray, negative: int) -> np.ndarray:
 
 
 class LogOddsPanel:
-    """Naive-Bayes log-odds weights from TPR/TNR measured on labelled (train) items."""
+    """Naive-Bayes log-odds weights from TPR/TNR measured on labelled (train) items.
+
+    The per-vote terms come from ``judge.JudgeWeight.log_odds`` -- the very function the judge panel
+    applies to a weights file (rates clipped to [0.01, 0.99]) -- so what calibration scores on the
+    held-out split is what the panel will decide.
+    """
 
     method = "log_odds"
 
@@ -67,13 +74,15 @@ class LogOddsPanel:
         """``truth``: 1 positive, 0 negative; items without truth must be removed beforehand."""
         a = self.smoothing
         pos, neg = truth == 1, truth == 0
-        self.tpr = np.array([((votes[pos, j] == 0).sum() + a) / ((votes[pos, j] >= 0).sum() + 2 * a) for j in range(votes.shape[1])])
-        self.tnr = np.array([(((votes[neg, j] > 0)).sum() + a) / ((votes[neg, j] >= 0).sum() + 2 * a) for j in range(votes.shape[1])])
-        self.n = np.array([(votes[:, j] >= 0).sum() for j in range(votes.shape[1])])
+        cols = range(votes.shape[1])
+        self.tpr = np.array([((votes[pos, j] == 0).sum() + a) / ((votes[pos, j] >= 0).sum() + 2 * a) for j in cols])
+        self.tnr = np.array([((votes[neg, j] > 0).sum() + a) / ((votes[neg, j] >= 0).sum() + 2 * a) for j in cols])
+        self.n = np.array([(votes[:, j] >= 0).sum() for j in cols])
         prior = (pos.sum() + a) / (pos.sum() + neg.sum() + 2 * a)
         self.prior_log_odds = float(np.log(prior / (1 - prior)))
-        self.w_pos = np.log(self.tpr / (1 - self.tnr))
-        self.w_neg = np.log((1 - self.tpr) / self.tnr)
+        entries = [JudgeWeight(tpr=float(t), tnr=float(n)) for t, n in zip(self.tpr, self.tnr, strict=True)]
+        self.w_pos = np.array([e.log_odds(True) for e in entries])
+        self.w_neg = np.array([e.log_odds(False) for e in entries])
         return self
 
     def score(self, votes: np.ndarray) -> np.ndarray:
@@ -85,33 +94,25 @@ class LogOddsPanel:
         return _decide(self.score(votes), negative)
 
     def weights_file(self, rubric: str | None, positive_label: str) -> dict:
-        """The panel's weights file. Semantics: score = prior_log_odds + sum_j weight_j * s_j with
-        s_j = +1 (positive vote) / -1 (other label) / 0 (abstained); positive iff score > 0.
+        """The panel's weights file (read by ``judge.load_weights``).
 
-        ``weight`` is half the judge's log diagnostic odds ratio, (w_pos - w_neg) / 2; the symmetric
-        rest, (w_pos + w_neg) / 2 per judge, is folded into ``prior_log_odds``. That is exactly naive
-        Bayes when every judge votes; a panel that loses a judge can subtract that judge's
-        (w_pos + w_neg) / 2, computed from its ``tpr``/``tnr``, to stay exact.
+        Semantics (``judge._voting``): score = prior_log_odds + sum over voting judges of
+        log(tpr/(1-tnr)) for a positive vote, log((1-tpr)/tnr) otherwise; positive iff > 0.
+        ``weight`` = the judge's log diagnostic odds ratio (>= 0; 0 for a judge no better than
+        chance): its evidence strength, which the panel uses to rank negative labels.
         """
-        half_dor = (self.w_pos - self.w_neg) / 2
-        offset = (self.w_pos + self.w_neg) / 2
+        dor = np.maximum(self.w_pos - self.w_neg, 0.0)
         return {
             "version": WEIGHTS_VERSION,
             "method": self.method,
             "rubric": rubric,
             "positive_label": positive_label,
-            "prior_log_odds": round(self.prior_log_odds + float(offset.sum()), 6),
+            "prior_log_odds": round(self.prior_log_odds, 6),
             "judges": {
-                name: {"weight": round(float(half_dor[j]), 6), "tpr": round(float(self.tpr[j]), 6), "tnr": round(float(self.tnr[j]), 6), "n": int(self.n[j])}
+                name: {"weight": round(float(dor[j]), 6), "tpr": round(float(self.tpr[j]), 6), "tnr": round(float(self.tnr[j]), 6), "n": int(self.n[j])}
                 for j, name in enumerate(self.judges)
             },
         }
-
-
-def score_with_weights_file(weights: dict, judges: Sequence[str], votes: np.ndarray) -> np.ndarray:
-    """Apply a weights file the way a panel reads it (used to test that the file is faithful)."""
-    w = np.array([weights["judges"][name]["weight"] for name in judges])
-    return weights["prior_log_odds"] + signed_votes(votes) @ w
 
 
 class LogisticPanel:

@@ -60,6 +60,7 @@ class PanelStats(BaseModel):
     calls: int = 0
     attempts: int = 0
     retries: int = 0
+    retry_reasons: dict[str, int] = Field(default_factory=dict)  # rate_limit, server, timeout, connection
     cache_hits: int = 0
     abstentions: dict[str, int] = Field(default_factory=dict)
     per_judge: dict[str, JudgeUsage] = Field(default_factory=dict)
@@ -268,6 +269,8 @@ class Panel:
             self._account(judge, usage, last.input_tokens, last.output_tokens)
             if last.retryable and attempt < max_attempts:
                 self.stats.retries += 1
+                self.stats.retry_reasons[last.reason] = self.stats.retry_reasons.get(last.reason, 0) + 1
+                log.info("retrying %s after %s: %s", judge.name, last.reason, last.message)
                 await self.retry.sleep(self.retry.delay(attempt, last.retry_after))
                 continue
             break

@@ -13,6 +13,7 @@ cases weigh 2x in a weighted mean.
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,10 +36,14 @@ class Aggregator:
     errors: list[dict[str, Any]] = field(default_factory=list)
     judge_calls: int = 0
     judge_cost: float = 0.0
+    scores: dict[str, array] = field(default_factory=dict)  # NaN = not applicable; 8 bytes a value
+
+    def add_task_error(self, info: InputErrorInfo) -> None:
+        self.errors.append({"scope": "task", "task_id": None, "trajectory_id": None, **_error_dict(info)})
 
     def add(self, r: TrajectoryResult) -> None:
         if r.error is not None:
-            self.errors.append({"task_id": r.task_id, "trajectory_id": r.trajectory_id, **_error_dict(r.error)})
+            self.errors.append({"scope": "trajectory", "task_id": r.task_id, "trajectory_id": r.trajectory_id, **_error_dict(r.error)})
             return
         row = self.rows
         row["verdict"].append(r.verdict.value)
@@ -50,7 +55,8 @@ class Aggregator:
             value = getattr(r, key)
             row[key].append("unknown" if value is None else str(value))
         for key in SCORE_FIELDS:
-            row["score:" + key].append(getattr(r.scores, key))
+            value = getattr(r.scores, key)
+            self.scores.setdefault(key, array("d")).append(float("nan") if value is None else value)
         row["unresolved_stages"].append(tuple(s.value for s in r.unresolved_stages))
         self.judge_calls += r.judge_calls
         self.judge_cost += r.judge_cost_usd
@@ -62,12 +68,14 @@ class Aggregator:
         verdict = np.array(rows["verdict"], dtype=object)
         tasks = np.array(rows["task_id"], dtype=object)
         everything = np.ones(n, dtype=bool)
+        trajectory_errors = sum(1 for e in self.errors if e["scope"] == "trajectory")
         out: dict[str, Any] = {
             "schema_version": 1,
             "counts": {
-                "trajectories": n + len(self.errors),
+                "trajectories": n + trajectory_errors,
                 "graded": n,
-                "errors": len(self.errors),
+                "errors": trajectory_errors,
+                "task_errors": len(self.errors) - trajectory_errors,
                 **{v: int((verdict == v).sum()) for v in ("pass", "fail", "unresolved")},
             },
             **self._group(everything, verdict, tasks, with_scores=True),
@@ -103,18 +111,20 @@ class Aggregator:
             "pass_rate_if_unresolved_pass": round(float((v != "fail").mean()), 6) if n else None,
             "failure_stages": {s.value: stages.get(s.value, 0) for s in FAILURE_STAGE_ORDER},
         }
-        crag = [x for x in self._col("score:crag")[mask].tolist() if x is not None]
-        group["crag_score"] = round(float(np.mean(crag)), 6) if crag else None
+        crag = self._score("crag")[mask]
+        crag = crag[~np.isnan(crag)]
+        group["crag_score"] = round(float(crag.mean()), 6) if crag.size else None
         if with_scores:
             scores: dict[str, Any] = {}
             for key in SCORE_FIELDS:
-                vals = [(x, t) for x, t in zip(self._col("score:" + key)[mask].tolist(), tasks[mask].tolist()) if x is not None]
-                if not vals:
+                values = self._score(key)[mask]
+                keep = ~np.isnan(values)
+                if not keep.any():
                     scores[key] = {"mean": None, "ci95": None, "n": 0}
                     continue
-                arr = np.array([x for x, _ in vals], dtype=float)
-                ci = cluster_bootstrap_ci(arr, np.array([t for _, t in vals], dtype=object), samples=cfg.bootstrap_samples, seed=cfg.seed)
-                scores[key] = {"mean": round(float(arr.mean()), 6), "ci95": ci, "n": len(vals)}
+                arr = values[keep]
+                ci = cluster_bootstrap_ci(arr, tasks[mask][keep], samples=cfg.bootstrap_samples, seed=cfg.seed)
+                scores[key] = {"mean": round(float(arr.mean()), 6), "ci95": ci, "n": int(keep.sum())}
             group["scores"] = scores
         return group
 
@@ -123,6 +133,10 @@ class Aggregator:
         if key not in cache or len(cache[key]) != len(self.rows[key]):
             cache[key] = np.array(self.rows[key], dtype=object)
         return cache[key]
+
+    def _score(self, key: str) -> np.ndarray:
+        n = len(self.rows["verdict"])
+        return np.frombuffer(self.scores[key], dtype=float) if key in self.scores else np.full(n, np.nan)
 
     def _leaderboard(self, verdict: np.ndarray, tasks: np.ndarray) -> dict[str, Any]:
         cfg = self.config

@@ -18,7 +18,7 @@ from rich.console import Console
 from pipelines.config import GradingConfig
 from pipelines.grading import GradeOptions, InputErrorsFound, run_grading
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Grade tool-calling agent trajectories, VAKRA-style.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_show_locals=False, help="Grade tool-calling agent trajectories, VAKRA-style.")
 console = Console(stderr=True)
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EXIT_INPUT_ERROR, EXIT_JUDGE_CONFIG = 3, 4
@@ -56,7 +56,7 @@ def _escalator(judges, config, cache, no_cache, offline, max_cost, vote, weights
         "no_cache": no_cache,
         "offline": offline,
         "max_cost_usd": max_cost,
-        "vote": vote,
+        "rule": vote,
         "weights_path": weights,
         "tie_breaker": tie_breaker,
     }
@@ -78,10 +78,23 @@ def _replayer(enabled: bool):
     return Replayer()
 
 
-def _grade(opts: GradeOptions) -> dict:
+def _count_lines(path: Path) -> int | None:
+    """Cheap total for the progress bar (JSONL: one trajectory per line)."""
     try:
-        with console.status("grading...") as status:
-            outcome = run_grading(opts, progress=lambda n: status.update(f"grading... {n} trajectories") if n % 500 == 0 else None)
+        with open(path, "rb") as fh:
+            return sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b"")) or None
+    except OSError:
+        return None
+
+
+def _grade(opts: GradeOptions) -> dict:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    try:
+        with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
+            task = bar.add_task("grading", total=_count_lines(opts.trajectories))
+            outcome = run_grading(opts, progress=lambda n: bar.update(task, completed=n) if n % 200 == 0 else None)
     except InputErrorsFound as exc:
         console.print(f"[red]input error:[/red] {exc.info.render()}")
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
@@ -99,7 +112,7 @@ def _print_summary(summary: dict, out: Path) -> None:
     for key in ("pass", "fail", "unresolved"):
         table.add_row(key, str(c[key]))
     for stage, n in summary["failure_stages"].items():
-        if n:
+        if n and stage != "none":
             table.add_row(f"  fail at {stage}", str(n))
     Console().print(table)
     ci = summary["pass_rate_ci95"]

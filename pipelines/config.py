@@ -1,6 +1,7 @@
 """Grading configuration: score weights, answer thresholds, bootstrap settings.
 
-Loaded from an optional TOML file (``judge grade --config``); every field has a documented
+Loaded from the ``[grading]`` section of an optional TOML file (``judge grade --config``, the
+same file whose other sections configure the judges); every field has a documented
 default so a run with no config is fully specified (and recorded in manifest.json).
 """
 
@@ -51,4 +52,4 @@ class GradingConfig(BaseModel):
             return cls()
         with open(path, "rb") as fh:
             data = tomllib.load(fh)
-        return cls.model_validate(data.get("grading", data))
+        return cls.model_validate(data.get("grading", {}))

@@ -194,7 +194,9 @@ def _rederive(ts: TurnState) -> None:
         ts.checks[Check.CALLS] = matching.result
         ts.facts.matching = matching
     if Check.GROUNDING not in ts.asked:
-        calls_ok = ts.checks[Check.CALLS].outcome == Outcome.MATCH
+        calls = ts.checks[Check.CALLS]
+        # "all reference calls satisfied" grounds an answer only when a rule, not a judge, said so
+        calls_ok = calls.outcome == Outcome.MATCH and calls.decided_by == "deterministic"
         ts.checks[Check.GROUNDING] = _GROUNDING.run(ts.ctx, answer, calls_ok)
     ts.facts.answer = answer
 

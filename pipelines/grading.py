@@ -72,7 +72,7 @@ def run_grading(opts: GradeOptions, progress: Callable[[int], None] | None = Non
     opts.out.mkdir(parents=True, exist_ok=True)
     agg = Aggregator(opts.config)
     for info in taskset.errors:
-        agg.errors.append({"task_id": None, "trajectory_id": None, "scope": "task", **info.model_dump(mode="json")})
+        agg.add_task_error(info)
 
     partial = opts.out / (RESULTS + ".partial")
     pending: list[GradedCase] = []

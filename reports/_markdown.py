@@ -1,70 +1,117 @@
-"""``report.md``: the summary as tables a person reads first. Deterministic: no timestamps."""
+"""``report.md``: the run as tables a person reads first. Deterministic: no timestamps at all
+(the grading run promises a byte-identical report.md for the same inputs).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import pandas as pd
 
-STAGES = ("policy", "tool_selection", "argument_names", "argument_values", "answer_correctness", "answer_grounding")
-
-
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}%"
+from reports._analysis import RunReport
+from reports._format import md_table, num, pct, pct_ci
+from reports._tables import STAGES
 
 
-def _ci(ci: list | tuple | None) -> str:
-    return "" if not ci else f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
-
-
-def _num(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.3f}"
-
-
-def render_markdown(summary: dict[str, Any]) -> str:
-    c = summary["counts"]
+def _headline(rep: RunReport) -> list[str]:
+    s = rep.run.summary
+    c = s["counts"]
     lines = [
-        "# trajectory-judge report",
-        "",
         f"**{c['graded']}** trajectories graded ({c['errors']} input errors): "
         f"**{c['pass']} pass**, {c['fail']} fail, {c['unresolved']} unresolved.",
         "",
-        f"- Pass rate: **{_pct(summary['pass_rate'])}**{_ci(summary['pass_rate_ci95'])} (95% bootstrap CI; "
-        f"{_pct(summary['pass_rate_if_unresolved_pass'])} if every unresolved case passed)",
+        f"- Pass rate: **{pct(s['pass_rate'])}** {pct_ci(s.get('pass_rate_ci95'))} (95% cluster-bootstrap CI over tasks; "
+        f"{pct(s.get('pass_rate_if_unresolved_pass'))} if every unresolved case passed)",
     ]
-    lb = summary["leaderboard"]
-    if lb["score"] is not None:
-        caps = ", ".join(f"cap {k}: {_pct(v)}" for k, v in lb["capabilities"].items())
-        lines.append(f"- VAKRA leaderboard score: **{_pct(lb['score'])}** ({caps}; {lb['rule']})")
-    lines.append(f"- CRAG score: {_num(summary['crag_score'])} (accuracy minus hallucination rate)")
-    j = summary["judges"]
-    lines.append(f"- Decided by: " + ", ".join(f"{k} {v}" for k, v in summary["decided_by"].items()) + f"; judge calls {j['calls']} ({j['calls_per_100_trajectories']} per 100 trajectories), cost ${j['cost_usd']:.4f}")
-    lines += ["", "## Where trajectories broke (earliest failing stage)", "", "| stage | count | share of graded |", "|---|---:|---:|"]
-    n = max(c["graded"], 1)
-    for stage in STAGES:
-        count = summary["failure_stages"].get(stage, 0)
-        lines.append(f"| {stage} | {count} | {_pct(count / n)} |")
-    lines.append(f"| (pass) | {c['pass']} | {_pct(c['pass'] / n)} |")
-    lines.append(f"| (unresolved) | {c['unresolved']} | {_pct(c['unresolved'] / n)} |")
-    lines += ["", "## Scores", "", "| metric | mean | 95% CI | n |", "|---|---:|---|---:|"]
-    for key, s in summary["scores"].items():
-        ci = "" if not s["ci95"] else f"[{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}]"
-        lines.append(f"| {key} | {_num(s['mean'])} | {ci} | {s['n']} |")
-    for key, groups in summary["by"].items():
-        if list(groups) == ["unknown"]:
+    lb = s["leaderboard"]
+    if lb.get("score") is not None:
+        caps = ", ".join(f"cap {k}: {pct(v)}" for k, v in lb["capabilities"].items())
+        lines.append(f"- VAKRA leaderboard score: **{pct(lb['score'])}** ({caps}; {lb['rule']})")
+    lines.append(f"- CRAG score: {num(s.get('crag_score'))} (accuracy minus hallucination rate)")
+    cf = rep.calibration_facts
+    if cf and cf.get("corrected_pass_rate") is not None:
+        lines.append(f"- Pass rate corrected for judge error: {pct(cf['corrected_pass_rate'])} (Rogan-Gladen with {cf['rater']}: TPR {num(cf['tpr'])}, TNR {num(cf['tnr'])})")
+    return lines
+
+
+def _section(title: str, df: pd.DataFrame, columns: list[str] | None = None, empty: str = "none") -> list[str]:
+    lines = ["", f"### {title}", ""]
+    if df.empty:
+        return lines + [f"_{empty}_"]
+    return lines + md_table(df, columns)
+
+
+def render_run(rep: RunReport, level: str = "##") -> list[str]:
+    t = rep.tables
+    s = rep.run.summary
+    lines = _headline(rep)
+    if not rep.tables["capabilities"].empty:
+        lines += ["", f"{level} Per capability", ""] + md_table(rep.tables["capabilities"])
+    lines += ["", f"{level} Where trajectories broke (earliest failing stage)", ""]
+    wf = t["failure_stages"]
+    lines += md_table(wf[wf["by"] == "overall"].drop(columns=["by"]))
+    for key in ("capability", "domain"):
+        part = wf[wf["by"] == key]
+        if not part.empty and list(part["group"]) != ["unknown"]:
+            lines += _section(f"By {key}", part.drop(columns=["by"]))
+    hops = t["accuracy_by_hops"]
+    lines += ["", f"{level} Accuracy by hop depth and hop type (with / without policy)", ""]
+    lines += md_table(hops) if not hops.empty else ["_no hop metadata_"]
+    for key in ("hop_count", "hop_pattern", "policy_condition", "agent"):
+        groups = s["by"].get(key, {})
+        if not groups or list(groups) == ["unknown"]:
             continue
-        lines += [
-            "",
-            f"## By {key.replace('_', ' ')}",
-            "",
-            f"| {key} | n | pass rate | 95% CI | unresolved | " + " | ".join(STAGES) + " |",
-            "|---|---:|---:|---|---:|" + "---:|" * len(STAGES),
-        ]
+        lines += ["", f"### By {key.replace('_', ' ')}", "", f"| {key} | n | pass rate | 95% CI | unresolved | " + " | ".join(STAGES) + " |", "|---|---:|---:|---|---:|" + "---:|" * len(STAGES)]
         for value, g in groups.items():
-            ci = "" if not g["pass_rate_ci95"] else f"[{100 * g['pass_rate_ci95'][0]:.1f}, {100 * g['pass_rate_ci95'][1]:.1f}]"
-            stages = " | ".join(str(g["failure_stages"].get(s, 0)) for s in STAGES)
-            lines.append(f"| {value} | {g['n']} | {_pct(g['pass_rate'])} | {ci} | {g['unresolved']} | {stages} |")
-    if summary["errors"]:
-        lines += ["", "## Input errors (listed, not graded)", "", "| file | line | field | kind | message |", "|---|---:|---|---|---|"]
-        for e in summary["errors"]:
+            stages = " | ".join(str(g["failure_stages"].get(st, 0)) for st in STAGES)
+            lines.append(f"| {value} | {g['n']} | {pct(g['pass_rate'])} | {pct_ci(g.get('pass_rate_ci95'))} | {g['unresolved']} | {stages} |")
+    lines += ["", f"{level} Scores", ""] + md_table(t["scores"], percent=set())
+    lines += _section("Seed metrics per agent (radar in report.html)", t["seed_metrics"])
+    lines += ["", f"{level} Per-tool bottlenecks (conditional failure rate of each reference step)", ""]
+    tools = t["tool_bottlenecks"]
+    lines += md_table(tools.head(30)) if not tools.empty else ["_no reference-step evidence_"]
+    if len(tools) > 30:
+        lines.append(f"\n_{len(tools) - 30} more tools in tables/tool_bottlenecks.csv_")
+    vf = rep.vote_facts
+    lines += ["", f"{level} How verdicts were decided", ""] + md_table(t["decided_by"])
+    lines += [
+        "",
+        f"- Judge calls: {vf['judge_calls']} ({vf['calls_per_100_trajectories']} per 100 trajectories); cost ${vf['judge_cost_usd']:.4f} "
+        f"(${vf['cost_per_100_trajectories']:.4f} per 100 trajectories)",
+        f"- Panel decisions: {vf['panel_decisions']} ({vf['panel_inconclusive']} inconclusive); mean panel agreement {pct(vf['mean_panel_agreement'])}",
+    ]
+    if s.get("unresolved_stages"):
+        lines.append("- Unresolved stages: " + ", ".join(f"{k} {v}" for k, v in s["unresolved_stages"].items()))
+    lines += _section("Judges", t["judge_votes"], empty="no judge votes in this run")
+    lines += _section("Calibration of the judges (agreement with human gold)", t["calibration"], empty="no calibration.json for this run")
+    cf = rep.calibration_facts
+    if cf:
+        lines += ["", "- " + "; ".join(f"{k}: {v}" for k, v in cf.items() if v is not None)]
+    lines += ["", f"{level} Repeated runs of the same agent on the same task", ""]
+    if t["pass_at_k"].empty:
+        lines.append("_no agent ran any task more than once_")
+    else:
+        lines += md_table(t["repeated_runs"]) + [""] + md_table(t["pass_at_k"])
+    if s.get("errors"):
+        lines += ["", f"{level} Input errors (listed, not graded)", "", "| file | line | field | kind | message |", "|---|---:|---|---|---|"]
+        for e in s["errors"]:
             msg = str(e.get("message", "")).replace("|", "\\|").replace("\n", " ")
             lines.append(f"| {e.get('file')} | {e.get('line') or ''} | {e.get('field') or ''} | {e.get('kind')} | {msg} |")
+    if rep.notes:
+        lines += ["", f"{level} Notes", ""] + [f"- {n}" for n in rep.notes]
+    return lines
+
+
+def render_markdown(reports: list[RunReport], comparison: dict[str, pd.DataFrame] | None = None) -> str:
+    lines = ["# trajectory-judge report", ""]
+    if len(reports) == 1:
+        lines += [f"Run: `{reports[0].run.name}`", ""] + render_run(reports[0])
+    else:
+        lines += ["## Comparison of runs", "", "Deltas are against the first run; CIs are 95% cluster-bootstrap intervals.", ""]
+        assert comparison is not None
+        lines += md_table(comparison["comparison"])
+        for key, df in comparison.items():
+            if key != "comparison" and not df.empty:
+                lines += _section(f"Pass rate by {key.removeprefix('comparison_by_')}", df.drop(columns=["by"]))
+        for rep in reports:
+            lines += ["", f"## Run `{rep.run.name}`", ""] + render_run(rep, level="###")
+    lines += ["", "Tables: `tables/*.csv` and `tables/*.parquet`; per-trajectory drill-down: `report.html`."]
     return "\n".join(lines) + "\n"

@@ -285,9 +285,11 @@ class Session:
         validator = jsonschema.Draft202012Validator(spec.parameters)
         errors = sorted(validator.iter_errors(args), key=lambda e: (list(e.absolute_path), e.message))
         if errors:
-            first = errors[0]
-            where = ".".join(str(p) for p in first.absolute_path)
-            raise ToolError(f"invalid arguments for {spec.name}: {first.message}" + (f" (at {where})" if where else ""))
+            parts = []
+            for err in errors[:5]:
+                where = ".".join(str(p) for p in err.absolute_path)
+                parts.append(err.message + (f" (at {where})" if where else ""))
+            raise ToolError(f"invalid arguments for {spec.name}: " + "; ".join(parts))
 
     def _with_defaults(self, spec: ToolSpec, args: dict[str, Any]) -> dict[str, Any]:
         full = {}

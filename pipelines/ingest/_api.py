@@ -170,6 +170,6 @@ def check_task(loaded: Loaded, tasks: TaskSet) -> InputErrorInfo | None:
     if task_id in tasks.invalid:
         bad = tasks.invalid[task_id]
         return InputErrorInfo(kind="unknown_task", message=f"task {task_id!r} could not be read: {bad.render()}", **where)
-    close = difflib.get_close_matches(task_id, list(tasks.tasks), n=3) if len(tasks.tasks) <= 100_000 else []
+    close = difflib.get_close_matches(task_id, list(tasks.tasks), n=3) if len(tasks.tasks) <= 10_000 else []
     hint = f"; similar ids: {', '.join(close)}" if close else ""
     return InputErrorInfo(kind="unknown_task", message=f"no task with id {task_id!r} among {len(tasks.tasks)} tasks{hint}", **where)

@@ -173,6 +173,13 @@ def _reference_call(entry: Any, path: str) -> ReferenceCall:
 
 def build_task(question: dict[str, Any], answer: dict[str, Any]) -> Task:
     """One Task from a question item and its possible answer (errors name fields of either)."""
+    try:
+        return _build_task(question, answer)
+    except ValidationError as err:
+        raise validation_error(err, note="converted task is invalid") from None
+
+
+def _build_task(question: dict[str, Any], answer: dict[str, Any]) -> Task:
     uid = _id(question)
     if any(k in question for k in ("initial_config", "involved_classes")):
         raise ItemError("unsupported", "multi-turn BFCL entries (initial_config / involved_classes) are not supported", "question")
@@ -193,10 +200,7 @@ def build_task(question: dict[str, Any], answer: dict[str, Any]) -> Task:
         "tools": [ToolSpec.model_validate(t) for t in tools],
         "metadata": TaskMetadata(capability=category(uid), tags={"benchmark": "bfcl"}),
     }
-    try:
-        return Task.model_validate(data)
-    except ValidationError as err:
-        raise validation_error(err, note="converted task is invalid") from None
+    return Task.model_validate(data)
 
 
 def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:

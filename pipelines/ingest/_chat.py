@@ -64,6 +64,8 @@ class TurnBuilder:
         self.current["final_answer"] = answer
 
     def build(self, item: dict[str, Any], ctx: ItemContext, usage: dict[str, Any] | None, extra_metadata: dict[str, Any]) -> Trajectory:
+        if "task_id" not in item:
+            raise ItemError("invalid_field", "Field required: the id of the task this transcript attempts", "task_id")
         turns = []
         for turn in self.turns:
             steps = []

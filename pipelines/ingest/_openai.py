@@ -8,8 +8,8 @@
   recorded with ``arguments={}``, ``status="error"`` and ``error="unparseable arguments: ..."``.
 - A tool call without a tool message is a failed step ("no tool result").
 - The last assistant message without tool calls in a turn is the turn's final answer.
-- ``system`` / ``developer`` messages go to ``metadata["system"]``; legacy ``function_call``
-  messages are reported as ``unsupported``.
+- ``system`` / ``developer`` messages go to ``metadata["system"]``; legacy ``function_call`` and
+  ``function``-role messages are reported as ``unsupported``.
 """
 
 from __future__ import annotations
@@ -83,6 +83,8 @@ def _convert(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
         path = f"messages[{i}]"
         expect(message, dict, path, "a message")
         role = message.get("role")
+        if role == "function":
+            raise ItemError("unsupported", "legacy 'function' role messages are not supported; convert them to 'tool' messages", f"{path}.role")
         if role not in _ROLES:
             raise ItemError("invalid_field", f"unknown role {role!r}; expected one of {sorted(_ROLES)}", f"{path}.role")
         if "function_call" in message and message["function_call"] is not None:

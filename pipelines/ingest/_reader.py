@@ -297,7 +297,7 @@ class _Reader:
             while True:
                 state.skip_ws()
                 if state.at_end():
-                    raise _Stop(state.error("malformed_json", "the JSON array is not closed (end of file inside the array)"))
+                    raise state.end("the JSON array is not closed (end of file inside the array)")
                 char = state.buf[state.pos]
                 if char == "]":
                     if not first:
@@ -310,7 +310,7 @@ class _Reader:
                 first = False
                 state.skip_ws()
                 if state.at_end():
-                    raise _Stop(state.error("malformed_json", "the JSON array is not closed (end of file inside the array)"))
+                    raise state.end("the JSON array is not closed (end of file inside the array)")
                 char = state.buf[state.pos]
                 if char == ",":
                     state.pos += 1
@@ -325,6 +325,8 @@ class _Reader:
             state.skip_ws()
             if not state.at_end():
                 raise _Stop(state.error("malformed_json", "extra data after the top-level JSON array"))
+            if state.stop is not None:
+                raise state.stop
         except _Stop as stop:
             stop.info.message += "; the rest of the file was not read"
             self.index += 1
@@ -340,30 +342,55 @@ class _ArrayState:
         self.buf = ""
         self.pos = 0
         self.base_line = 0  # line number of buf[0]
+        self._parts: list[str] = []  # lines read but not yet joined into buf (joining once is linear)
+        self._parts_len = 0
+        self._count_pos = 0  # line_at cache: newlines in buf[:_count_pos] == _count_lines
+        self._count_lines = 0
         self.eof = False
+        # a line that cannot be read ends the window; its error is raised only when the parser needs
+        # text beyond the window, so complete items before it are still delivered
+        self.stop: _Stop | None = None
 
     def error(self, kind: str, message: str, line: int | None = None) -> InputErrorInfo:
         line = line if line is not None else self.line_at(min(self.pos, max(len(self.buf) - 1, 0)))
         return InputErrorInfo(kind=kind, message=message, file=self.reader.name, line=line)
 
     def line_at(self, pos: int) -> int:
-        return self.base_line + self.buf.count("\n", 0, pos)
+        self._sync()
+        if pos < self._count_pos:
+            self._count_pos = self._count_lines = 0
+        self._count_lines += self.buf.count("\n", self._count_pos, pos)
+        self._count_pos = pos
+        return self.base_line + self._count_lines
+
+    def _sync(self) -> None:
+        if self._parts:
+            self.buf += "".join(self._parts)
+            self._parts.clear()
+            self._parts_len = 0
+
+    def _size(self) -> int:
+        return len(self.buf) + self._parts_len
 
     def _trim(self) -> None:
         if self.pos > 65536:
-            self.base_line += self.buf.count("\n", 0, self.pos)
+            self.base_line = self.line_at(self.pos)
             self.buf = self.buf[self.pos :]
             self.pos = 0
+            self._count_pos = self._count_lines = 0
 
     def _read_line(self) -> bool:
+        if self.stop is not None:
+            return False
         line = self.lines.next()
         if line is None:
             self.eof = True
             return False
-        if not self.buf:
+        if not self.buf and not self._parts:
             self.base_line = line.number
+            self._count_pos = self._count_lines = 0
         if line.raw is None:
-            raise _Stop(
+            self.stop = _Stop(
                 InputErrorInfo(
                     kind="too_large",
                     message=f"line of {line.size} bytes is larger than the limit of {self.reader.limits.max_line_bytes} bytes",
@@ -371,17 +398,27 @@ class _ArrayState:
                     line=line.number,
                 )
             )
+            return False
         decoded = self.reader._decode(line)
         if isinstance(decoded, RawItem):
-            self.reader.index -= 1  # the stop error below is the item, not this one
+            self.reader.index -= 1  # the stop error is the item, not this one
             assert decoded.error is not None
-            raise _Stop(decoded.error)
-        self.buf += decoded
+            self.stop = _Stop(decoded.error)
+            return False
+        self._parts.append(decoded)
+        self._parts_len += len(decoded)
         return True
 
+    def end(self, message: str) -> _Stop:
+        """The error for running out of text: the unreadable line if there was one, else ``message``."""
+        return self.stop or _Stop(self.error("malformed_json", message))
+
     def fill_until(self, done) -> None:
-        while not done() and self._read_line():
-            pass
+        while True:
+            self._sync()
+            if done() or not self._read_line():
+                self._sync()
+                return
 
     def at_end(self) -> bool:
         self.fill_until(lambda: self.pos < len(self.buf))
@@ -389,9 +426,11 @@ class _ArrayState:
 
     def skip_ws(self) -> None:
         while True:
+            self._sync()
             while self.pos < len(self.buf) and self.buf[self.pos] in _WS:
                 self.pos += 1
             if self.pos < len(self.buf) or not self._read_line():
+                self._sync()
                 return
 
     def value(self) -> tuple[Any, int]:
@@ -399,18 +438,21 @@ class _ArrayState:
         start = self.pos
         limit = self.reader.limits.max_line_bytes
         while True:
+            self._sync()
             try:
                 value, end = _DECODER.raw_decode(self.buf, start)
             except _DuplicateKey as err:
                 raise _Stop(self.error("malformed_json", f"duplicate key {err.key!r} in one JSON object", self.line_at(start)))
             except json.JSONDecodeError as err:
                 pending = len(self.buf) - start
-                if self.eof or not _incomplete(err, self.buf):
+                if not _incomplete(err, self.buf):
                     raise _Stop(self.error("malformed_json", f"malformed JSON in the array item: {err.msg} at line {self.base_line + err.lineno - 1}, column {err.colno}", self.line_at(start)))
+                if self.eof or self.stop is not None:
+                    raise self.end(f"malformed JSON in the array item: {err.msg} at line {self.base_line + err.lineno - 1}, column {err.colno}")
                 if pending > limit:
                     raise _Stop(self.error("too_large", f"array item is larger than the limit of {limit} bytes", self.line_at(start)))
                 target = len(self.buf) + max(pending, 4096)
-                while len(self.buf) < target and self._read_line():
+                while self._size() < target and self._read_line():
                     pass
                 continue
             size = end - start

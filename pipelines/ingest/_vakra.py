@@ -306,6 +306,8 @@ def _step(call: Any, response: Any, has_response: bool, path: str) -> dict[str, 
         step["error"] = expect(call["error"], str, f"{path}.error", "error")
     if call.get("duration_s") is not None:
         seconds = expect(call["duration_s"], (int, float), f"{path}.duration_s", "duration_s")
+        if seconds < 0:
+            raise ItemError("invalid_field", f"duration_s must not be negative, got {seconds}", f"{path}.duration_s")
         step["latency_ms"] = seconds * 1000.0
     if not has_response and step.get("status") is None:
         step["status"] = "error"

@@ -204,11 +204,15 @@ _REFUSAL = re.compile(
 _REFUSAL_ZH = re.compile(r"^(?:(?:很)?抱歉[，,。！!]?\s*)?(?:我)?(?:不知道|无法回答|无法确定|无法提供|无法找到|不清楚|没有找到|找不到|未能找到|不能回答)")
 
 
+# "I don't know exactly, but it is 23": a refusal that goes on to answer is an answer.
+_BUT_ANSWER = re.compile(r"\b(?:but|however|though|although)\b\W*\w|(?:但|不过|可是)\W*\w")
+
+
 def is_missing(prediction: Any) -> bool:
     """True when the prediction gives no answer: nothing, "I don't know", "N/A", a refusal.
 
-    A text that *starts* with a refusal counts as missing even if it hedges on later (CRAG counts
-    any "I don't know" as missing); a bare "none" is not missing (it can be the right answer).
+    A text that *starts* with a refusal is missing unless it goes on with "but ..." (then it is
+    graded as an answer); a bare "none" is not missing (it can be the right answer).
     """
     if prediction is None:
         return True
@@ -220,7 +224,10 @@ def is_missing(prediction: Any) -> bool:
         return False
     text = prediction.strip().replace("\u2019", "'").lower()
     bare = text.rstrip(" .!?。！？")
-    return not bare or bare in _NON_ANSWERS or bool(_REFUSAL.match(text) or _REFUSAL_ZH.match(text))
+    if not bare or bare in _NON_ANSWERS:
+        return True
+    refusal = _REFUSAL.match(text) or _REFUSAL_ZH.match(text)
+    return bool(refusal) and not _BUT_ANSWER.search(text[refusal.end() :])
 
 
 # ---------------------------------------------------------------- answer shapes
@@ -229,8 +236,9 @@ def is_missing(prediction: Any) -> bool:
 def _prepare(value: Any) -> Any:
     """Bring an answer to one of three shapes: scalar, list of scalars, or table (list of rows).
 
-    JSON text is parsed; one-element lists are unwrapped (VAKRA's ``["23"]`` and ``[[1.2587]]``);
-    dict rows become their values in the dict's own key order; a one-column table is a list.
+    JSON text is parsed; one-element lists are unwrapped (VAKRA's ``["23"]`` and ``[[1.2587]]``)
+    but a one-row table with several columns stays a table; dict rows become their values in the
+    dict's own key order; a one-column table is a list.
     """
     if isinstance(value, str):
         parsed = parse_json_text(value)
@@ -242,7 +250,7 @@ def _prepare(value: Any) -> Any:
         if not isinstance(value, (list, tuple)):
             return value
         value = [list(v.values()) if isinstance(v, dict) else v for v in value]
-        if len(value) == 1:
+        if len(value) == 1 and not (isinstance(value[0], (list, tuple)) and len(value[0]) != 1):
             value = value[0]
             continue
         if value and all(isinstance(v, (list, tuple)) and len(v) == 1 for v in value):
@@ -284,8 +292,13 @@ _NEGATION_WORDS = frozenset(
 )  # fmt: skip
 
 
+# Offering alternatives ("Paris or Lyon") is not committing to the gold either.
+_ALTERNATIVE_WORDS = frozenset({"or", "either", "或"})
+
+
 def _negations(toks: list[str]) -> set[str]:
-    return {t for t in toks if t in _NEGATION_WORDS}
+    """Cues that the prediction denies or hedges what it mentions: negations and alternatives."""
+    return {t for t in toks if t in _NEGATION_WORDS or t in _ALTERNATIVE_WORDS}
 
 
 def _contains_run(haystack: list[str], needle: list[str]) -> bool:
@@ -338,7 +351,7 @@ def _judge_text(gold: str, pred: str, ctx: _Ctx) -> _Decision:
     reject = ctx.th.reject_similarity
     if reject is not None and len(pred_toks) <= ctx.th.short_answer_tokens and similarity <= reject:
         return AnswerLabel.INCORRECT, f"short prediction, token F1 {similarity:.2f} <= {reject}"
-    why = "negation in the prediction" if negated else f"token F1 {similarity:.2f}"
+    why = "negation or alternatives in the prediction" if negated else f"token F1 {similarity:.2f}"
     return None, f"text differs from the gold ({why})"
 
 
@@ -415,6 +428,8 @@ def _judge_list(gold: list, pred: Any, ctx: _Ctx) -> _Decision:
 
 def _judge_table(gold: list[list], pred: Any, ctx: _Ctx) -> _Decision:
     if not _is_table(pred):
+        if len(gold) == 1:  # one row: its cells are the parts of the answer
+            return _judge_list(gold[0], pred, ctx)
         return None, "the prediction is not a table (list of rows)"
 
     def rows_equal(g: list, p: list) -> bool:

@@ -114,15 +114,17 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
+# BFCL's own type names, for specs that were not converted to JSON Schema; "any" constrains nothing.
+_TYPE_ALIASES = {"dict": "object", "float": "number", "tuple": "array", "list": "array", "any": None}
+
+
 def _declared_types(schema: dict | None) -> set[str]:
     if not schema:
         return set()
     declared = schema.get("type")
-    if isinstance(declared, str):
-        return {declared}
-    if isinstance(declared, list):
-        return {t for t in declared if isinstance(t, str)}
-    return set()
+    names = [declared] if isinstance(declared, str) else declared if isinstance(declared, list) else []
+    types = {_TYPE_ALIASES.get(t, t) for t in names if isinstance(t, str)}
+    return set() if None in types else types
 
 
 def _fits(value: Any, schema: dict | None) -> bool:
@@ -232,6 +234,10 @@ def _unordered_for(schema: dict | None, override: bool | None) -> bool:
     return schema.get("uniqueItems") is True or schema.get("x-unordered") is True
 
 
+def _count(n: int) -> str:
+    return f"{n} item" if n == 1 else f"{n} items"
+
+
 def _items_schema(schema: dict | None) -> dict | None:
     items = (schema or {}).get("items")
     return items if isinstance(items, dict) else None
@@ -251,7 +257,7 @@ def _list_diff(a: list, b: list, schema: dict | None, opts: _Opts, path: str) ->
     inner = _Opts(opts.tolerance, opts.relative_tolerance, None, opts.exact)
     if not _unordered_for(schema, opts.unordered):
         if len(a) != len(b):
-            return _Diff(path, f"{len(a)} items", f"{len(b)} items", f"{_show(a)} vs {_show(b)}")
+            return _Diff(path, _count(len(a)), _count(len(b)), f"{_show(a)} vs {_show(b)}")
         for i, (x, y) in enumerate(zip(a, b, strict=True)):
             diff = _diff(x, y, item_schema, inner, f"{path}[{i}]")
             if diff is not None:

@@ -94,6 +94,7 @@ class LoopbackServer:
         self._lock = threading.Lock()
         self._scripts: dict[str, deque] = defaultdict(deque)
         self._defaults: dict[str, Any] = {}
+        self._responders: dict[str, Any] = {}
         self._default = default if default is not None else Reply("correct")
         self.latency_s = latency_s
         self.requests: list[RecordedRequest] = []
@@ -111,6 +112,12 @@ class LoopbackServer:
             self._defaults[model] = action
         return self
 
+    def set_responder(self, model: str, responder: Any) -> LoopbackServer:
+        """``responder(body) -> action``: answer by request content (after any scripted actions)."""
+        with self._lock:
+            self._responders[model] = responder
+        return self
+
     def calls(self, model: str | None = None, path: str | None = None) -> int:
         with self._lock:
             return sum(1 for r in self.requests if (model is None or r.model == model) and (path is None or r.path == path))
@@ -119,12 +126,15 @@ class LoopbackServer:
         with self._lock:
             self.requests.clear()
 
-    def _next_action(self, model: str | None) -> Any:
+    def _next_action(self, model: str | None, body: Any) -> Any:
         with self._lock:
             queue = self._scripts.get(model or "")
             if queue:
                 return queue.popleft()
-            return self._defaults.get(model or "", self._default)
+            responder = self._responders.get(model or "")
+            if responder is None:
+                return self._defaults.get(model or "", self._default)
+        return responder(body)
 
     # --- lifecycle -------------------------------------------------------------------------
     @property
@@ -188,7 +198,7 @@ class _Handler(BaseHTTPRequestHandler):
         if path not in ("/v1/chat/completions", "/v1/messages"):
             self._send(404, {"error": {"message": f"no route {path}"}})
             return
-        action = self.owner._next_action(model)
+        action = self.owner._next_action(model, body)
         if self.owner.latency_s:
             time.sleep(self.owner.latency_s)
         try:

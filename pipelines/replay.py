@@ -1,0 +1,126 @@
+"""Replay a trajectory's predicted calls and the task's reference calls in the same environment.
+
+This is VAKRA's evaluation move: what counts is what the tools *return*, so an alternative but
+valid call path still passes. Reference and predicted calls each run in their own session (a
+fresh copy of the domain state) carried across the turns of one trajectory.
+
+Caching: a task's whole reference replay is deterministic (fresh state, fixed calls), so it is
+cached by (environment version, reference-call content); read calls against unmodified state
+are cached per call inside the environment. Writes are never served from a cache across sessions.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+from judge import ReferenceCall, Task, Trajectory, content_hash
+from pipelines.env import Environment, ExecResult, Session, load_environment
+
+REFERENCE_CACHE_SIZE = 1024
+
+
+@dataclass
+class TurnReplay:
+    turn_id: str
+    reference: list[ExecResult]  # one per reference call of the turn, in the turn's own order
+    predicted: list[ExecResult]  # one per predicted step of the trajectory turn, in order
+    reference_state: str | None  # state digest after this turn (None when no write tool is involved)
+    predicted_state: str | None
+
+
+def dependency_order(calls: list[ReferenceCall]) -> list[int]:
+    """Indices in an order that respects ``depends_on`` (stable: ties keep the written order)."""
+    index = {c.id: i for i, c in enumerate(calls) if c.id is not None}
+    done: set[int] = set()
+    order: list[int] = []
+
+    def visit(i: int, path: tuple[int, ...]) -> None:
+        if i in done:
+            return
+        if i in path:
+            raise ValueError(f"reference calls form a dependency cycle through {calls[i].id!r}")
+        for dep in calls[i].depends_on:
+            if dep not in index:
+                raise ValueError(f"reference call {calls[i].id!r} depends on unknown id {dep!r}")
+            visit(index[dep], path + (i,))
+        done.add(i)
+        order.append(i)
+
+    for i in range(len(calls)):
+        visit(i, ())
+    return order
+
+
+class Replayer:
+    def __init__(self, root: Path | None = None, cache: bool = True):
+        self.root = root
+        self.cache = cache
+        self._reference_cache: OrderedDict[tuple[str, str], list[tuple[list[ExecResult], str]]] = OrderedDict()
+        self.reference_cache_hits = 0
+
+    def environment(self, name: str) -> Environment:
+        return load_environment(name, self.root)  # raises UnknownEnvironment with the known names
+
+    def replay(self, task: Task, trajectory: Trajectory) -> list[TurnReplay] | None:
+        if task.environment is None:
+            return None
+        env = self.environment(task.environment)
+        track_state = self._involves_writes(task, trajectory, env)
+        reference = self._reference(task, env)
+        predicted_session = env.session(cache=self.cache)
+        by_turn = {t.turn_id: t for t in trajectory.turns}
+        replays = []
+        for turn, (ref_results, ref_state) in zip(task.turns, reference):
+            predicted: list[ExecResult] = []
+            traj_turn = by_turn.get(turn.turn_id)
+            for step in traj_turn.steps if traj_turn is not None else []:
+                predicted.append(predicted_session.execute(step.name, step.arguments, label=step.call_id))
+            replays.append(TurnReplay(
+                turn_id=turn.turn_id,
+                reference=ref_results,
+                predicted=predicted,
+                reference_state=ref_state if track_state else None,
+                predicted_state=predicted_session.state_digest() if track_state else None,
+            ))
+        return replays
+
+    def _reference(self, task: Task, env: Environment) -> list[tuple[list[ExecResult], str]]:
+        key = (env.version, content_hash([[c.model_dump(mode="json") for c in t.reference_calls] for t in task.turns]))
+        if self.cache and key in self._reference_cache:
+            self._reference_cache.move_to_end(key)
+            self.reference_cache_hits += 1
+            return self._reference_cache[key]
+        session = env.session(cache=self.cache)
+        out = []
+        for turn in task.turns:
+            out.append((self._run_reference_turn(session, turn.reference_calls), session.state_digest()))
+        if self.cache:
+            self._reference_cache[key] = out
+            while len(self._reference_cache) > REFERENCE_CACHE_SIZE:
+                self._reference_cache.popitem(last=False)
+        return out
+
+    @staticmethod
+    def _run_reference_turn(session: Session, calls: list[ReferenceCall]) -> list[ExecResult]:
+        results: list[ExecResult | None] = [None] * len(calls)
+        for i in dependency_order(calls):
+            call = calls[i]
+            results[i] = session.execute(call.name, call.arguments, label=call.label or call.id)
+        return [r for r in results if r is not None]
+
+    @staticmethod
+    def _involves_writes(task: Task, trajectory: Trajectory, env: Environment) -> bool:
+        if any(t.side_effect == "write" for t in task.tools):
+            return True
+        names = {c.name for t in task.turns for c in t.reference_calls} | {s.name for s in trajectory.steps}
+        return any(env.is_write(n) for n in names)
+
+
+def responses_cover(reference: list[ExecResult], predicted: list[ExecResult]) -> bool:
+    """VAKRA's containment: every successful reference response is among the successful predicted ones."""
+    from judge import response_key
+
+    have = {response_key(r.result) for r in predicted if r.ok}
+    return all(response_key(r.result) in have for r in reference if r.ok)

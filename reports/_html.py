@@ -1,0 +1,324 @@
+"""``report.html``: one self-contained file. Inline CSS, inline SVG charts, ~1 KB of inline JS for
+the drill-down filters; a Content-Security-Policy meta tag forbids every network fetch, so a
+stray external reference fails loudly (a console error) instead of phoning home.
+
+Deterministic: the same runs give the same bytes except the single line holding
+``class="generated"`` (the timestamp; ``SOURCE_DATE_EPOCH`` pins it).
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+
+import pandas as pd
+
+from judge import TrajectoryResult, Trajectory
+
+from reports import _svg
+from reports._analysis import RunReport
+from reports._format import cell, num, pct, pct_ci, rows
+from reports._tables import SEED_METRICS, STAGES, natural
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+MAX_VALUE_CHARS = 600  # per argument / tool-output cell in the drill-down
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#222;background:#fafafa}
+header{background:#263238;color:#fff;padding:14px 24px}header h1{margin:0;font-size:22px}
+header .generated{margin:4px 0 0;font-size:12px;color:#b0bec5}
+nav{padding:6px 24px;background:#eceff1;font-size:13px}nav a{margin-right:14px;color:#1565c0}
+main{padding:8px 24px 40px;max-width:1200px}
+section{background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:10px 18px;margin:14px 0}
+h2{font-size:18px;margin:8px 0}h3{font-size:15px;margin:14px 0 6px}
+table{border-collapse:collapse;font-size:12px;margin:6px 0}th,td{border:1px solid #e0e0e0;padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#f5f5f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.cards{display:flex;flex-wrap:wrap;gap:10px}.card{border:1px solid #e0e0e0;border-radius:6px;padding:8px 14px;min-width:150px;background:#fcfcfc}
+.card .v{font-size:22px;font-weight:600}.card .l{font-size:12px;color:#555}
+.badge{display:inline-block;padding:0 6px;border-radius:3px;color:#fff;font-size:11px;margin-right:6px}
+.pass{background:#3a9d5d}.fail{background:#d7301f}.unresolved{background:#9e9e9e}.error{background:#555}
+details.traj{border-bottom:1px solid #eee;padding:3px 0}details.traj>summary{cursor:pointer;font-size:13px}
+details.traj .body{padding:4px 12px 10px}pre{white-space:pre-wrap;word-break:break-word;margin:0;font-size:11px}
+.filters{margin:6px 0;font-size:13px}.filters select{margin-right:10px}.note{font-size:12px;color:#555}
+.good{color:#2e7d32}.bad{color:#c62828}
+"""
+
+# Filters trajectories by every <select> in their .drill container; fills the shown counter.
+JS = """
+document.querySelectorAll('.drill').forEach(function(d){
+var sel=d.querySelectorAll('select');
+function apply(){var n=0;d.querySelectorAll('details.traj').forEach(function(t){var ok=true;
+sel.forEach(function(s){if(s.value&&t.getAttribute('data-'+s.name)!==s.value)ok=false});t.hidden=!ok;if(ok)n++});
+d.querySelector('.shown').textContent=String(n)}
+sel.forEach(function(s){s.addEventListener('change',apply)});apply();d.setAttribute('data-ready','1')});
+"""
+
+
+def _table(df: pd.DataFrame, columns: list[str] | None = None, cls: str = "", percent: set[str] | None = None) -> str:
+    if df.empty:
+        return '<p class="note">none</p>'
+    cols, body = rows(df, columns, percent)
+    numeric = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) for c in cols]
+    out = [f'<table class="{cls}"><thead><tr>' + "".join(f"<th>{escape(c)}</th>" for c in cols) + "</tr></thead><tbody>"]
+    for r in body:
+        out.append("<tr>" + "".join(f'<td class="n">{escape(x)}</td>' if n else f"<td>{escape(x)}</td>" for x, n in zip(r, numeric)) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _segments(row: pd.Series) -> list[tuple[str, int, str]]:
+    segs = [("pass", int(row["pass"]), _svg.PASS_COLOR)]
+    segs += [(st, int(row[st]), _svg.STAGE_COLORS[st]) for st in STAGES]
+    segs.append(("unresolved", int(row["unresolved"]), _svg.UNRESOLVED_COLOR))
+    return segs
+
+
+def _waterfall_chart(wf: pd.DataFrame, by: str, title: str) -> str:
+    part = wf[wf["by"] == by]
+    if part.empty:
+        return ""
+    label = (lambda g: "all") if by == "overall" else (lambda g: f"{by} {g}" if by == "capability" else str(g))
+    return _svg.stacked_bars(title, [(label(r["group"]), _segments(r)) for _, r in part.iterrows()])
+
+
+def _hops_chart(hops: pd.DataFrame, dim: str) -> str:
+    part = hops[hops["dimension"] == dim]
+    if part.empty:
+        return ""
+    cats = sorted(set(part["value"]), key=natural)
+    series = []
+    for pol in ["all"] + sorted(set(part["policy_condition"]) - {"all"}):
+        sub = part[part["policy_condition"] == pol].set_index("value")
+        vals = []
+        for c in cats:
+            if c in sub.index:
+                r = sub.loc[c]
+                vals.append((r["pass_rate"], None if pd.isna(r["ci_low"]) else r["ci_low"], None if pd.isna(r["ci_high"]) else r["ci_high"]))
+            else:
+                vals.append((None, None, None))
+        series.append((pol, vals))
+    return _svg.grouped_bars(f"Pass rate by {dim.replace('_', ' ')}", cats, series)
+
+
+def _headline_cards(rep: RunReport) -> str:
+    s = rep.run.summary
+    c = s["counts"]
+    cards = [
+        ("pass rate (95% CI)", f"{pct(s['pass_rate'])}", pct_ci(s.get("pass_rate_ci95"))),
+        ("VAKRA leaderboard score", pct(s["leaderboard"].get("score")), "mean of capability scores"),
+        ("CRAG score", num(s.get("crag_score")), "correct 1 / missing 0 / incorrect -1"),
+        ("graded", str(c["graded"]), f"{c['pass']} pass, {c['fail']} fail, {c['unresolved']} unresolved, {c['errors']} errors"),
+    ]
+    cf = rep.calibration_facts
+    if cf and cf.get("corrected_pass_rate") is not None:
+        cards.append(("pass rate corrected for judge error", pct(cf["corrected_pass_rate"]), f"Rogan-Gladen, {cf['rater']}"))
+    out = ['<div class="cards">']
+    for label, value, sub in cards:
+        out.append(f'<div class="card"><div class="v">{escape(value)}</div><div class="l">{escape(label)}</div><div class="l">{escape(sub)}</div></div>')
+    out.append("</div>")
+    return "".join(out)
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + f"… ({len(text)} chars)"
+
+
+def _drill_item(r: TrajectoryResult, traj: Trajectory | None) -> str:
+    stage = r.failure_stage.value if r.failure_stage else ""
+    v = r.verdict.value
+    attrs = {"verdict": v, "stage": stage or v, "cap": r.capability or "unknown", "domain": r.domain or "unknown", "agent": r.agent or "unknown"}
+    data = " ".join(f'data-{k}="{escape(val)}"' for k, val in attrs.items())
+    head = (
+        f'<span class="badge {v}">{v}</span>{escape(r.trajectory_id or "?")} · task {escape(r.task_id or "?")} · agent {escape(r.agent or "?")}'
+        f" · cap {escape(r.capability or '?')} · {escape(r.domain or '?')}" + (f" · <b>{escape(stage)}</b>" if stage and stage != "none" else "") + f" · {escape(r.decided_by)}"
+    )
+    body = []
+    if r.error is not None:
+        body.append(f"<p>input error: {escape(r.error.render() if hasattr(r.error, 'render') else str(r.error))}</p>")
+    sc = {k: x for k, x in r.scores.model_dump().items() if x is not None}
+    if sc:
+        body.append('<p class="note">scores: ' + escape(", ".join(f"{k} {x:.3f}" for k, x in sc.items())) + f" · judge calls {r.judge_calls}, ${r.judge_cost_usd:.4f}</p>")
+    for t_no, turn in enumerate(r.turns):
+        body.append(f"<h4>turn {escape(turn.turn_id)}: {escape(turn.verdict.value)}" + (f" at {escape(turn.failure_stage.value)}" if turn.failure_stage and turn.failure_stage.value != "none" else "") + "</h4>")
+        tt = traj.turns[t_no] if traj is not None and t_no < len(traj.turns) else None
+        if tt is not None:
+            if tt.query:
+                body.append(f"<p><b>query:</b> {escape(_short(tt.query))}</p>")
+            if tt.steps:
+                body.append("<table><thead><tr><th>#</th><th>tool</th><th>arguments</th><th>status</th><th>output</th></tr></thead><tbody>")
+                for i, st in enumerate(tt.steps):
+                    out = st.error if st.error else st.result
+                    body.append(f'<tr><td class="n">{i}</td><td>{escape(st.name)}</td><td><pre>{escape(_short(st.arguments))}</pre></td><td>{escape(st.status)}</td><td><pre>{escape(_short(out))}</pre></td></tr>')
+                body.append("</tbody></table>")
+            body.append(f"<p><b>final answer:</b> {escape(_short(tt.final_answer))}</p>")
+        body.append("<table><thead><tr><th>check</th><th>outcome</th><th>stage</th><th>decided by</th><th>reason</th><th>evidence</th></tr></thead><tbody>")
+        for ch in turn.checks:
+            ev = "<br>".join(
+                escape(f"{e.kind}: {e.message}" + (f" [ref {e.reference}]" if e.reference is not None else "") + (f" [step {e.step}]" if e.step is not None else "")
+                       + (f" expected={_short(e.expected)}" if e.expected is not None and e.kind != "answer" else "")
+                       + (f" expected={_short(e.expected)} actual={_short(e.actual)}" if e.kind == "answer" else ""))
+                for e in ch.evidence
+            )
+            body.append(
+                f"<tr><td>{escape(ch.check.value)}</td><td>{escape(ch.outcome.value)}</td><td>{escape(ch.failure_stage.value if ch.failure_stage else '')}</td>"
+                f"<td>{escape(ch.decided_by)}</td><td>{escape(_short(ch.reason))}</td><td>{ev}</td></tr>"
+            )
+        body.append("</tbody></table>")
+        for ch in turn.checks:
+            d = ch.decision
+            if d is None:
+                continue
+            body.append(
+                f'<p class="note">panel {escape(d.panel)} ({escape(d.rule)}) on {escape(ch.check.value)}: <b>{escape(str(d.label))}</b> → {escape(d.outcome.value)}'
+                f"; agreement {pct(d.agreement)}; rubric {escape(str(d.rubric))} {escape(str(d.rubric_version or ''))}</p>"
+            )
+            body.append("<table><thead><tr><th>judge</th><th>label</th><th>score</th><th>abstained</th><th>confidence</th><th>cached</th><th>rationale</th></tr></thead><tbody>")
+            for vote in d.votes:
+                body.append(
+                    f"<tr><td>{escape(vote.judge)}</td><td>{escape(str(vote.label))}</td><td>{escape(cell('score', vote.score))}</td>"
+                    f"<td>{escape(vote.abstain_reason or 'abstained') if vote.abstained else 'no'}</td><td>{escape(cell('confidence', vote.confidence))}</td>"
+                    f"<td>{'yes' if vote.cached else 'no'}</td><td>{escape(_short(vote.rationale))}</td></tr>"
+                )
+            body.append("</tbody></table>")
+    return f'<details class="traj" {data}><summary>{head}</summary><div class="body">{"".join(body)}</div></details>'
+
+
+def _drilldown(rep: RunReport) -> str:
+    results = rep.run.results
+    picked = [results[i] for i in rep.drill]
+    options = {
+        "stage": sorted({(r.failure_stage.value if r.failure_stage else r.verdict.value) or "" for r in picked}, key=lambda s: (STAGES.index(s) if s in STAGES else len(STAGES), s)),
+        "cap": sorted({r.capability or "unknown" for r in picked}, key=natural),
+        "domain": sorted({r.domain or "unknown" for r in picked}, key=natural),
+        "agent": sorted({r.agent or "unknown" for r in picked}, key=natural),
+        "verdict": sorted({r.verdict.value for r in picked}),
+    }
+    labels = {"stage": "failure stage", "cap": "capability", "domain": "domain", "agent": "agent", "verdict": "verdict"}
+    sel = []
+    for name, values in options.items():
+        opts = '<option value="">all</option>' + "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in values)
+        sel.append(f'<label>{labels[name]} <select name="{name}">{opts}</select></label>')
+    items = "\n".join(_drill_item(results[i], rep.run.trajectories.get(i)) for i in rep.drill)
+    return (
+        f'<div class="drill"><p class="note">Shown here: {escape(rep.drill_note)}. Click a row for steps, arguments, tool outputs, matching evidence and votes.</p>'
+        f'<div class="filters">{"".join(sel)} <span class="shown"></span> shown</div>\n{items}\n</div>'
+    )
+
+
+def render_run(rep: RunReport, anchor: str) -> str:
+    t = rep.tables
+    s = rep.run.summary
+    wf = t["failure_stages"]
+    parts = [f'<section id="{anchor}-headline"><h2>Headline</h2>', _headline_cards(rep)]
+    parts.append("<h3>Per capability</h3>" + _table(t["capabilities"]) + "</section>")
+
+    parts.append(f'<section id="{anchor}-stages"><h2>Failure stages (earliest failure, mutually exclusive)</h2>')
+    parts.append(_waterfall_chart(wf, "overall", "Outcome of every graded trajectory"))
+    parts.append("<h3>By capability</h3>" + _waterfall_chart(wf, "capability", "Outcomes by capability"))
+    parts.append("<h3>By domain</h3>" + _waterfall_chart(wf, "domain", "Outcomes by domain"))
+    parts.append(_table(wf) + "</section>")
+
+    hops = t["accuracy_by_hops"]
+    parts.append(f'<section id="{anchor}-hops"><h2>Accuracy by hop depth and hop type, with and without policy</h2>')
+    parts.append(_hops_chart(hops, "hop_count") + _hops_chart(hops, "hop_pattern") if not hops.empty else '<p class="note">no hop metadata</p>')
+    parts.append(_table(hops) + "</section>")
+
+    seeds = t["seed_metrics"]
+    parts.append(f'<section id="{anchor}-metrics"><h2>Seed metrics per agent</h2>')
+    series = [(str(r["agent"]), [None if pd.isna(r[m]) else float(r[m]) for m in SEED_METRICS]) for _, r in seeds.iterrows()]
+    parts.append(_svg.radar("Seed metrics per agent", list(SEED_METRICS), series))
+    parts.append(_table(seeds) + "<h3>All scores (95% CI)</h3>" + _table(t["scores"], percent=set()) + "</section>")
+
+    tools = t["tool_bottlenecks"]
+    parts.append(f'<section id="{anchor}-tools"><h2>Per-tool bottlenecks</h2><p class="note">For each reference tool: among reference steps that required it, the share the agent left unsatisfied (incl. undecided no-counterpart cases). Top 25 shown in the chart.</p>')
+    if not tools.empty:
+        parts.append(_svg.hbars("Conditional failure rate per reference tool", [(str(r["tool"]), float(r["failure_rate_incl_undecided"]), f"{r['unsatisfied'] + r['no_counterpart']}/{r['required']}") for _, r in tools.head(25).iterrows()]))
+    parts.append(_table(tools) + "</section>")
+
+    vf = rep.vote_facts
+    parts.append(f'<section id="{anchor}-decisions"><h2>How verdicts were decided</h2>')
+    parts.append(_table(t["decided_by"]))
+    parts.append(
+        f"<p>Judge calls: <b>{vf['judge_calls']}</b> ({vf['calls_per_100_trajectories']} per 100 trajectories); cost ${vf['judge_cost_usd']:.4f} "
+        f"(${vf['cost_per_100_trajectories']:.4f} per 100 trajectories). Panel decisions: {vf['panel_decisions']} ({vf['panel_inconclusive']} inconclusive); "
+        f"mean panel agreement {pct(vf['mean_panel_agreement'])}.</p>"
+    )
+    if s.get("unresolved_stages"):
+        parts.append("<p>Unresolved stages: " + escape(", ".join(f"{k} {v}" for k, v in s["unresolved_stages"].items())) + "</p>")
+    parts.append("<h3>Judges</h3>" + (_table(t["judge_votes"]) if not t["judge_votes"].empty else '<p class="note">no judge votes in this run</p>'))
+    parts.append("<h3>Calibration (agreement with human gold)</h3>")
+    if t["calibration"].empty:
+        parts.append('<p class="note">no calibration.json for this run: pass rates are not corrected for judge error</p>')
+    else:
+        parts.append(_table(t["calibration"]))
+    cf = rep.calibration_facts
+    if cf:
+        parts.append('<p class="note">' + escape("; ".join(f"{k}: {v}" for k, v in cf.items() if v is not None)) + "</p>")
+    parts.append("</section>")
+
+    parts.append(f'<section id="{anchor}-repeats"><h2>Repeated runs (pass@k, pass^k)</h2>')
+    if t["pass_at_k"].empty:
+        parts.append('<p class="note">no agent ran any task more than once</p>')
+    else:
+        pk = t["pass_at_k"]
+        for agent in sorted(set(pk["agent"]), key=natural):
+            sub = pk[pk["agent"] == agent]
+            cats = [str(k) for k in sub["k"]]
+            parts.append(_svg.grouped_bars(f"pass@k and pass^k, {agent}", cats, [("pass@k", [(v, None, None) for v in sub["pass_at_k"]]), ("pass^k", [(v, None, None) for v in sub["pass_hat_k"]])], y_label=f"{agent}"))
+        parts.append(_table(t["repeated_runs"]) + _table(pk))
+    parts.append("</section>")
+
+    if s.get("errors"):
+        err = pd.DataFrame([{k: e.get(k) for k in ("file", "line", "field", "kind", "message")} for e in s["errors"]], columns=["file", "line", "field", "kind", "message"])
+        parts.append(f'<section id="{anchor}-errors"><h2>Input errors (listed, not graded)</h2>' + _table(err) + "</section>")
+    if rep.notes:
+        parts.append(f'<section id="{anchor}-notes"><h2>Notes</h2><ul>' + "".join(f"<li>{escape(n)}</li>" for n in rep.notes) + "</ul></section>")
+    parts.append(f'<section id="{anchor}-drill"><h2>Trajectories (drill-down)</h2>{_drilldown(rep)}</section>')
+    return "\n".join(p for p in parts if p)
+
+
+def _comparison(reports: list[RunReport], comparison: dict[str, pd.DataFrame]) -> str:
+    comp = comparison["comparison"]
+    cats = list(comp["run"])
+    chart = _svg.grouped_bars("Pass rate per run (95% CI)", cats, [("pass rate", [(r["pass_rate"], r["ci_low"], r["ci_high"]) for _, r in comp.iterrows()])])
+    out = ['<section id="comparison"><h2>Comparison of runs</h2><p class="note">Deltas are against the first run; "ci_overlaps_first" says whether the 95% CIs overlap (overlap: the difference may be noise).</p>', chart, _table(comp)]
+    wf_rows = [(rep.run.name, _segments(rep.tables["failure_stages"].iloc[0])) for rep in reports]
+    out.append(_svg.stacked_bars("Outcomes per run", wf_rows))
+    for key, df in comparison.items():
+        if key == "comparison" or df.empty:
+            continue
+        name = key.removeprefix("comparison_by_")
+        out.append(f"<h3>By {escape(name)}</h3>" + _table(df.drop(columns=["by"])))
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def render_html(reports: list[RunReport], comparison: dict[str, pd.DataFrame] | None, generated: str) -> str:
+    multi = len(reports) > 1
+    anchors = [f"run{i + 1}" for i in range(len(reports))]
+    nav = []
+    if multi:
+        nav.append('<a href="#comparison">comparison</a>')
+        nav += [f'<a href="#{a}-headline">{escape(rep.run.name)}</a>' for a, rep in zip(anchors, reports)]
+    else:
+        a = anchors[0]
+        nav += [f'<a href="#{a}-{k}">{label}</a>' for k, label in (("headline", "headline"), ("stages", "failure stages"), ("hops", "hops"), ("metrics", "metrics"), ("tools", "tools"), ("decisions", "decisions"), ("repeats", "repeated runs"), ("drill", "trajectories"))]
+    title = "trajectory-judge report: " + ", ".join(rep.run.name for rep in reports)
+    body = []
+    if multi:
+        assert comparison is not None
+        body.append(_comparison(reports, comparison))
+    for a, rep in zip(anchors, reports):
+        if multi:
+            body.append(f'<h2 id="{a}">Run {escape(rep.run.name)}</h2>')
+        body.append(render_run(rep, a))
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+        f"<title>{escape(title)}</title>\n<style>{CSS}</style></head><body>\n"
+        f"<header><h1>{escape(title)}</h1>\n"
+        f'<p class="generated">Generated {escape(generated)}</p>\n'
+        f"</header><nav>{''.join(nav)}</nav><main>\n" + "\n".join(body) + f"\n</main><script>{JS}</script></body></html>\n"
+    )

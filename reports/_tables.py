@@ -1,0 +1,435 @@
+"""Every number the report shows, as pandas tables (also written to ``tables/`` as CSV + Parquet).
+
+Numbers that ``summary.json`` already holds (pass rates, CIs, stage counts, scores, leaderboard)
+are taken from it, never recomputed, so the report cannot disagree with the summary. What the
+summary lacks is computed here from ``results.jsonl``:
+
+- crossed hop x policy cells: pass rate with a Wilson 95% interval (the summary's cluster
+  bootstrap is only available per single breakdown);
+- tool bottlenecks: for each reference tool name, among the reference steps that required it,
+  the share left unsatisfied (``unsatisfied``) or undecidable (``no_counterpart``);
+- repeated runs: unbiased pass@k = 1 - C(n-c,k)/C(n,k) and pass^k = C(c,k)/C(n,k) per task,
+  averaged over tasks; runs of an agent on a task are ordered as they appear in results.jsonl.
+
+Row order is fixed (natural sort of group values, stage order from ``judge``) for determinism.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from judge import FAILURE_STAGE_ORDER, TrajectoryResult
+
+from reports._run import RunData
+
+STAGES = tuple(s.value for s in FAILURE_STAGE_ORDER if s.value != "none")
+SEED_METRICS = ("tool_selection", "tool_order", "parameter", "policy_compliance", "tool_efficiency", "answer_accuracy")
+MATCHED_KINDS = ("matched_structural", "matched_response")
+FAILED_KINDS = ("unsatisfied",)
+UNDECIDED_KINDS = ("no_counterpart",)
+_SATISFIED_MSG = re.compile(r"^(\S+) satisfied by step")
+
+
+def natural(value: Any) -> tuple:
+    text = str(value)
+    return (0, int(text), "") if text.isdigit() else (1, 0, text)
+
+
+def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float | None, float | None]:
+    if n == 0:
+        return None, None
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return round(max(0.0, centre - half), 6), round(min(1.0, centre + half), 6)
+
+
+def _r(x: Any) -> Any:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 6)
+
+
+# ---------------------------------------------------------------------------------------------
+def headline(run: RunData) -> pd.DataFrame:
+    s = run.summary
+    rows: list[dict[str, Any]] = []
+
+    def add(metric: str, value: Any, ci: Any = None, n: Any = None, note: str = "") -> None:
+        rows.append({"metric": metric, "value": _r(value), "ci_low": _r(ci[0]) if ci else None, "ci_high": _r(ci[1]) if ci else None, "n": n, "note": note})
+
+    c = s["counts"]
+    add("pass_rate", s["pass_rate"], s.get("pass_rate_ci95"), c["graded"], "unresolved counted as not passed; 95% cluster-bootstrap CI over tasks")
+    add("pass_rate_if_unresolved_pass", s.get("pass_rate_if_unresolved_pass"), None, c["graded"], "upper bound")
+    lb = s["leaderboard"]
+    add("vakra_leaderboard_score", lb.get("score"), None, c["graded"], lb.get("rule", ""))
+    for cap, v in lb.get("capabilities", {}).items():
+        add(f"vakra_capability_{cap}", v, None, s["by"].get("capability", {}).get(cap, {}).get("n"), "leaderboard capability score")
+    add("crag_score", s.get("crag_score"), None, c["graded"], "mean of correct 1 / missing 0 / incorrect -1")
+    for cap, g in s["by"].get("capability", {}).items():
+        add(f"pass_rate_capability_{cap}", g["pass_rate"], g.get("pass_rate_ci95"), g["n"], "")
+        add(f"crag_score_capability_{cap}", g.get("crag_score"), None, g["n"], "")
+    return pd.DataFrame(rows, columns=["metric", "value", "ci_low", "ci_high", "n", "note"])
+
+
+def capabilities(run: RunData) -> pd.DataFrame:
+    """Per capability: pass rate with CI, VAKRA capability score, CRAG (all from the summary)."""
+    s = run.summary
+    lb = s["leaderboard"].get("capabilities", {})
+    rows = []
+    for cap, g in s["by"].get("capability", {}).items():
+        ci = g.get("pass_rate_ci95") or (None, None)
+        rows.append({"capability": cap, "n": g["n"], "pass_rate": _r(g["pass_rate"]), "ci_low": _r(ci[0]), "ci_high": _r(ci[1]), "vakra_score": _r(lb.get(cap)), "crag_score": _r(g.get("crag_score")), "unresolved": g["unresolved"]})
+    return pd.DataFrame(rows, columns=["capability", "n", "pass_rate", "ci_low", "ci_high", "vakra_score", "crag_score", "unresolved"])
+
+
+def waterfall(run: RunData, keys: tuple[str, ...] = ("capability", "domain")) -> pd.DataFrame:
+    """Mutually exclusive outcome counts: pass, each earliest failing stage, unresolved."""
+    s = run.summary
+    groups = [("overall", "all", s)]
+    for key in keys:
+        for value, g in s["by"].get(key, {}).items():
+            groups.append((key, value, g))
+    rows = []
+    for by, value, g in groups:
+        n = g["n"]
+        row = {"by": by, "group": value, "n": n, "pass": g["pass"]}
+        for st in STAGES:
+            row[st] = g["failure_stages"].get(st, 0)
+        row["unresolved"] = g["unresolved"]
+        row["pass_rate"] = _r(g["pass_rate"])
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["by", "group", "n", "pass", *STAGES, "unresolved", "pass_rate"])
+
+
+def _policy_label(r: TrajectoryResult) -> str:
+    # the grader writes "no_policy" for a task without a policy; None means a policy without a label
+    return r.policy_condition if r.policy_condition is not None else "policy (unlabelled)"
+
+
+def accuracy_by_hops(run: RunData) -> pd.DataFrame:
+    """Pass rate by hop count and by hop type, overall (from the summary) and per policy condition."""
+    rows = []
+    graded = run.graded
+    for dim in ("hop_count", "hop_pattern"):
+        for value, g in run.summary["by"].get(dim, {}).items():
+            ci = g.get("pass_rate_ci95") or (None, None)
+            rows.append({"dimension": dim, "value": value, "policy_condition": "all", "n": g["n"], "pass": g["pass"], "pass_rate": _r(g["pass_rate"]), "ci_low": _r(ci[0]), "ci_high": _r(ci[1]), "ci_method": "cluster bootstrap (summary)"})
+        cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+        for r in graded:
+            v = getattr(r, dim)
+            cell = cells[("unknown" if v is None else str(v), _policy_label(r))]
+            cell[0] += 1
+            cell[1] += r.verdict.value == "pass"
+        policies = {p for _, p in cells}
+        if len(policies) < 2:
+            continue  # a single policy condition equals the "all" rows
+        for (value, pol), (n, k) in sorted(cells.items(), key=lambda kv: (natural(kv[0][0]), kv[0][1])):
+            lo, hi = wilson(k, n)
+            rows.append({"dimension": dim, "value": value, "policy_condition": pol, "n": n, "pass": k, "pass_rate": _r(k / n), "ci_low": lo, "ci_high": hi, "ci_method": "Wilson"})
+    df = pd.DataFrame(rows, columns=["dimension", "value", "policy_condition", "n", "pass", "pass_rate", "ci_low", "ci_high", "ci_method"])
+    return df
+
+
+def _reference_tool(e: Any, run: RunData, index: int, turn_no: int) -> str | None:
+    exp = e.expected
+    if isinstance(exp, dict) and isinstance(exp.get("name"), str):
+        return exp["name"]
+    m = _SATISFIED_MSG.match(e.message or "")
+    if m:
+        return m.group(1)
+    traj = run.trajectories.get(index)
+    if traj is not None and e.step is not None and turn_no < len(traj.turns) and e.step < len(traj.turns[turn_no].steps):
+        return traj.turns[turn_no].steps[e.step].name
+    return None
+
+
+def tool_bottlenecks(run: RunData) -> pd.DataFrame:
+    """Conditional failure rate of each reference tool: P(unsatisfied | the step required it)."""
+    counts: dict[str, Counter] = defaultdict(Counter)
+    unnamed = 0
+    for i, r in enumerate(run.results):
+        if r.verdict.value == "error":
+            continue
+        for t_no, turn in enumerate(r.turns):
+            for check in turn.checks:
+                if check.check.value != "calls":
+                    continue
+                for e in check.evidence:
+                    if e.kind not in MATCHED_KINDS + FAILED_KINDS + UNDECIDED_KINDS:
+                        continue
+                    name = _reference_tool(e, run, i, t_no)
+                    if name is None:
+                        unnamed += 1
+                        continue
+                    c = counts[name]
+                    c["required"] += 1
+                    c["satisfied" if e.kind in MATCHED_KINDS else "unsatisfied" if e.kind in FAILED_KINDS else "no_counterpart"] += 1
+    rows = []
+    for name, c in counts.items():
+        req = c["required"]
+        rows.append({
+            "tool": name, "required": req, "satisfied": c["satisfied"], "unsatisfied": c["unsatisfied"], "no_counterpart": c["no_counterpart"],
+            "failure_rate": _r(c["unsatisfied"] / req), "failure_rate_incl_undecided": _r((c["unsatisfied"] + c["no_counterpart"]) / req),
+        })
+    df = pd.DataFrame(rows, columns=["tool", "required", "satisfied", "unsatisfied", "no_counterpart", "failure_rate", "failure_rate_incl_undecided"])
+    df = df.sort_values(["failure_rate_incl_undecided", "required", "tool"], ascending=[False, False, True], kind="mergesort").reset_index(drop=True)
+    df.attrs["unnamed"] = unnamed
+    return df
+
+
+def seed_metrics(run: RunData) -> pd.DataFrame:
+    """Mean seed metric per agent (None values are not applicable and left out), plus 'all'."""
+    by_agent: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in run.graded:
+        agent = r.agent or "unknown"
+        for m in SEED_METRICS:
+            v = getattr(r.scores, m)
+            if v is not None:
+                by_agent[agent][m].append(v)
+    rows = []
+    for agent in sorted(by_agent, key=natural):
+        row: dict[str, Any] = {"agent": agent, "n": sum(1 for r in run.graded if (r.agent or "unknown") == agent)}
+        for m in SEED_METRICS:
+            vals = by_agent[agent][m]
+            row[m] = _r(np.mean(vals)) if vals else None
+        rows.append(row)
+    scores = run.summary.get("scores", {})
+    rows.append({"agent": "all", "n": run.summary["counts"]["graded"], **{m: _r(scores.get(m, {}).get("mean")) for m in SEED_METRICS}})
+    return pd.DataFrame(rows, columns=["agent", "n", *SEED_METRICS])
+
+
+def scores_table(run: RunData) -> pd.DataFrame:
+    rows = []
+    for key, sc in run.summary.get("scores", {}).items():
+        ci = sc.get("ci95") or (None, None)
+        rows.append({"metric": key, "mean": _r(sc.get("mean")), "ci_low": _r(ci[0]), "ci_high": _r(ci[1]), "n": sc.get("n", 0)})
+    return pd.DataFrame(rows, columns=["metric", "mean", "ci_low", "ci_high", "n"])
+
+
+# ---------------------------------------------------------------------------------------------
+def decisions(run: RunData) -> pd.DataFrame:
+    """How verdicts were decided: one row per decided_by value (from the summary)."""
+    s = run.summary
+    n = max(s["counts"]["graded"], 1)
+    rows = [{"decided_by": k, "count": v, "share": _r(v / n)} for k, v in s.get("decided_by", {}).items()]
+    return pd.DataFrame(rows, columns=["decided_by", "count", "share"])
+
+
+def judge_votes(run: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Per judge: votes, abstentions (by reason), agreement with the panel decision, cost."""
+    per: dict[str, Counter] = defaultdict(Counter)
+    cost: dict[str, float] = defaultdict(float)
+    reasons: dict[str, Counter] = defaultdict(Counter)
+    agreements: list[float] = []
+    decisions_n = inconclusive = 0
+    for r in run.graded:
+        for turn in r.turns:
+            for check in turn.checks:
+                d = check.decision
+                if d is None:
+                    continue
+                decisions_n += 1
+                inconclusive += d.outcome.value == "inconclusive"
+                if d.agreement is not None:
+                    agreements.append(d.agreement)
+                for v in d.votes:
+                    c = per[v.judge]
+                    c["votes"] += 1
+                    c["cached"] += v.cached
+                    cost[v.judge] += v.cost_usd
+                    if v.abstained:
+                        c["abstained"] += 1
+                        reasons[v.judge][v.abstain_reason or "unspecified"] += 1
+                    elif d.label is not None:
+                        c["with_label"] += 1
+                        c["agree"] += v.label == d.label
+    rows = []
+    for judge in sorted(per):
+        c = per[judge]
+        rows.append({
+            "judge": judge, "votes": c["votes"], "abstained": c["abstained"],
+            "abstain_reasons": ", ".join(f"{k} {v}" for k, v in sorted(reasons[judge].items())),
+            "agrees_with_panel": _r(c["agree"] / c["with_label"]) if c["with_label"] else None,
+            "cached": c["cached"], "cost_usd": round(cost[judge], 6),
+        })
+    df = pd.DataFrame(rows, columns=["judge", "votes", "abstained", "abstain_reasons", "agrees_with_panel", "cached", "cost_usd"])
+    j = run.summary.get("judges", {})
+    graded = max(run.summary["counts"]["graded"], 1)
+    facts = {
+        "panel_decisions": decisions_n,
+        "panel_inconclusive": inconclusive,
+        "mean_panel_agreement": _r(np.mean(agreements)) if agreements else None,
+        "judge_calls": j.get("calls", 0),
+        "judge_cost_usd": j.get("cost_usd", 0.0),
+        "calls_per_100_trajectories": j.get("calls_per_100_trajectories", 0.0),
+        "cost_per_100_trajectories": round(100 * float(j.get("cost_usd", 0.0)) / graded, 6),
+    }
+    return df, facts
+
+
+def _estimate(stats: dict[str, Any], key: str) -> float | None:
+    v = stats.get(key)
+    if isinstance(v, dict):
+        v = v.get("value")
+    return None if v is None else float(v)
+
+
+def calibration_tables(run: RunData) -> tuple[pd.DataFrame, dict[str, Any] | None]:
+    """Judges' and panels' agreement with human gold, and the pass rate corrected for judge error.
+
+    Correction (Rogan-Gladen, ``calibration.corrected_pass_rate``) applies to the judge-decided
+    trajectories only; deterministic verdicts are taken as exact. The rater whose TPR/TNR is used:
+    the calibration panel named like the run's panel, else the only judge, else the first panel.
+    """
+    cal = run.calibration
+    cols = ["rater", "kind", "n", "accuracy", "cohen_kappa", "tpr", "tnr", "leniency"]
+    if not cal:
+        return pd.DataFrame([], columns=cols), None
+    rows = []
+    for kind in ("judges", "panels"):
+        for name, st in sorted((cal.get(kind) or {}).items()):
+            if not isinstance(st, dict):
+                continue
+            rows.append({"rater": name, "kind": kind[:-1], "n": st.get("n"), **{k: _r(_estimate(st, k)) for k in cols[3:]}})
+    table = pd.DataFrame(rows, columns=cols)
+    try:
+        from calibration import corrected_pass_rate
+    except ImportError:  # the calibration package is optional for reports
+        return table, {"note": "calibration package not importable: no corrected pass rate"}
+    judged = [r for r in run.graded if r.decided_by.startswith("judge:")]
+    panels = cal.get("panels") or {}
+    judges = cal.get("judges") or {}
+    run_panels = sorted({r.decided_by.split(":", 1)[1] for r in judged})
+    chosen = next((p for p in run_panels if p in panels), None)
+    source = panels.get(chosen) if chosen else None
+    if source is None and len(judges) == 1:
+        chosen, source = next(iter(judges.items()))
+    if source is None and panels:
+        chosen = sorted(panels)[0]
+        source = panels[chosen]
+    if source is None:
+        return table, {"note": "calibration.json holds no judge or panel statistics"}
+    tpr, tnr = _estimate(source, "tpr"), _estimate(source, "tnr")
+    n_graded = run.summary["counts"]["graded"]
+    det_pass = sum(1 for r in run.graded if not r.decided_by.startswith("judge:") and r.verdict.value == "pass")
+    facts: dict[str, Any] = {"rater": chosen, "tpr": _r(tpr), "tnr": _r(tnr), "judge_decided": len(judged), "source": str(run.calibration_path)}
+    if not judged or tpr is None or tnr is None:
+        facts["note"] = "no judge-decided trajectories" if not judged else "TPR/TNR missing in calibration.json"
+        facts["corrected_pass_rate"] = _r(run.summary["pass_rate"]) if not judged else None
+        return table, facts
+    p_obs = sum(r.verdict.value == "pass" for r in judged) / len(judged)
+    corrected = corrected_pass_rate(p_obs, tpr, tnr)
+    facts["judge_decided_pass_rate"] = _r(p_obs)
+    facts["judge_decided_pass_rate_corrected"] = _r(corrected)
+    facts["corrected_pass_rate"] = None if math.isnan(corrected) else _r((det_pass + corrected * len(judged)) / n_graded)
+    if math.isnan(corrected):
+        facts["note"] = "TPR + TNR <= 1: the judge is no better than chance, no correction possible"
+    return table, facts
+
+
+# ---------------------------------------------------------------------------------------------
+def _comb(n: int, k: int) -> int:
+    return math.comb(n, k) if 0 <= k <= n else 0
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k (Chen et al. 2021): P(at least one of k draws without replacement passes)."""
+    return 1.0 - _comb(n - c, k) / _comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass^k (tau-bench): P(all k draws without replacement pass)."""
+    return _comb(c, k) / _comb(n, k)
+
+
+def repeated_runs(run: RunData) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """pass@k / pass^k per agent over tasks it ran more than once; mean +- std over run index."""
+    outcomes: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    for r in run.graded:
+        outcomes[(r.agent or "unknown", r.task_id or "")].append(r.verdict.value == "pass")
+    per_agent: dict[str, list[list[bool]]] = defaultdict(list)
+    for (agent, _task), outs in sorted(outcomes.items()):
+        per_agent[agent].append(outs)
+    krows, srows = [], []
+    for agent in sorted(per_agent, key=natural):
+        tasks = [o for o in per_agent[agent] if len(o) >= 2]
+        if not tasks:
+            continue
+        kmax = min(len(o) for o in tasks)
+        for k in range(1, kmax + 1):
+            pk = [pass_at_k(len(o), sum(o), k) for o in tasks]
+            hk = [pass_hat_k(len(o), sum(o), k) for o in tasks]
+            krows.append({"agent": agent, "k": k, "tasks": len(tasks), "pass_at_k": _r(np.mean(pk)), "pass_hat_k": _r(np.mean(hk))})
+        by_index = [np.mean([o[i] for o in tasks]) for i in range(kmax)]
+        srows.append({"agent": agent, "tasks": len(tasks), "runs": kmax, "mean_pass_rate": _r(np.mean(by_index)), "std_over_runs": _r(np.std(by_index, ddof=1) if kmax > 1 else 0.0)})
+    return (
+        pd.DataFrame(krows, columns=["agent", "k", "tasks", "pass_at_k", "pass_hat_k"]),
+        pd.DataFrame(srows, columns=["agent", "tasks", "runs", "mean_pass_rate", "std_over_runs"]),
+    )
+
+
+def trajectories(run: RunData) -> pd.DataFrame:
+    """One flat row per results.jsonl line (errors included), in file order."""
+    rows = []
+    for r in run.results:
+        row = {
+            "task_id": r.task_id, "trajectory_id": r.trajectory_id, "agent": r.agent, "capability": r.capability, "domain": r.domain,
+            "hop_count": r.hop_count, "hop_pattern": r.hop_pattern, "policy_condition": r.policy_condition, "verdict": r.verdict.value,
+            "failure_stage": r.failure_stage.value if r.failure_stage else None, "decided_by": r.decided_by,
+            "unresolved_stages": ",".join(s.value for s in r.unresolved_stages), "judge_calls": r.judge_calls, "judge_cost_usd": r.judge_cost_usd,
+        }
+        for k, v in r.scores.model_dump().items():
+            row["score_" + k] = v
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    if not df.empty:
+        df["hop_count"] = df["hop_count"].astype("Int64")
+    return df
+
+
+# ---------------------------------------------------------------------------------------------
+def ci_overlap(a: Any, b: Any) -> bool | None:
+    if not a or not b:
+        return None
+    return bool(a[0] <= b[1] and b[0] <= a[1])
+
+
+def comparison(runs: list[RunData]) -> pd.DataFrame:
+    """Runs side by side; deltas against the first run and whether the 95% CIs overlap."""
+    base = runs[0].summary
+    rows = []
+    for run in runs:
+        s = run.summary
+        row: dict[str, Any] = {
+            "run": run.name, "graded": s["counts"]["graded"], "pass_rate": _r(s["pass_rate"]),
+            "ci_low": _r((s.get("pass_rate_ci95") or [None])[0]), "ci_high": _r((s.get("pass_rate_ci95") or [None, None])[1]),
+            "delta_pass_rate": _r(s["pass_rate"] - base["pass_rate"]) if s["pass_rate"] is not None and base["pass_rate"] is not None else None,
+            "ci_overlaps_first": ci_overlap(s.get("pass_rate_ci95"), base.get("pass_rate_ci95")),
+            "vakra_score": _r(s["leaderboard"].get("score")), "crag_score": _r(s.get("crag_score")), "unresolved": s["counts"]["unresolved"],
+        }
+        for st in STAGES:
+            row[st] = s["failure_stages"].get(st, 0)
+        rows.append(row)
+    cols = ["run", "graded", "pass_rate", "ci_low", "ci_high", "delta_pass_rate", "ci_overlaps_first", "vakra_score", "crag_score", "unresolved", *STAGES]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def comparison_by(runs: list[RunData], key: str) -> pd.DataFrame:
+    values = sorted({v for run in runs for v in run.summary["by"].get(key, {})}, key=natural)
+    rows = []
+    for v in values:
+        base = runs[0].summary["by"].get(key, {}).get(v)
+        for run in runs:
+            g = run.summary["by"].get(key, {}).get(v)
+            rows.append({
+                "by": key, "group": v, "run": run.name, "n": g["n"] if g else 0, "pass_rate": _r(g["pass_rate"]) if g else None,
+                "delta_pass_rate": _r(g["pass_rate"] - base["pass_rate"]) if g and base and g["pass_rate"] is not None and base["pass_rate"] is not None else None,
+                "ci_overlaps_first": ci_overlap(g.get("pass_rate_ci95"), base.get("pass_rate_ci95")) if g and base else None,
+            })
+    return pd.DataFrame(rows, columns=["by", "group", "run", "n", "pass_rate", "delta_pass_rate", "ci_overlaps_first"])

@@ -1,0 +1,93 @@
+"""Entry points: ``write_reports`` (called by the grading run) and ``build_report`` (``judge report``).
+
+Outputs in ``out``: ``report.md``, ``report.html``, ``tables/<name>.csv`` and ``.parquet``; with
+several runs the per-run tables go to ``tables/<run>/`` and the comparison tables to ``tables/``.
+Byte-identical for the same inputs except the one ``Generated`` line of report.html.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from reports import _tables as T
+from reports._analysis import DRILL_EXTRA_FAILURES, DRILL_FIRST, RunReport, analyse
+from reports._html import render_html
+from reports._markdown import render_markdown
+from reports._run import RunData, load_run
+
+
+def _generated() -> str:
+    """The one timestamp in the outputs; ``SOURCE_DATE_EPOCH`` pins it (reproducible builds)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    when = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch else datetime.now(timezone.utc)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _write_table(df: pd.DataFrame, folder: Path, name: str) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    csv, parquet = folder / f"{name}.csv", folder / f"{name}.parquet"
+    df.to_csv(csv, index=False, lineterminator="\n")
+    frame = df.copy()
+    for col in frame.columns:  # object columns mixing None and bools/str: Parquet needs one type
+        if frame[col].dtype == object:
+            frame[col] = frame[col].map(lambda v: None if v is None else str(v) if not isinstance(v, bool) else v)
+    frame.attrs = {}
+    frame.to_parquet(parquet, index=False, engine="pyarrow", compression="snappy")
+    return [csv, parquet]
+
+
+def _unique_names(runs: list[RunData]) -> None:
+    seen: dict[str, int] = {}
+    for run in runs:
+        seen[run.name] = seen.get(run.name, 0) + 1
+    if any(v > 1 for v in seen.values()):
+        for i, run in enumerate(runs, 1):
+            run.name = f"{i}-{run.name}"
+
+
+def render(reports: list[RunReport], out: Path, generated: str | None = None) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    comparison: dict[str, pd.DataFrame] | None = None
+    files: list[Path] = []
+    runs = [rep.run for rep in reports]
+    if len(reports) > 1:
+        comparison = {"comparison": T.comparison(runs)}
+        for key in ("capability", "domain", "hop_count", "hop_pattern", "agent"):
+            comparison[f"comparison_by_{key}"] = T.comparison_by(runs, key)
+    md = out / "report.md"
+    md.write_text(render_markdown(reports, comparison), encoding="utf-8")
+    html = out / "report.html"
+    html.write_text(render_html(reports, comparison, generated or _generated()), encoding="utf-8")
+    files += [md, html]
+    tables = out / "tables"
+    for rep in reports:
+        folder = tables if len(reports) == 1 else tables / rep.run.name
+        for name, df in rep.tables.items():
+            files += _write_table(df, folder, name)
+    for name, df in (comparison or {}).items():
+        files += _write_table(df, tables, name)
+    return files
+
+
+def write_reports(summary: dict[str, Any], out: Path, calibration: Path | None = None) -> list[Path]:
+    """Every report format for one finished run in ``out`` (reads ``out/results.jsonl``)."""
+    out = Path(out)
+    run = load_run(out, summary=summary, calibration=calibration)
+    return render([analyse(run)], out)
+
+
+def build_report(run_dirs: list[Path], out: Path, calibration: Path | None = None, drill_first: int = DRILL_FIRST, drill_extra_failures: int = DRILL_EXTRA_FAILURES) -> list[Path]:
+    """Report for one or more run directories; with several, a side-by-side comparison first.
+
+    ``calibration`` (a calibration.json) applies to every run that has none of its own.
+    """
+    if not run_dirs:
+        raise ValueError("build_report needs at least one run directory")
+    runs = [load_run(Path(d), calibration=calibration if not (Path(d) / "calibration.json").exists() else None) for d in run_dirs]
+    _unique_names(runs)
+    return render([analyse(run, drill_first, drill_extra_failures) for run in runs], Path(out))

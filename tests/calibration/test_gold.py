@@ -1,0 +1,97 @@
+"""Native gold format: schema export, JSONL loading, errors that name file, line and field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from calibration import GoldItem, detect_gold_format, gold_item_json_schema, load_gold, run_calibration, write_gold_jsonl
+from judge import InputError
+
+from .conftest import FIXTURES
+
+REPO = Path(__file__).resolve().parents[2]
+SMALL = FIXTURES / "gold_small.jsonl"
+
+
+def test_schema_file_is_exported_from_the_model():
+    on_disk = json.loads((REPO / "docs" / "schemas" / "gold.schema.json").read_text(encoding="utf-8"))
+    assert on_disk == gold_item_json_schema()
+    assert set(on_disk["required"]) == {"id", "rubric", "human_labels"}
+
+
+def test_load_small_fixture_and_round_trip(tmp_path):
+    gold = load_gold(SMALL)
+    assert detect_gold_format(SMALL) == "jsonl" and gold.format == "jsonl"
+    assert len(gold.items) == 12 and gold.positive_label == "correct"
+    assert gold.judges == ["gpt-4o", "llama-3-8b"]
+    by_id = {it.id: it for it in gold.items}
+    assert by_id["item-08"].human_label is None  # 1-1 tie between annotators: no consensus
+    assert by_id["item-09"].judge_verdicts["llama-3-8b"] is None
+    out = tmp_path / "copy.jsonl"
+    write_gold_jsonl(gold, out)
+    assert load_gold(out).items == gold.items
+
+
+def test_material_ref_and_clusters():
+    item = GoldItem.model_validate(
+        {"id": "x", "rubric": "groundedness", "ref": {"task_id": "t1", "trajectory_id": "r1"}, "human_labels": [{"annotator": "a", "label": "yes"}]}
+    )
+    assert item.cluster_key == "task:t1" and item.material_summary() == {"ref": {"task_id": "t1", "trajectory_id": "r1"}}
+    assert GoldItem.model_validate({**item.model_dump(), "ref": None, "material": {"q": 1}}).cluster_key == "item:x"
+
+
+@pytest.mark.parametrize(
+    ("line", "kind", "field"),
+    [
+        ("{not json", "malformed_json", None),
+        ('{"id": "b", "rubric": "r", "human_labels": [{"annotator": "a", "label": "pass"}]}', "invalid_field", None),
+        ('{"id": "b", "rubric": "r", "material": {}, "human_labels": [{"annotator": "a"}]}', "invalid_field", "human_labels[0].label"),
+        ('{"id": "b", "rubric": "r", "material": {}, "human_labels": [{"annotator": "a", "label": "pass"}], "extra": 1}', "invalid_field", "extra"),
+        ('{"id": "a", "rubric": "r", "material": {}, "human_labels": [{"annotator": "a", "label": "pass"}]}', "duplicate_id", "id"),
+        ('{"id": "b", "rubric": "r", "material": {}, "human_labels": [{"annotator": "a", "label": "x"}, {"annotator": "a", "label": "y"}]}', "invalid_field", None),
+    ],
+)
+def test_errors_name_file_line_and_field(tmp_path, line, kind, field):
+    path = tmp_path / "gold.jsonl"
+    first = '{"id": "a", "rubric": "r", "material": {}, "human_labels": [{"annotator": "a", "label": "pass"}]}'
+    path.write_text(first + "\n\n" + line + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        load_gold(path)
+    info = exc.value.info
+    assert (info.file, info.line, info.kind) == (str(path), 3, kind)
+    if field is not None:
+        assert info.field == field
+
+
+def test_unknown_formats_and_positive_label(tmp_path):
+    yaml = tmp_path / "x.yaml"
+    yaml.write_text("a: 1\n")
+    with pytest.raises(InputError, match="suffix"):
+        load_gold(yaml)
+    csv = tmp_path / "other.csv"
+    csv.write_text("a,b\n1,2\n")
+    with pytest.raises(InputError, match="Thakur columns"):
+        load_gold(csv)
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text('{"id": "a", "rubric": "r", "material": {}, "human_labels": [{"annotator": "a", "label": "good"}]}\n')
+    with pytest.raises(InputError, match="positive label"):
+        load_gold(odd)
+    assert load_gold(odd, positive_label="good").positive_label == "good"
+    with pytest.raises(InputError, match="does not exist"):
+        load_gold(tmp_path / "missing.jsonl")
+
+
+def test_run_calibration_on_native_jsonl(tmp_path):
+    report = run_calibration(SMALL, tmp_path, n_boot=50, spread_seeds=0)
+    assert report.n_items == 12 and report.n_no_consensus == 1
+    ceiling = report.human.ceiling
+    assert ceiling is not None and ceiling.n_items == 12 and ceiling.pairwise_percent_agreement == pytest.approx(11 / 12)
+    assert report.judges["llama-3-8b"].n_missing == 1  # the abstention, not a 'no'
+    assert report.judges["gpt-4o"].n == 11
+    assert (tmp_path / "weights.json").is_file()
+    data = json.loads((tmp_path / "calibration.json").read_text())
+    assert set(data["judges"]) == {"gpt-4o", "llama-3-8b"}
+    assert "cohen_kappa" in data["panels"]["majority"]

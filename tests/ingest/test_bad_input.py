@@ -1,0 +1,186 @@
+"""Every class of bad input gets an error naming file, line and field; nothing is dropped."""
+
+from __future__ import annotations
+
+import json
+
+from pipelines.ingest import Limits, check_task, iter_trajectories, load_tasks
+
+TASK = {"task_id": "t1", "question": "q?", "reference_calls": [{"name": "f", "arguments": {"x": 1}}], "gold_answer": "a"}
+TRAJ = {"task_id": "t1", "trajectory_id": "r1", "steps": [{"name": "f", "arguments": {"x": 1}, "result": 1}], "final_answer": "a"}
+
+
+def test_malformed_json_reports_line_and_column_and_reading_goes_on(write_jsonl):
+    broken = '{"task_id": "t1", "trajectory_id": "r2", "steps": [}'
+    path = write_jsonl("t.jsonl", [TRAJ, broken, "", dict(TRAJ, trajectory_id="r3")])
+    loaded = list(iter_trajectories(path))
+    assert [x.source.line for x in loaded] == [1, 2, 4]  # the blank line 3 is skipped
+    error = loaded[1].error
+    assert (error.kind, error.file, error.line) == ("malformed_json", str(path), 2)
+    assert f"column {broken.index('}') + 1}: Expecting value" in error.message
+    assert loaded[2].trajectory.trajectory_id == "r3"
+
+
+def test_truncated_line_is_malformed_not_joined_with_the_next(write_jsonl):
+    path = write_jsonl("t.jsonl", ['{"task_id": "t1", "trajectory_id": "r0", "steps": [', TRAJ])
+    loaded = list(iter_trajectories(path, fmt="native"))
+    assert loaded[0].error.kind == "malformed_json" and loaded[0].source.line == 1
+    assert loaded[1].trajectory.trajectory_id == "r1"
+
+
+def test_missing_field(write_jsonl):
+    tasks = load_tasks(write_jsonl("tasks.jsonl", [{"task_id": "t1", "turns": [{"turn_id": "1"}]}]), fmt="native")
+    (error,) = tasks.errors
+    assert (error.kind, error.line, error.field) == ("invalid_field", 1, "turns[0].query")
+    assert "Field required" in error.message
+
+
+def test_mistyped_field_names_the_full_path(write_jsonl):
+    task = {"task_id": "t1", "turns": [{"turn_id": "1", "query": "q", "reference_calls": [{"name": "f"}, {"name": "g", "arguments": "x=1"}]}]}
+    tasks = load_tasks(write_jsonl("tasks.jsonl", [task]), fmt="native")
+    (error,) = tasks.errors
+    assert error.field == "turns[0].reference_calls[1].arguments"
+    assert "valid dictionary" in error.message and "'x=1'" in error.message
+    assert tasks.invalid["t1"] is error
+
+
+def test_all_validation_errors_are_summarised(write_jsonl):
+    bad = {"task_id": "t1", "turns": [{"query": 1, "reference_calls": "x", "answer_tolerance": -1}]}
+    (error,) = load_tasks(write_jsonl("tasks.jsonl", [bad]), fmt="native").errors
+    assert error.field == "turns[0].query"
+    assert "also turns[0].reference_calls:" in error.message and "turns[0].answer_tolerance:" in error.message
+
+
+def test_item_that_is_not_an_object(write_jsonl):
+    path = write_jsonl("t.jsonl", [TRAJ, '"text"', "42", "[1, 2]"])
+    loaded = list(iter_trajectories(path))
+    assert loaded[0].trajectory is not None
+    assert [(x.error.kind, x.error.field, x.source.line) for x in loaded[1:]] == [
+        ("invalid_field", "<root>", 2),
+        ("invalid_field", "<root>", 3),
+        ("invalid_field", "<root>", 4),
+    ]
+
+
+def test_unknown_and_ambiguous_and_unreadable_tasks(write_jsonl):
+    tasks_path = write_jsonl(
+        "tasks.jsonl",
+        [TASK, dict(TASK, task_id="t2"), dict(TASK, task_id="t2", gold_answer="b"), {"task_id": "t3", "question": 5}],
+    )
+    tasks = load_tasks(tasks_path)
+    assert sorted(tasks.tasks) == ["t1"] and sorted(tasks.ambiguous) == ["t2"] and sorted(tasks.invalid) == ["t3"]
+    trajs = write_jsonl("runs.jsonl", [TRAJ, dict(TRAJ, task_id="t2"), dict(TRAJ, task_id="t3"), dict(TRAJ, task_id="t11")])
+    checks = [check_task(x, tasks) for x in iter_trajectories(trajs)]
+    assert checks[0] is None
+    amb, bad, unknown = checks[1:]
+    assert (amb.kind, amb.file, amb.line, amb.field) == ("ambiguous_task", str(trajs), 2, "task_id")
+    assert f"{tasks_path}:2" in amb.message and f"{tasks_path}:3" in amb.message and "not graded against a guess" in amb.message
+    assert bad.kind == "unknown_task" and f"{tasks_path}:4" in bad.message and "could not be read" in bad.message
+    assert unknown.kind == "unknown_task" and "'t11'" in unknown.message and "similar ids: t1" in unknown.message
+
+
+def test_duplicate_task_ids(write_jsonl):
+    tasks = load_tasks(write_jsonl("tasks.jsonl", [TASK, dict(TASK, task_id="t2"), TASK, dict(TASK, task_id="t2", question="other?")]))
+    identical, different = tasks.errors
+    assert (identical.kind, identical.line, identical.field) == ("duplicate_id", 3, "task_id")
+    assert "tasks.jsonl:1 with identical content; the first definition is kept" in identical.message
+    assert (different.kind, different.line) == ("duplicate_id", 4) and "different content" in different.message
+    assert "t1" in tasks.tasks and tasks.sources["t1"].line == 1  # identical duplicate: first kept
+    assert "t2" not in tasks.tasks and tasks.ambiguous["t2"].kind == "ambiguous_task"
+
+
+def test_duplicate_trajectory_ids(write_jsonl):
+    no_id = {k: v for k, v in TRAJ.items() if k != "trajectory_id"}
+    path = write_jsonl("runs.jsonl", [TRAJ, dict(TRAJ, task_id="t2"), TRAJ, no_id, no_id])
+    loaded = list(iter_trajectories(path))
+    assert [x.error.kind if x.error else None for x in loaded] == [None, None, "duplicate_id", None, None]
+    dup = loaded[2]
+    assert "already read at line 1" in dup.error.message and (dup.task_id, dup.trajectory_id) == ("t1", "r1")
+    assert [x.trajectory_id for x in loaded[3:]] == ["runs:4", "runs:5"]  # deterministic ids differ by line
+
+
+def test_non_utf8_bytes(write_jsonl):
+    path = write_jsonl("runs.jsonl", [TRAJ, b'{"task_id": "t1", "final_answer": "caf\xe9"}', dict(TRAJ, trajectory_id="r3")])
+    loaded = list(iter_trajectories(path))
+    error = loaded[1].error
+    assert (error.kind, error.line) == ("encoding", 2)
+    assert "0xe9 at byte 38 of the line" in error.message
+    first_line_bytes = len(json.dumps(TRAJ).encode()) + 1
+    assert f"file offset {first_line_bytes + 38}" in error.message
+    assert loaded[2].trajectory.trajectory_id == "r3"
+
+
+def test_utf8_bom_is_accepted(tmp_path):
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(TRAJ).encode() + b"\n")
+    (loaded,) = list(iter_trajectories(path))
+    assert loaded.trajectory is not None
+
+
+def test_oversize_line_is_skipped_without_reading_it_whole(write_jsonl):
+    big = dict(TRAJ, trajectory_id="big", final_answer="x" * 5000)
+    path = write_jsonl("runs.jsonl", [TRAJ, big, dict(TRAJ, trajectory_id="r3")])
+    loaded = list(iter_trajectories(path, limits=Limits(max_line_bytes=1000, max_string_bytes=500)))
+    error = loaded[1].error
+    assert (error.kind, error.line) == ("too_large", 2) and "limit of 1000 bytes" in error.message
+    assert loaded[2].trajectory.trajectory_id == "r3" and loaded[2].source.line == 3
+
+
+def test_oversize_string_names_the_field(write_jsonl):
+    big = dict(TRAJ, steps=[{"name": "f", "result": "y" * 600}])
+    path = write_jsonl("runs.jsonl", [big])
+    (loaded,) = list(iter_trajectories(path, limits=Limits(max_line_bytes=10_000, max_string_bytes=500)))
+    assert (loaded.error.kind, loaded.error.field) == ("too_large", "steps[0].result")
+
+
+def test_json_array_items_report_their_start_line(fixtures):
+    loaded = list(iter_trajectories(fixtures / "native_trajectories_array.json"))
+    assert [(x.source.line, x.source.item) for x in loaded] == [(2, 0), (10, 1), (12, 2)]
+    assert loaded[2].trajectory_id == "native_trajectories_array:12"
+
+
+def test_json_array_with_a_bad_item_stops_with_a_clear_error(tmp_path):
+    path = tmp_path / "runs.json"
+    path.write_text("[\n" + json.dumps(TRAJ) + ",\n  {\"task_id\": \"t1\",\n   \"steps\": [}\n]\n" + ",\n".join([json.dumps(TRAJ)] * 2) + "\n")
+    loaded = list(iter_trajectories(path))
+    assert loaded[0].trajectory is not None
+    error = loaded[1].error
+    assert (error.kind, error.line) == ("malformed_json", 3)
+    assert "line 4" in error.message and "the rest of the file was not read" in error.message
+    assert len(loaded) == 2
+
+
+def test_json_array_oversize_item(tmp_path):
+    path = tmp_path / "runs.json"
+    items = [TRAJ, dict(TRAJ, trajectory_id="big", final_answer="z" * 3000)]
+    path.write_text("[\n" + ",\n".join(json.dumps(i, indent=1) for i in items) + "\n]\n")
+    loaded = list(iter_trajectories(path, limits=Limits(max_line_bytes=2000, max_string_bytes=1000)))
+    assert loaded[0].trajectory is not None
+    assert loaded[1].error.kind == "too_large"
+
+
+def test_single_pretty_printed_object(tmp_path):
+    path = tmp_path / "one.json"
+    path.write_text("\n" + json.dumps(TRAJ, indent=2) + "\n")
+    (loaded,) = list(iter_trajectories(path))
+    assert loaded.trajectory.trajectory_id == "r1" and loaded.source.line == 2
+
+
+def test_pretty_printed_objects_in_sequence_keep_their_lines(tmp_path):
+    path = tmp_path / "many.jsonl"
+    path.write_text(json.dumps(TRAJ, indent=2) + "\n" + json.dumps(dict(TRAJ, trajectory_id="r2")) + "\n")
+    loaded = list(iter_trajectories(path))
+    assert [(x.source.line, x.trajectory_id) for x in loaded] == [(1, "r1"), (len(json.dumps(TRAJ, indent=2).splitlines()) + 1, "r2")]
+
+
+def test_duplicate_keys_are_not_silently_overwritten(write_jsonl):
+    path = write_jsonl("runs.jsonl", ['{"task_id": "t1", "task_id": "t2", "steps": []}'])
+    (loaded,) = list(iter_trajectories(path, fmt="native"))
+    assert loaded.error.kind == "malformed_json" and "duplicate key 'task_id'" in loaded.error.message
+
+
+def test_task_file_errors_are_collected(write_jsonl):
+    path = write_jsonl("tasks.jsonl", [TASK, "{nope", b"\xff\xfe", "[1]"])
+    tasks = load_tasks(path, fmt="native")
+    assert list(tasks.tasks) == ["t1"]
+    assert [(e.kind, e.line) for e in tasks.errors] == [("malformed_json", 2), ("encoding", 3), ("invalid_field", 4)]

@@ -1,0 +1,141 @@
+"""BFCL question + possible-answer files -> tasks (real BFCL v3 lines, see fixtures/formats/BFCL_ORIGIN.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from judge import ArgumentRule
+from pipelines.ingest import load_tasks
+from pipelines.ingest._bfcl import MAX_ALTERNATIVES, category
+
+
+@pytest.fixture
+def bfcl(fixtures):
+    return load_tasks(fixtures / "bfcl_questions.jsonl", reference=fixtures / "bfcl_possible_answers.jsonl")
+
+
+def _lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_single_turn_categories(bfcl):
+    assert list(bfcl.tasks) == ["simple_0", "simple_13", "parallel_0", "parallel_29", "parallel_multiple_3"]
+    assert [t.metadata.capability for t in bfcl.tasks.values()] == ["simple", "simple", "parallel", "parallel", "parallel_multiple"]
+    for task in bfcl.tasks.values():
+        assert len(task.turns) == 1 and task.turns[0].gold_answers is None  # call-only tasks
+        assert all(c.depends_on == [] for c in task.turns[0].reference_calls)  # parallel: order free
+
+
+def test_types_become_json_schema_keeping_the_bfcl_type(bfcl):
+    area = bfcl.tasks["simple_13"].tool("calculate_area_under_curve").parameters
+    assert area["type"] == "object" and area["x-bfcl-type"] == "dict"
+    interval = area["properties"]["interval"]
+    assert interval["type"] == "array" and interval["items"] == {"type": "number", "x-bfcl-type": "float"}
+    rect = bfcl.tasks["parallel_multiple_3"].tool("get_rectangle_property")
+    assert rect.param_schema("tolerance")["type"] == "number" and rect.param_schema("tolerance")["x-bfcl-type"] == "float"
+    assert rect.required == frozenset({"perimeter", "area", "property"})
+    population = bfcl.tasks["parallel_29"].tool("waste_calculation.calculate").param_schema("population")
+    assert population["type"] == "object" and population["x-bfcl-type"] == "dict"
+
+
+def test_acceptable_values_become_argument_rules(bfcl):
+    (call,) = bfcl.tasks["simple_0"].turns[0].reference_calls
+    assert call.arguments == {"base": 10, "height": 5, "unit": "units"}
+    assert call.argument_rules["unit"] == ArgumentRule(any_of=["units"], optional=True)
+    assert call.argument_rules["base"] == ArgumentRule(any_of=[10], optional=False)
+    (curve,) = bfcl.tasks["simple_13"].turns[0].reference_calls
+    assert curve.arguments["interval"] == [1.0, 3.0]  # a list value is one alternative, not three
+    assert curve.argument_rules["function"].any_of == ["x**2", "lambda x: x**2", "y=x**2"]
+    assert curve.arguments["method"] == "trapezoidal" and curve.argument_rules["method"].optional
+
+
+def test_only_omittable_argument(bfcl):
+    width, length = bfcl.tasks["parallel_multiple_3"].turns[0].reference_calls
+    assert "tolerance" not in width.arguments
+    assert width.argument_rules["tolerance"] == ArgumentRule(optional=True, any_of=[])
+    assert length.arguments["tolerance"] == 0.1 and length.argument_rules["tolerance"].optional
+
+
+def test_parallel_calls_and_nested_dict_answers(bfcl):
+    la, ny = bfcl.tasks["parallel_29"].turns[0].reference_calls
+    assert la.arguments["population"] == {"adults": 2, "children": 2, "singles": 0}
+    assert ny.argument_rules["population"].any_of == [{"adults": 0, "children": 0, "singles": 1}]
+    assert ny.argument_rules["location"].any_of[:2] == ["New York", "New York, NY"]
+    swift, maroon = bfcl.tasks["parallel_0"].turns[0].reference_calls
+    assert (swift.name, maroon.name) == ("spotify.play", "spotify.play")
+    assert (swift.arguments["duration"], maroon.arguments["duration"]) == (20, 15)
+
+
+def test_nested_dict_expansion_by_cartesian_product(fixtures, write_jsonl):
+    questions = _lines(fixtures / "bfcl_questions.jsonl")[3:4]
+    answer = {
+        "id": "parallel_29",
+        "ground_truth": [
+            {"waste_calculation.calculate": {"population": [{"adults": [2, 3], "children": [2, ""], "singles": [0]}], "location": ["LA"]}}
+        ],
+    }
+    tasks = load_tasks(write_jsonl("q.jsonl", questions), fmt="bfcl", reference=write_jsonl("a.jsonl", [answer]))
+    (call,) = tasks.tasks["parallel_29"].turns[0].reference_calls
+    assert call.argument_rules["population"].any_of == [
+        {"adults": 2, "children": 2, "singles": 0},
+        {"adults": 2, "singles": 0},  # "" inside a nested answer: the key may be left out
+        {"adults": 3, "children": 2, "singles": 0},
+        {"adults": 3, "singles": 0},
+    ]
+    assert call.arguments["population"] == {"adults": 2, "children": 2, "singles": 0}
+
+
+def test_too_many_alternatives_is_unsupported(fixtures, write_jsonl):
+    questions = _lines(fixtures / "bfcl_questions.jsonl")[3:4]
+    many = list(range(20))
+    answer = {"id": "parallel_29", "ground_truth": [{"waste_calculation.calculate": {"population": [{"adults": many, "children": many, "singles": [0]}], "location": ["LA"]}}]}
+    answers = write_jsonl("a.jsonl", [answer])
+    tasks = load_tasks(write_jsonl("q.jsonl", questions), fmt="bfcl", reference=answers)
+    (error,) = tasks.errors
+    assert error.kind == "unsupported" and str(MAX_ALTERNATIVES) in error.message
+    assert (error.file, error.line, error.field) == (str(answers), 1, "ground_truth[0].waste_calculation.calculate.population")
+    assert "parallel_29" in tasks.invalid
+
+
+def test_multi_turn_entries_are_unsupported(bfcl, fixtures):
+    (error,) = bfcl.errors
+    assert (error.kind, error.line, error.field) == ("unsupported", 6, "question")
+    assert "multi-turn" in error.message
+    assert "multi_turn_base_3" in bfcl.invalid
+
+
+def test_unmatched_ids_name_both_files(fixtures, write_jsonl):
+    questions = _lines(fixtures / "bfcl_questions.jsonl")[:2]
+    answers = _lines(fixtures / "bfcl_possible_answers.jsonl")
+    qpath, apath = write_jsonl("q.jsonl", questions[1:] + [dict(questions[0], id="simple_999")]), write_jsonl("a.jsonl", answers)
+    tasks = load_tasks(qpath, fmt="bfcl", reference=apath)
+    assert list(tasks.tasks) == ["simple_13"]
+    messages = {(e.file, e.line): e for e in tasks.errors}
+    missing = messages[(str(qpath), 2)]
+    assert missing.kind == "unknown_task" and str(apath) in missing.message
+    orphans = [e for e in tasks.errors if e.file == str(apath)]
+    assert {e.line for e in orphans} == {1, 3, 4, 5} and all(str(qpath) in e.message for e in orphans)
+
+
+def test_unsupported_type_and_undeclared_function(fixtures, write_jsonl):
+    questions = _lines(fixtures / "bfcl_questions.jsonl")[:2]
+    questions[0]["function"][0]["parameters"]["properties"]["base"]["type"] = "HashMap"
+    answers = _lines(fixtures / "bfcl_possible_answers.jsonl")[:2]
+    answers[1]["ground_truth"][0] = {"integrate": {"function": ["x"]}}
+    tasks = load_tasks(write_jsonl("q.jsonl", questions), fmt="bfcl", reference=write_jsonl("a.jsonl", answers))
+    first, second = tasks.errors
+    assert (first.kind, first.field) == ("unsupported", "function[0].parameters.properties.base.type")
+    assert second.kind == "invalid_field" and "undeclared tool 'integrate'" in second.message
+
+
+def test_reference_is_required(fixtures):
+    with pytest.raises(ValueError, match="possible-answer file"):
+        load_tasks(fixtures / "bfcl_questions.jsonl")
+
+
+def test_category_from_id():
+    assert category("simple_3") == "simple"
+    assert category("parallel_multiple_12") == "parallel_multiple"
+    assert category("live_simple_0-0-0") == "live_simple"

@@ -1,0 +1,128 @@
+"""Native tasks and trajectories, JSON Schemas of the native format, format detection."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from judge import Task, Trajectory
+from pipelines.ingest import (
+    TASK_FORMATS,
+    TRAJECTORY_FORMATS,
+    check_task,
+    detect_task_format,
+    detect_trajectory_format,
+    export_json_schemas,
+    iter_trajectories,
+    load_tasks,
+)
+from pipelines.ingest._schemas import SCHEMA_FILES
+
+from tests.ingest.conftest import FIXTURES
+
+DOCS_SCHEMAS = FIXTURES.parents[2] / "docs" / "schemas"
+
+
+def test_registry_names():
+    assert TASK_FORMATS == ("native", "vakra", "bfcl")
+    assert TRAJECTORY_FORMATS == ("native", "openai", "anthropic", "vakra")
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("native_tasks.jsonl", "native"), ("vakra_input.jsonl", "vakra"), ("vakra_ground_truth.jsonl", "vakra"), ("bfcl_questions.jsonl", "bfcl")],
+)
+def test_detect_task_format(fixtures, name, expected):
+    assert detect_task_format(fixtures / name) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("native_trajectories.jsonl", "native"),
+        ("native_trajectories_array.json", "native"),
+        ("openai_trajectories.jsonl", "openai"),
+        ("anthropic_trajectories.jsonl", "anthropic"),
+        ("vakra_predictions.jsonl", "vakra"),
+    ],
+)
+def test_detect_trajectory_format(fixtures, name, expected):
+    assert detect_trajectory_format(fixtures / name) == expected
+
+
+def test_unknown_format_name_lists_known_ones(fixtures):
+    with pytest.raises(ValueError, match="native, openai, anthropic, vakra"):
+        list(iter_trajectories(fixtures / "native_trajectories.jsonl", fmt="langchain"))
+    with pytest.raises(ValueError, match="native, vakra, bfcl"):
+        load_tasks(fixtures / "native_tasks.jsonl", fmt="csv")
+
+
+def test_undetectable_file(write_jsonl):
+    path = write_jsonl("odd.jsonl", [{"foo": 1}, "not json", {"bar": 2}])
+    with pytest.raises(ValueError, match=r"cannot detect the trajectory format .*keys \['foo'\]"):
+        detect_trajectory_format(path)
+    with pytest.raises(ValueError, match="cannot detect the task format"):
+        load_tasks(path)
+    loaded = list(iter_trajectories(path))
+    assert [x.error.kind for x in loaded] == ["unsupported", "malformed_json", "unsupported"]
+    assert "pass fmt=" in loaded[0].error.message
+
+
+def test_detection_skips_unreadable_first_items(write_jsonl):
+    path = write_jsonl("t.jsonl", ["{broken", {"task_id": "a", "steps": [], "final_answer": "x"}])
+    loaded = list(iter_trajectories(path))
+    assert [x.source.line for x in loaded] == [1, 2]
+    assert loaded[0].error.kind == "malformed_json"
+    assert loaded[1].trajectory is not None
+
+
+def test_native_tasks(fixtures):
+    tasks = load_tasks(fixtures / "native_tasks.jsonl")
+    assert tasks.errors == [] and tasks.ambiguous == {}
+    assert list(tasks.tasks) == ["weather-1", "bank-7"]
+    weather = tasks.tasks["weather-1"]
+    assert weather.turns[0].gold_answers == ["18 °C"]
+    assert weather.turns[0].reference_calls[0].argument_rules["unit"].optional
+    assert weather.tools[0].name == "get_weather"  # OpenAI-wrapped tool spec unwrapped
+    bank = tasks.tasks["bank-7"]
+    assert [t.turn_id for t in bank.turns] == ["1", "2"]
+    assert bank.turns[0].reference_calls[1].depends_on == ["bal"]
+    assert bank.is_write("transfer") and bank.policy.max_calls == 6
+    assert tasks.sources["bank-7"].line == 2 and tasks.sources["bank-7"].item == 1
+
+
+def test_native_tasks_take_no_reference(fixtures):
+    with pytest.raises(ValueError, match="no reference file"):
+        load_tasks(fixtures / "native_tasks.jsonl", reference=fixtures / "native_tasks.jsonl")
+
+
+def test_native_trajectories(fixtures):
+    loaded = list(iter_trajectories(fixtures / "native_trajectories.jsonl"))
+    assert [x.error for x in loaded] == [None, None]
+    first, second = (x.trajectory for x in loaded)
+    assert first.trajectory_id == "w-a" and first.token_usage.input_tokens == 210
+    assert first.steps[0].latency_ms == 120
+    # no trajectory_id: deterministic <file stem>:<line>
+    assert second.trajectory_id == "native_trajectories:2" and loaded[1].trajectory_id == "native_trajectories:2"
+    assert second.turns[0].steps[1].status == "error"  # "Error: ..." result inferred as a failed call
+    tasks = load_tasks(fixtures / "native_tasks.jsonl")
+    assert all(check_task(x, tasks) is None for x in loaded)
+
+
+def test_schemas_in_docs_are_up_to_date(tmp_path):
+    written = export_json_schemas(tmp_path)
+    assert sorted(p.name for p in written) == sorted(SCHEMA_FILES)
+    for path in written:
+        committed = DOCS_SCHEMAS / path.name
+        assert committed.exists(), "run: .venv/bin/python -m pipelines.ingest._schemas docs/schemas"
+        assert committed.read_bytes() == path.read_bytes(), f"{committed} is stale; regenerate it"
+
+
+def test_schema_export_is_deterministic_and_matches_models(tmp_path):
+    first = [p.read_bytes() for p in export_json_schemas(tmp_path / "a")]
+    second = [p.read_bytes() for p in export_json_schemas(tmp_path / "b")]
+    assert first == second
+    task_schema = json.loads((tmp_path / "a" / "task.schema.json").read_text())
+    assert task_schema == json.loads(json.dumps(Task.model_json_schema()))
+    assert json.loads((tmp_path / "a" / "trajectory.schema.json").read_text())["title"] == Trajectory.__name__

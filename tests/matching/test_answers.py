@@ -1,0 +1,280 @@
+"""Answer rules with CRAG labels: each with a passing (decisive) and a failing/inconclusive case."""
+
+import pytest
+
+from pipelines.matching import AnswerLabel, AnswerThresholds, compare_answer, is_missing, numbers_in, value_in_text
+
+C, I, M = AnswerLabel.CORRECT, AnswerLabel.INCORRECT, AnswerLabel.MISSING
+
+
+def label(gold, prediction, **kwargs):
+    return compare_answer(gold, prediction, **kwargs).label
+
+
+# ---------------------------------------------------------------- missing
+
+
+@pytest.mark.parametrize(
+    "prediction",
+    [None, "", "   ", [], ["", None], "I don't know.", "I do not know", "I’m sorry, but I cannot answer that.",
+     "Unknown", "N/A", "I couldn't find any information about it", "There is no information about X.",
+     "我不知道", "抱歉，我无法回答这个问题", "不知道。", "无法回答"],
+)  # fmt: skip
+def test_is_missing(prediction):
+    assert is_missing(prediction)
+    assert label(["Paris"], prediction) is M
+
+
+@pytest.mark.parametrize("prediction", ["Paris", "None", "0", 0, False, "No", "Not Paris", ["x"], "I know: Paris", "北京"])
+def test_is_not_missing(prediction):
+    assert not is_missing(prediction)
+
+
+def test_missing_like_gold_is_compared_not_reported_missing():
+    assert label(["Unknown"], "unknown") is C
+    assert label([""], "") is C
+
+
+def test_score_of_labels():
+    assert (C.score, I.score, M.score) == (1, -1, 0)
+
+
+# ---------------------------------------------------------------- exact and unwrapping
+
+
+def test_normalised_exact_match():
+    assert label(["The Eiffel Tower"], "eiffel tower!") is C
+    assert label(["Eiffel Tower"], "Louvre") is None  # default thresholds never reject on text
+
+
+def test_one_element_list_and_one_cell_table_gold():
+    assert label([["23"]], "23") is C
+    assert label([[[1.2587]]], "1.2587") is C
+    assert label([[[1.2587]]], [[1.2587]]) is C
+    assert label([[[1.2587]]], "1.3") is I
+    assert label([["Paris"]], '["Paris"]') is C
+
+
+# ---------------------------------------------------------------- numbers
+
+
+def test_numeric_prediction_is_decisive():
+    assert label([1234.5], "$1,234.50") is C
+    assert label([1234.5], 1234.5) is C
+    assert label(["23"], 23.0) is C
+    assert label(["23"], "23 years") is C
+    assert label(["23"], 24) is I
+    assert label(["23"], "24 units") is I
+
+
+def test_numeric_tolerance():
+    assert label([100], 100.00001) is C  # default relative 1e-6
+    assert label([100], 100.01) is I
+    assert label([100], 100.9, tolerance=0.01) is C
+    assert label([100], 102, tolerance=0.01) is I
+    assert label([100], 100.01, thresholds=AnswerThresholds(numeric_relative_tolerance=1e-3)) is C
+
+
+def test_percent_and_scale_readings():
+    assert label([12], "12%") is C
+    assert label([0.12], "12%") is C
+    assert label([1200000], "1.2 million") is C
+    assert label([1.2], "1.2 million") is C
+    assert label([1200000], "1.3 million") is I
+
+
+def test_text_with_one_number():
+    assert label(["23"], "The answer is 23.") is C
+    assert label(["23"], "There were 25 of them.") is I
+
+
+def test_text_with_several_numbers():
+    assert label(["23"], "23, yes, exactly 23") is C  # every number is the gold
+    assert label(["23"], "In 2023 there were 23") is None  # gold among other numbers
+    assert label(["23"], "Between 20 and 30") is None
+
+
+def test_number_words_are_inconclusive():
+    assert label(["23"], "twenty-three") is None
+    assert label([3], "three") is None
+
+
+# ---------------------------------------------------------------- strings
+
+
+def test_gold_inside_prediction_without_negation():
+    assert label(["Paris"], "The capital of France is Paris.") is C
+    assert label(["New York"], "It is in New York City") is C
+    assert label(["Paris"], "It is not Paris.") is None
+    assert label(["Paris"], "Paris isn't it") is None
+    assert label(["Parisian"], "Paris") is None  # whole words only
+
+
+def test_negation_in_the_gold_is_not_a_cue():
+    assert label(["not applicable"], "It is not applicable") is C
+
+
+def test_chinese_answers():
+    assert label(["北京"], "答案是北京。") is C
+    assert label(["北京"], "不是北京") is None
+    assert label(["北京"], "没有北京") is None
+    assert label(["北京"], "上海", thresholds=AnswerThresholds(reject_similarity=0.0)) is I
+
+
+def test_accept_similarity():
+    th = AnswerThresholds(accept_similarity=0.8)
+    assert label(["John Fitzgerald Kennedy"], "Fitzgerald John Kennedy") is C  # same tokens: F1 1.0
+    assert label(["John Fitzgerald Kennedy Jr"], "John Fitzgerald Kennedy", thresholds=th) is C  # F1 0.86
+    assert label(["John Fitzgerald Kennedy Jr"], "John Kennedy", thresholds=th) is None  # F1 0.67
+
+
+def test_reject_similarity_only_for_short_predictions():
+    th = AnswerThresholds(reject_similarity=0.2, short_answer_tokens=4)
+    assert label(["Paris"], "Lyon", thresholds=th) is I
+    assert label(["Paris"], "Lyon is a lovely city in the south", thresholds=th) is None  # too long to judge
+    assert label(["Paris"], "Lyon") is None  # default: never reject on text
+
+
+# ---------------------------------------------------------------- lists
+
+
+def test_list_gold_structured_prediction():
+    gold = [["France", "Germany", "Italy"]]
+    assert label(gold, ["italy", "France", "Germany"]) is C
+    assert label(gold, '["Italy", "France", "Germany"]') is C
+    assert label(gold, ["France", "Germany"]) is I
+    assert label(gold, ["France", "Germany", "Italy", "Spain"]) is I
+
+
+def test_list_gold_text_prediction():
+    gold = [["France", "Germany", "Italy"]]
+    assert label(gold, "Germany, France and Italy.") is C
+    assert label(gold, "France; Germany; Italy") is C
+    assert label(gold, "France, Germany, and Italy") is C
+    assert label(gold, "Answer: France, Germany, Italy") is C
+    assert label(gold, "France, Germany and Spain") is I
+    assert label(gold, "The countries are France, Germany and Italy") is None  # not a clean list
+
+
+def test_list_gold_chinese_separator():
+    assert label([["北京", "上海"]], "上海、北京") is C
+    assert label([["北京", "上海"]], "上海、广州") is I
+
+
+def test_list_numbers_compare_numerically():
+    assert label([[1, 2.5, 1000]], "1.0, 2.50, 1,000") is C
+    assert label([[1, 2.5, 1000]], "1, 2.5, 1001") is I
+
+
+def test_ordered_lists():
+    gold = [["a", "b", "c"]]
+    assert label(gold, ["a", "b", "c"], ordered=True) is C
+    assert label(gold, ["c", "b", "a"], ordered=True) is I
+    assert label(gold, ["c", "b", "a"]) is C
+
+
+# ---------------------------------------------------------------- tables
+
+
+def test_table_rows_any_order_all_columns():
+    gold = [[["Alice", 30], ["Bob", 25]]]
+    assert label(gold, [["Bob", 25], ["alice", 30.0]]) is C
+    assert label(gold, '[["Bob", 25], ["Alice", 30]]') is C
+    assert label(gold, [["Alice", 30], ["Bob", 26]]) is I  # second column counts (VAKRA dropped it)
+    assert label(gold, [["Alice", 30]]) is I
+
+
+def test_table_list_of_dicts_prediction():
+    gold = [[["Alice", 30], ["Bob", 25]]]
+    assert label(gold, [{"name": "Bob", "age": 25}, {"name": "Alice", "age": 30}]) is C
+    assert label(gold, [{"age": 25, "name": "Bob"}, {"age": 30, "name": "Alice"}]) is I  # columns in key order
+
+
+def test_table_ordered():
+    gold = [[["a", 1], ["b", 2]]]
+    assert label(gold, [["a", 1], ["b", 2]], ordered=True) is C
+    assert label(gold, [["b", 2], ["a", 1]], ordered=True) is I
+
+
+def test_table_from_prose_is_inconclusive():
+    gold = [[["Alice", 30], ["Bob", 25]]]
+    assert label(gold, "Alice is 30 and Bob is 25") is None
+    assert label(gold, ["Alice", "Bob"]) is None  # the gold may carry columns the question did not ask for
+
+
+def test_one_column_table_is_a_list():
+    assert label([[["a"], ["b"]]], "b, a") is C
+    assert label([[["a"], ["b"]]], "b, c") is I
+
+
+# ---------------------------------------------------------------- alternatives
+
+
+def test_first_correct_alternative_wins():
+    result = compare_answer(["Lyon", "Paris"], "Paris")
+    assert result.label is C and result.gold_index == 1
+
+
+def test_incorrect_only_when_every_alternative_is_incorrect():
+    assert label(["23", "24"], "25") is I
+    assert label(["23", "Paris"], "25") is None  # numeric gold says no, text gold cannot say
+    result = compare_answer(["23", "Paris"], "25")
+    assert "gold 0" in result.reason and "gold 1" in result.reason
+
+
+def test_no_gold_is_an_error():
+    with pytest.raises(ValueError):
+        compare_answer([], "x")
+
+
+# ---------------------------------------------------------------- numbers_in and value_in_text
+
+
+def test_numbers_in_text_and_json():
+    assert numbers_in("1,234.5 and -3, 12% $4.50 1e3") == [1234.5, -3.0, 12.0, 4.5, 1000.0]
+    assert numbers_in({"a": [1, "x 2"], "b": True, "c": "3.0"}) == [1.0, 2.0, 3.0]
+    assert numbers_in('{"rate": 1.2587}') == [1.2587]
+    assert numbers_in("2020-21 COVID-19") == [2020.0, 21.0, 19.0]  # hyphens, not minus signs
+    assert numbers_in("abc123 no numbers") == []
+
+
+def test_value_in_text_numbers():
+    assert value_in_text("1234.5", {"total": "1,234.5 USD"})
+    assert value_in_text(3, "x = 3.0")
+    assert value_in_text(1200000, "about 1.2 million")
+    assert value_in_text(1.2587, '[{"rate": 1.25870000001}]')
+    assert not value_in_text(3, "x = 3.1")
+    assert not value_in_text("23", "abc123")
+
+
+def test_value_in_text_strings_and_lists():
+    assert value_in_text("New York", [{"city": "New York City"}])
+    assert value_in_text(["Paris", "Lyon"], '[{"c": "Paris"}, {"c": "Lyon"}]')
+    assert not value_in_text(["Paris", "Nice"], '[{"c": "Paris"}, {"c": "Lyon"}]')
+    assert not value_in_text("York", "Yorkshire")  # whole words
+    assert value_in_text("北京", "首都是北京")
+    assert not value_in_text("", "anything")
+    assert not value_in_text([], "anything")
+
+
+def test_one_row_table():
+    gold = [[["Alice", 30]]]
+    assert label(gold, [["Alice", 30]]) is C
+    assert label(gold, ["Alice", 30]) is C
+    assert label(gold, "Alice, 30") is C
+    assert label(gold, [["Alice", 31]]) is I
+    assert label(gold, "Alice, 31") is I
+
+
+def test_refusal_that_goes_on_to_answer_is_graded():
+    assert not is_missing("I don't know exactly, but it is 23")
+    assert label(["23"], "I don't know exactly, but it is 23") is C
+    assert not is_missing("我不知道具体数字，但是大约23")
+    assert is_missing("I'm sorry, but I cannot answer that.")  # the apology's "but" is not an answer
+
+
+def test_alternatives_block_containment():
+    assert label(["Paris"], "Paris or Lyon") is None
+    assert label(["Paris"], "either Paris or Lyon") is None
+    assert label(["北京"], "北京或上海") is None
+    assert label(["Paris or Lyon"], "It was Paris or Lyon") is C  # the gold itself offers them
