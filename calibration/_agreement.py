@@ -7,6 +7,7 @@ and counted in ``n_missing`` / ``coverage``, never counted as a 'no'.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import krippendorff
@@ -146,7 +147,7 @@ def _sklearn_kappa(ref: np.ndarray, rat: np.ndarray, k: int) -> float:
     if ref.size == 0:
         return float("nan")
     cm = st.confusion_matrix(ref, rat, k)
-    if float(st.cohen_kappa(cm)) != float(st.cohen_kappa(cm)):  # undefined (constant raters): NaN, no warning
+    if math.isnan(float(st.cohen_kappa(cm))):  # undefined (both raters constant): NaN, no sklearn warning
         return float("nan")
     return float(cohen_kappa_score(ref, rat, labels=list(range(k))))
 

@@ -127,9 +127,16 @@ class GoldSet(BaseModel):
         return sorted({it.rubric for it in self.items})
 
     def for_rubric(self, rubric: str | None) -> GoldSet:
+        """The items of one rubric; the positive label follows the rubric when the set-wide one
+        does not occur among that rubric's labels (a mixed set's 'correct' means nothing to 'yes/no')."""
         if rubric is None:
             return self
-        return self.model_copy(update={"items": [it for it in self.items if it.rubric == rubric]})
+        items = [it for it in self.items if it.rubric == rubric]
+        labels = {h.label for it in items for h in it.human_labels}
+        positive = self.positive_label
+        if labels and positive not in labels:
+            positive = default_positive_label(rubric, labels) or positive
+        return self.model_copy(update={"items": items, "positive_label": positive})
 
 
 def default_positive_label(rubric: str | None, labels: set[str]) -> str | None:

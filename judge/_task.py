@@ -104,6 +104,16 @@ class ReferenceCall(BaseModel):
 
     coerce_id = field_validator("id", mode="before")(_as_str_id)
 
+    @model_validator(mode="after")
+    def _rules_have_values(self) -> ReferenceCall:
+        for key, rule in self.argument_rules.items():
+            if key not in self.arguments and rule.any_of is None and not rule.any_value:
+                raise ValueError(
+                    f"argument_rules.{key}: the argument has no reference value; give it in arguments, "
+                    "or list any_of (any_of=[] with optional=true: may only be omitted), or set any_value"
+                )
+        return self
+
     @property
     def has_expected_output(self) -> bool:
         return "expected_output" in self.model_fields_set

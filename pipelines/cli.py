@@ -208,6 +208,53 @@ def demo(
 
 
 @app.command()
+def report(
+    run_dirs: Annotated[list[Path], typer.Argument(exists=True, file_okay=False, help="One or more run directories (several: side-by-side comparison).")],
+    out: Annotated[Optional[Path], typer.Option(help="Output directory (default: the single run directory, or runs/comparison).")] = None,
+) -> None:
+    """Re-render the report of one run, or compare several runs side by side."""
+    from reports import build_report
+
+    target = out or (run_dirs[0] if len(run_dirs) == 1 else Path("runs/comparison"))
+    for path in build_report(list(run_dirs), target):
+        Console().print(str(path))
+
+
+@app.command()
+def calibrate(
+    gold: Annotated[Path, typer.Option(exists=True, dir_okay=False, help="Gold set: native JSONL, or the Thakur et al. CSV (detected).")],
+    out: Annotated[Path, typer.Option(help="Output directory.")] = Path("runs/calibration"),
+    judge: JudgeOpt = None,
+    rubric: Annotated[Optional[str], typer.Option(help="Only gold items of this rubric.")] = None,
+    gold_format: Annotated[Optional[str], typer.Option("--format", help="Gold format (auto-detected by default).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of splits and bootstrap.")] = 0,
+) -> None:
+    """Measure each judge and panel against human labels; write calibration.json/.md and weights.json."""
+    import json
+
+    from rich.table import Table
+
+    from calibration import run_calibration
+
+    run_calibration(gold, out, judges=judge, rubric=rubric, seed=seed, gold_format=gold_format)
+    data = json.loads((out / "calibration.json").read_text(encoding="utf-8"))
+    table = Table(title=f"agreement with human labels ({gold.name})")
+    for col in ("rater", "kind", "n", "accuracy", "cohen_kappa"):
+        table.add_column(col)
+    for kind in ("judges", "panels"):
+        entries = data.get(kind) or {}
+        items = entries.items() if isinstance(entries, dict) else ((e.get("name"), e) for e in entries)
+        for name, stats in items:
+            kappa = stats.get("cohen_kappa")
+            kappa = kappa.get("value") if isinstance(kappa, dict) else kappa
+            acc = stats.get("accuracy")
+            acc = acc.get("value") if isinstance(acc, dict) else acc
+            table.add_row(str(name), kind[:-1], str(stats.get("n", "")), "" if acc is None else f"{acc:.4f}", "" if kappa is None else f"{kappa:.3f}")
+    Console().print(table)
+    Console().print(f"outputs in {out}/ : calibration.json calibration.md calibration_section.html weights.json")
+
+
+@app.command()
 def schema(out: Annotated[Path, typer.Option(help="Directory for the JSON Schemas.")] = Path("docs/schemas")) -> None:
     """Export the JSON Schemas of the native task and trajectory formats."""
     from pipelines.ingest import export_json_schemas

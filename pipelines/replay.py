@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from judge import ReferenceCall, Task, Trajectory, content_hash
+from judge import ReferenceCall, Task, Trajectory, content_hash, response_key
 from pipelines.env import Environment, ExecResult, Session, load_environment
 
 REFERENCE_CACHE_SIZE = 1024
@@ -24,7 +24,7 @@ REFERENCE_CACHE_SIZE = 1024
 @dataclass
 class TurnReplay:
     turn_id: str
-    reference: list[ExecResult]  # one per reference call of the turn, in the turn's own order
+    reference: list[ExecResult]  # one per reference call, indexed like turn.reference_calls (executed in dependency order)
     predicted: list[ExecResult]  # one per predicted step of the trajectory turn, in order
     reference_state: str | None  # state digest after this turn (None when no write tool is involved)
     predicted_state: str | None
@@ -120,7 +120,5 @@ class Replayer:
 
 def responses_cover(reference: list[ExecResult], predicted: list[ExecResult]) -> bool:
     """VAKRA's containment: every successful reference response is among the successful predicted ones."""
-    from judge import response_key
-
     have = {response_key(r.result) for r in predicted if r.ok}
     return all(response_key(r.result) in have for r in reference if r.ok)

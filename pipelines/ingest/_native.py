@@ -40,20 +40,34 @@ def _ids(item: dict[str, Any], default: str) -> tuple[str | None, str | None]:
     return as_id(item.get("task_id")), tid
 
 
+def _shorthand_path(err: ItemError, item: dict[str, Any], shorthand: tuple[str, ...]) -> ItemError:
+    """Name the field the user wrote: a single-turn shorthand is validated as ``turns[0]``, but
+    the error must say ``question`` / ``gold_answer`` / ``steps[1].name``, not ``turns[0]...``."""
+    if "turns" in item or not any(k in item for k in shorthand) or not err.field or not err.field.startswith("turns[0]"):
+        return err
+    rest = err.field[len("turns[0]") :].lstrip(".")
+    if rest.startswith("query"):
+        rest = "question" + rest[len("query") :]
+    elif rest.startswith("gold_answers") and "gold_answer" in item:
+        rest = "gold_answer" + rest[len("gold_answers[0]") :]
+    err.field = rest or "<root>"
+    return err
+
+
 def _convert_trajectory(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
     if "trajectory_id" not in item:
         item = {**item, "trajectory_id": ctx.default_trajectory_id}
     try:
         return Trajectory.model_validate(item)
     except ValidationError as err:
-        raise validation_error(err) from None
+        raise _shorthand_path(validation_error(err), item, ("steps", "final_answer")) from None
 
 
 def convert_task(item: dict[str, Any]) -> Task:
     try:
         return Task.model_validate(item)
     except ValidationError as err:
-        raise validation_error(err) from None
+        raise _shorthand_path(validation_error(err), item, ("question",)) from None
 
 
 def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:

@@ -95,3 +95,29 @@ def test_run_calibration_on_native_jsonl(tmp_path):
     data = json.loads((tmp_path / "calibration.json").read_text())
     assert set(data["judges"]) == {"gpt-4o", "llama-3-8b"}
     assert "cohen_kappa" in data["panels"]["majority"]
+
+
+def _item(i: int, rubric: str, human: str, judge: str) -> str:
+    return json.dumps(
+        {"id": f"{rubric}-{i}", "rubric": rubric, "material": {"answer": str(i)}, "human_labels": [{"annotator": "h", "label": human}], "judge_verdicts": {"j1": judge, "j2": human}}
+    )
+
+
+def test_mixed_rubrics_need_a_choice_and_three_labels_skip_learned_panels(tmp_path):
+    path = tmp_path / "mixed.jsonl"
+    labels = ["correct", "incorrect", "missing"]
+    lines = [_item(i, "answer_correctness", labels[i % 3], labels[(i + i // 3) % 3]) for i in range(30)]
+    lines += [_item(i, "groundedness", "yes" if i % 2 else "no", "yes") for i in range(10)]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match="mixes rubrics"):
+        run_calibration(path, tmp_path / "out")
+    from calibration import calibrate
+
+    gold = load_gold(path)
+    grounded, _ = calibrate(gold, rubric="groundedness", n_boot=0, spread_seeds=0)
+    assert grounded.positive_label == "yes" and grounded.n_items == 10
+    report, _ = calibrate(gold, rubric="answer_correctness", n_boot=50, spread_seeds=0)
+    assert report.n_items == 30 and report.labels == ["correct", "incorrect", "missing"]
+    assert report.held_out is None and any("not binary" in n for n in report.notes)
+    assert report.judges["j2"].cohen_kappa.value == 1.0
+    assert len(report.judges["j1"].confusion) == 3

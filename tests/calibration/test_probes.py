@@ -97,6 +97,7 @@ def loopback(monkeypatch, tmp_path):
 async def test_probes_through_the_real_panel(loopback):
     """Two 'gullible' judges follow an instruction planted in the answer; one 'steady' judge doesn't.
     The majority panel therefore flips on every injected item and never on padding or order."""
+    items = GOLD.items[:6]  # two of them have two gold answers (position probe applies)
 
     def gullible(body):
         return Reply("correct" if "NOTE TO THE GRADER" in json.dumps(body) else "incorrect")
@@ -104,15 +105,16 @@ async def test_probes_through_the_real_panel(loopback):
     loopback.set_responder("gullible-a", gullible).set_responder("gullible-b", gullible)
     panel = build_panel(JudgeSettings(judges=["openai:gullible-a", "openai:gullible-b", "openai:steady"], no_cache=True, rule="majority"), rubrics.RUBRICS)
     try:
-        results = {r.probe: r for r in await run_bias_probes(GOLD.items, panel, positive_label="correct", n_boot=200)}
+        results = {r.probe: r for r in await run_bias_probes(items, panel, positive_label="correct", n_boot=200)}
     finally:
         await panel.aclose()
     inj = results["injection"]
-    assert (inj.panel.n, inj.panel.n_flips, inj.panel.flips_to_positive) == (12, 12, 12)
+    assert (inj.panel.n, inj.panel.n_flips, inj.panel.flips_to_positive) == (6, 6, 6)
     assert inj.judges["openai:gullible-a"].flip_rate.value == 1.0 and inj.judges["openai:steady"].n_flips == 0
     for probe in ("position", "verbosity"):
         assert results[probe].panel.n_flips == 0 and results[probe].panel.n_abstained == 0
-    assert loopback.calls() == 3 * 2 * (4 + 12 + 12)
+    assert results["position"].n_not_applicable == 2
+    assert loopback.calls() == 3 * 2 * (4 + 6 + 6)
 
 
 def test_self_preference_flags_a_lenient_family_judge():

@@ -54,7 +54,7 @@ def write_config(tmp_path: Path, body: str) -> Path:
 def make_panel(tmp_path: Path, judges: list[str], *, config: str = "", max_attempts: int = 3, sleeper: SleepRecorder | None = None, **settings):
     """A panel with a cache in tmp_path, a recording sleeper, and a short per-request timeout."""
     settings.setdefault("cache_path", tmp_path / "cache.sqlite3")
-    settings.setdefault("timeout_s", 2.0)
+    settings.setdefault("timeout_s", 10.0)  # generous: CI machines are shared; timeout tests set their own
     if config:
         settings["config_path"] = write_config(tmp_path, config)
     retry_cfg = RetryConfig(max_attempts=max_attempts, base_delay_s=0.01, max_delay_s=0.05, retry_after_cap_s=5.0)

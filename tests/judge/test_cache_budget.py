@@ -19,8 +19,9 @@ def _strip_cached(decisions):
 async def test_second_run_makes_zero_http_calls(server, tmp_path):
     server.set_default("judge-a", Reply("correct")).set_default("judge-b", Reply("correct"))
     requests = [answer_request(i) for i in range(5)]
-    first = await decide(make_panel(tmp_path, JUDGES), requests)
-    assert server.calls() == 10
+    panel = make_panel(tmp_path, JUDGES)
+    first = await decide(panel, requests)
+    assert server.calls() == 10, panel.stats
     server.reset_log()
     panel = make_panel(tmp_path, JUDGES)  # a fresh panel: a rerun in a new process
     second = await decide(panel, requests)

@@ -1,0 +1,131 @@
+"""A tiny Chrome DevTools Protocol client (over aiohttp's websocket) for the browser test.
+
+It opens a page in headless Chromium and records every console message, uncaught exception,
+log entry and network request, then evaluates expressions in the page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reports._browser import FLAGS, find_chromium
+
+_LISTENING = re.compile(r"DevTools listening on (ws://\S+)")
+
+
+@dataclass
+class PageReport:
+    console: list[dict[str, Any]] = field(default_factory=list)  # {"type", "text"}
+    exceptions: list[str] = field(default_factory=list)
+    log_entries: list[dict[str, Any]] = field(default_factory=list)  # {"level", "source", "text", "url"}
+    requests: list[str] = field(default_factory=list)
+    values: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def errors(self) -> list[str]:
+        out = [f"console.{c['type']}: {c['text']}" for c in self.console if c["type"] in ("error", "assert")]
+        out += [f"exception: {e}" for e in self.exceptions]
+        out += [f"log {e['source']}: {e['text']}" for e in self.log_entries if e["level"] == "error"]
+        return out
+
+
+async def _inspect(ws_url: str, page_url: str, expressions: dict[str, str], actions: list[str]) -> PageReport:
+    import aiohttp
+
+    report = PageReport()
+    ids = iter(range(1, 1_000_000))
+    pending: dict[int, asyncio.Future] = {}
+    loaded = asyncio.Event()
+
+    async with aiohttp.ClientSession() as http, http.ws_connect(ws_url, max_msg_size=0) as ws:
+
+        async def reader() -> None:
+            async for msg in ws:
+                data = json.loads(msg.data)
+                if "id" in data and data["id"] in pending:
+                    pending.pop(data["id"]).set_result(data)
+                    continue
+                method, p = data.get("method"), data.get("params", {})
+                if method == "Runtime.consoleAPICalled":
+                    text = " ".join(str(a.get("value", a.get("description", ""))) for a in p.get("args", []))
+                    report.console.append({"type": p.get("type"), "text": text})
+                elif method == "Runtime.exceptionThrown":
+                    d = p.get("exceptionDetails", {})
+                    report.exceptions.append(d.get("exception", {}).get("description") or d.get("text", ""))
+                elif method == "Log.entryAdded":
+                    e = p.get("entry", {})
+                    report.log_entries.append({k: e.get(k) for k in ("level", "source", "text", "url")})
+                elif method == "Network.requestWillBeSent":
+                    report.requests.append(p.get("request", {}).get("url", ""))
+                elif method == "Page.loadEventFired":
+                    loaded.set()
+
+        task = asyncio.create_task(reader())
+
+        async def send(method: str, params: dict | None = None, session: str | None = None) -> dict:
+            i = next(ids)
+            fut = asyncio.get_running_loop().create_future()
+            pending[i] = fut
+            msg: dict[str, Any] = {"id": i, "method": method, "params": params or {}}
+            if session:
+                msg["sessionId"] = session
+            await ws.send_str(json.dumps(msg))
+            res = await asyncio.wait_for(fut, 60)
+            if "error" in res:
+                raise RuntimeError(f"CDP {method}: {res['error']}")
+            return res.get("result", {})
+
+        target = (await send("Target.createTarget", {"url": "about:blank"}))["targetId"]
+        session = (await send("Target.attachToTarget", {"targetId": target, "flatten": True}))["sessionId"]
+        for domain in ("Runtime", "Log", "Network", "Page"):
+            await send(f"{domain}.enable", session=session)
+        await send("Page.navigate", {"url": page_url}, session=session)
+        await asyncio.wait_for(loaded.wait(), 60)
+        for action in actions:
+            await send("Runtime.evaluate", {"expression": action, "returnByValue": True}, session=session)
+        for name, expr in expressions.items():
+            res = await send("Runtime.evaluate", {"expression": expr, "returnByValue": True}, session=session)
+            report.values[name] = res.get("result", {}).get("value")
+        # a final round trip so every event the page emitted so far has been read
+        await send("Runtime.evaluate", {"expression": "0"}, session=session)
+        try:
+            await send("Browser.close")
+        except Exception:  # the browser may close the socket before answering
+            pass
+        task.cancel()
+    return report
+
+
+def inspect_page(html: Path, expressions: dict[str, str], actions: list[str] | None = None, timeout: float = 90) -> PageReport:
+    binary = find_chromium()
+    assert binary is not None
+    with tempfile.TemporaryDirectory(prefix="report-cdp-") as profile:
+        proc = subprocess.Popen(
+            [binary, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0", "--remote-allow-origins=*", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        try:
+            ws_url = None
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                m = _LISTENING.search(line)
+                if m:
+                    ws_url = m.group(1)
+                    break
+            if ws_url is None:
+                raise RuntimeError("chromium did not print its DevTools endpoint")
+            return asyncio.run(asyncio.wait_for(_inspect(ws_url, Path(html).resolve().as_uri(), expressions, actions or []), timeout))
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

@@ -1,0 +1,170 @@
+"""Computed tables: tool bottlenecks from evidence, repeated-run estimators, judge and calibration
+figures, comparison of runs, drill-down cap, and clear errors on bad input."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from judge import TrajectoryResult
+from reports import ReportInputError, analyse, build_report, load_run, pass_at_k, pass_hat_k
+
+from tests.reports.conftest import JUDGES, PANEL, read_results, write_run
+
+
+def test_pass_at_k_and_pass_hat_k_equal_brute_force_enumeration():
+    for n in range(1, 7):
+        for c in range(n + 1):
+            outcomes = [True] * c + [False] * (n - c)
+            for k in range(1, n + 1):
+                draws = list(itertools.combinations(outcomes, k))
+                assert math.isclose(pass_at_k(n, c, k), sum(any(d) for d in draws) / len(draws))
+                assert math.isclose(pass_hat_k(n, c, k), sum(all(d) for d in draws) / len(draws))
+
+
+def test_repeated_runs_table(graded_run: Path):
+    rep = analyse(load_run(graded_run))
+    pk = rep.tables["pass_at_k"]
+    results = read_results(graded_run)
+    per = Counter((r.agent, r.task_id) for r in results)
+    agent = sorted({r.agent for r in results})[0]
+    kmax = min(v for (a, _), v in per.items() if a == agent)
+    sub = pk[pk["agent"] == agent]
+    assert list(sub["k"]) == list(range(1, kmax + 1))
+    # k = 1: both estimators are the plain pass rate over that agent's repeated tasks
+    runs = [r for r in results if r.agent == agent]
+    assert sub.iloc[0]["pass_at_k"] == pytest.approx(sum(r.verdict.value == "pass" for r in runs) / len(runs), abs=1e-6)
+    assert sub.iloc[0]["pass_hat_k"] == sub.iloc[0]["pass_at_k"]
+    assert list(sub["pass_at_k"]) == sorted(sub["pass_at_k"]) and list(sub["pass_hat_k"]) == sorted(sub["pass_hat_k"], reverse=True)
+
+
+def test_tool_bottlenecks_count_reference_steps(graded_run: Path):
+    tools = analyse(load_run(graded_run)).tables["tool_bottlenecks"]
+    required: Counter = Counter()
+    failed: Counter = Counter()
+    for r in read_results(graded_run):
+        for turn in r.turns:
+            for ch in turn.checks:
+                for e in ch.evidence:
+                    if e.kind == "unsatisfied":
+                        required[e.expected["name"]] += 1
+                        failed[e.expected["name"]] += 1
+                    elif e.kind.startswith("matched_"):
+                        required[e.message.split()[0]] += 1
+    assert dict(zip(tools["tool"], tools["required"])) == dict(required)
+    for _, row in tools.iterrows():
+        assert row["unsatisfied"] == failed[row["tool"]]
+        assert row["failure_rate"] == pytest.approx(failed[row["tool"]] / required[row["tool"]], abs=1e-6)
+    assert list(tools["failure_rate_incl_undecided"]) == sorted(tools["failure_rate_incl_undecided"], reverse=True)
+
+
+def test_judge_votes_calibration_and_corrected_pass_rate(judged_run: Path, tmp_path: Path):
+    build_report([judged_run], tmp_path)
+    summary = json.loads((judged_run / "summary.json").read_text())
+    results = read_results(judged_run)
+    judged = [r for r in results if r.decided_by.startswith("judge:")]
+    assert judged and summary["decided_by"][f"judge:{PANEL}"] == len(judged)
+
+    votes = pd.read_csv(tmp_path / "tables" / "judge_votes.csv").set_index("judge")
+    assert votes.loc[JUDGES[0], "votes"] == len(judged)
+    abstained = sum(1 for r in results if r.decided_by.startswith("judge:") and results.index(r) % 4 == 0)
+    assert votes.loc[JUDGES[2], "abstained"] == abstained
+    assert votes.loc[JUDGES[2], "abstain_reasons"] == f"unparseable {abstained}"
+    assert votes.loc[JUDGES[0], "agrees_with_panel"] == 1.0 and votes.loc[JUDGES[2], "agrees_with_panel"] == 0.0
+    assert votes.loc[JUDGES[1], "cost_usd"] == pytest.approx(0.002 * len(judged))
+
+    cal = json.loads((judged_run / "calibration.json").read_text())["panels"][PANEL]
+    tpr, tnr = cal["tpr"]["value"], cal["tnr"]["value"]
+    p = sum(r.verdict.value == "pass" for r in judged) / len(judged)
+    det_pass = sum(1 for r in results if r.verdict.value == "pass" and not r.decided_by.startswith("judge:"))
+    expected = (det_pass + min(1.0, max(0.0, (p + tnr - 1) / (tpr + tnr - 1))) * len(judged)) / summary["counts"]["graded"]
+    md = (tmp_path / "report.md").read_text()
+    assert f"Pass rate corrected for judge error: {100 * expected:.1f}%" in md
+    assert f"with {PANEL}" in md
+    html = (tmp_path / "report.html").read_text()
+    assert f"{100 * expected:.1f}%" in html
+    # the drill-down carries every vote's rationale for the judged trajectories shown
+    i = results.index(judged[0])
+    assert f"rationale {i} from claude-y" in html and "unparseable" in html
+    calib = pd.read_csv(tmp_path / "tables" / "calibration.csv")
+    assert set(calib["rater"]) == {*JUDGES[:2], PANEL}
+
+
+def test_no_calibration_degrades_gracefully(graded_run: Path, tmp_path: Path):
+    build_report([graded_run], tmp_path)
+    md = (tmp_path / "report.md").read_text()
+    assert "no calibration.json for this run" in md and "corrected for judge error" not in md
+
+
+def test_comparison_of_runs(graded_run: Path, judged_run: Path, tmp_path: Path):
+    # a worse run: every passing trajectory of agent-0 on an even-numbered task now fails at answer_correctness
+    worse = []
+    for r in read_results(graded_run):
+        if r.verdict.value == "pass" and r.agent == "agent-0" and int(r.task_id.split("-")[1]) % 2 == 0:
+            r = TrajectoryResult.model_validate({**r.model_dump(), "verdict": "fail", "failure_stage": "answer_correctness"})
+        worse.append(r)
+    worse_dir = tmp_path / "runs" / "baseline"  # same directory name as the first run: names must be disambiguated
+    write_run(worse_dir, worse)
+    build_report([graded_run, worse_dir], tmp_path / "out")
+    comp = pd.read_csv(tmp_path / "out" / "tables" / "comparison.csv")
+    a, b = (json.loads((d / "summary.json").read_text()) for d in (graded_run, worse_dir))
+    assert list(comp["run"]) == ["1-baseline", "2-baseline"]
+    assert comp.loc[1, "delta_pass_rate"] == pytest.approx(b["pass_rate"] - a["pass_rate"], abs=1e-6)
+    assert comp.loc[1, "delta_pass_rate"] < 0
+    overlap = a["pass_rate_ci95"][0] <= b["pass_rate_ci95"][1] and b["pass_rate_ci95"][0] <= a["pass_rate_ci95"][1]
+    assert bool(comp.loc[1, "ci_overlaps_first"]) == overlap
+    assert comp.loc[1, "answer_correctness"] == b["failure_stages"]["answer_correctness"]
+    assert (tmp_path / "out" / "tables" / "1-baseline" / "failure_stages.csv").is_file()
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "## Comparison of runs" in md and f"{100 * (b['pass_rate'] - a['pass_rate']):+.1f} pp" in md
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert 'id="comparison"' in html and html.count('class="drill"') == 2
+
+
+def test_drilldown_is_capped_and_says_so(graded_run: Path, tmp_path: Path):
+    build_report([graded_run], tmp_path, drill_first=50, drill_extra_failures=20)
+    html = (tmp_path / "report.html").read_text()
+    later_failures = sum(1 for r in read_results(graded_run)[50:] if r.verdict.value != "pass")
+    assert html.count('<details class="traj"') == 50 + min(20, later_failures)
+    assert f"{50 + min(20, later_failures)} of 360 trajectories" in html
+    assert len(pd.read_csv(tmp_path / "tables" / "trajectories.csv")) == 360
+
+
+def test_drilldown_shows_steps_from_native_trajectories(graded_run: Path, bench_inputs, tmp_path: Path):
+    build_report([graded_run], tmp_path)
+    html = (tmp_path / "report.html").read_text()
+    first = json.loads(bench_inputs[1].read_text().splitlines()[0])
+    assert first["steps"][0]["name"] in html
+    assert json.dumps(first["steps"][0]["arguments"], sort_keys=True).replace('"', "&quot;") in html
+    assert "have no steps here" not in html
+
+
+def test_missing_trajectory_file_is_reported_not_hidden(graded_run: Path, tmp_path: Path):
+    moved = []
+    for r in read_results(graded_run):
+        moved.append(r.model_copy(update={"source": r.source.model_copy(update={"file": str(tmp_path / "gone.jsonl")})}))
+    run = tmp_path / "run"
+    write_run(run, moved)
+    build_report([run], tmp_path / "out")
+    assert "360 of 360 shown trajectories have no steps here" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_bad_results_line_names_file_line_and_field(graded_run: Path, tmp_path: Path):
+    run = tmp_path / "bad"
+    run.mkdir()
+    (run / "summary.json").write_text((graded_run / "summary.json").read_text())
+    lines = (graded_run / "results.jsonl").read_text().splitlines()
+    broken = json.loads(lines[2])
+    broken["verdict"] = "maybe"
+    lines[2] = json.dumps(broken)
+    (run / "results.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ReportInputError, match=r"results\.jsonl:3: field verdict"):
+        build_report([run], tmp_path / "out")
+    with pytest.raises(ReportInputError, match="summary.json: file not found"):
+        build_report([tmp_path], tmp_path / "out2")
