@@ -38,6 +38,7 @@ from calibration._gold_io import (
     register_gold_format,
     write_gold_jsonl,
 )
+from calibration._live import FewShotRubric, panel_judge_run
 from calibration._panels import HeldOutEvaluation, SplitSpread, held_out_evaluation
 from calibration._probes import PROBES, FlipStats, ProbeResult, flip_stats, run_bias_probes
 from calibration._prompts import FewShotExample, FewShotResult, compare_versions, few_shot_experiment, select_few_shot
@@ -58,6 +59,7 @@ __all__ = [
     "Estimate",
     "FewShotExample",
     "FewShotResult",
+    "FewShotRubric",
     "FlipStats",
     "GoldItem",
     "GoldSet",
@@ -95,6 +97,7 @@ __all__ = [
     "load_gold_jsonl",
     "load_thakur_csv",
     "model_family",
+    "panel_judge_run",
     "plurality",
     "register_gold_format",
     "render_html",

@@ -19,7 +19,7 @@ from judge._task import (
     ToolSpec,
     Turn,
 )
-from judge._trajectory import Step, TokenUsage, Trajectory, TrajectoryTurn, looks_like_error
+from judge._trajectory import Step, TokenUsage, Trajectory, TrajectoryTurn, looks_like_error, normalise_status
 from judge._verdict import Evidence, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
 
 __all__ = [
@@ -59,6 +59,7 @@ __all__ = [
     "content_hash",
     "field_path",
     "looks_like_error",
+    "normalise_status",
     "parse_json_text",
     "response_key",
 ]

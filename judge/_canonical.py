@@ -53,6 +53,17 @@ def response_key(value: Any, digits: int = 9) -> str:
     return json.dumps(_set_form(parse_json_text(value), digits), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
+def _json_number(text: str) -> float | int | None:
+    """A tool that returns the text "42" returned the same content as one that returns 42."""
+    if not text or text[0] not in "-0123456789":
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _set_form(value: Any, digits: int) -> Any:
     if isinstance(value, bool) or value is None:
         return value
@@ -62,7 +73,9 @@ def _set_form(value: Any, digits: int) -> Any:
         as_float = float(f"{float(value):.{digits}g}")
         return int(as_float) if as_float == int(as_float) and abs(as_float) < 2**63 else as_float
     if isinstance(value, str):
-        return value.strip()
+        text = value.strip()
+        number = _json_number(text)
+        return text if number is None else _set_form(number, digits)
     if isinstance(value, dict):
         return {str(k): _set_form(v, digits) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -135,6 +135,7 @@ class Panel:
         self.timeout_s = timeout_s
         self.min_votes = min_votes
         self._states: dict[int, _LoopState] = {}
+        self._schemas: dict[tuple[str, str], dict[str, Any]] = {}
         for client in self._all_clients():
             if hasattr(client, "set_timeout"):
                 client.set_timeout(self._timeout_for(client))
@@ -185,8 +186,7 @@ class Panel:
             messages = rubric.render(request.material)
         except Exception as exc:  # noqa: BLE001 - a bad material leaves this case unresolved, not the batch
             return PanelDecision(**base, outcome=Outcome.INCONCLUSIVE, reason=f"rubric {rubric.name} could not render {request.key}: {exc}")
-        schema = rubric.verdict_schema
-        schema_json = schema.model_json_schema()
+        schema_json = self._schema_json(rubric)
         votes = list(await asyncio.gather(*(self._vote(j, rubric, messages, schema_json) for j in self.judges)))
         labels = verdict_labels(rubric)
         result = tally(votes, labels, self.rule, rubric.name, self.weights, self.min_votes)
@@ -343,6 +343,12 @@ class Panel:
         self.stats.abstentions[key] = self.stats.abstentions.get(key, 0) + 1
 
     # --- plumbing ------------------------------------------------------------------------------
+    def _schema_json(self, rubric: Rubric) -> dict[str, Any]:
+        key = (rubric.name, rubric.version)
+        if key not in self._schemas:
+            self._schemas[key] = rubric.verdict_schema.model_json_schema()
+        return self._schemas[key]
+
     def _all_clients(self) -> list[JudgeClient]:
         extra = [self.tie_breaker] if self.tie_breaker is not None and self.tie_breaker.name not in {j.name for j in self.judges} else []
         return self.judges + extra

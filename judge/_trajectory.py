@@ -24,7 +24,7 @@ def looks_like_error(result: Any) -> bool:
         return "error" in result
     if isinstance(result, str):
         text = result.lstrip()
-        if text[:5].lower() == "error":
+        if text[:5].lower() == "error" and not text[5:6].isalpha():  # "Error: ..." but not "Errors are rare"
             return True
         if text.startswith("{"):
             try:

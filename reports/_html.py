@@ -125,10 +125,15 @@ def _short(value: Any) -> str:
     return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + f"… ({len(text)} chars)"
 
 
+def _stage_key(r: TrajectoryResult) -> str:
+    """Filter value: the failure stage of a fail, else the verdict (pass, unresolved, error)."""
+    return r.failure_stage.value if r.failure_stage is not None and r.failure_stage.value != "none" else r.verdict.value
+
+
 def _drill_item(r: TrajectoryResult, traj: Trajectory | None) -> str:
     stage = r.failure_stage.value if r.failure_stage else ""
     v = r.verdict.value
-    attrs = {"verdict": v, "stage": stage or v, "cap": r.capability or "unknown", "domain": r.domain or "unknown", "agent": r.agent or "unknown"}
+    attrs = {"verdict": v, "stage": _stage_key(r), "cap": r.capability or "unknown", "domain": r.domain or "unknown", "agent": r.agent or "unknown"}
     data = " ".join(f'data-{k}="{escape(val)}"' for k, val in attrs.items())
     head = (
         f'<span class="badge {v}">{v}</span>{escape(r.trajectory_id or "?")} · task {escape(r.task_id or "?")} · agent {escape(r.agent or "?")}'
@@ -189,7 +194,7 @@ def _drilldown(rep: RunReport) -> str:
     results = rep.run.results
     picked = [results[i] for i in rep.drill]
     options = {
-        "stage": sorted({(r.failure_stage.value if r.failure_stage else r.verdict.value) or "" for r in picked}, key=lambda s: (STAGES.index(s) if s in STAGES else len(STAGES), s)),
+        "stage": sorted({_stage_key(r) for r in picked}, key=lambda s: (STAGES.index(s) if s in STAGES else len(STAGES), s)),
         "cap": sorted({r.capability or "unknown" for r in picked}, key=natural),
         "domain": sorted({r.domain or "unknown" for r in picked}, key=natural),
         "agent": sorted({r.agent or "unknown" for r in picked}, key=natural),
@@ -222,7 +227,7 @@ def render_run(rep: RunReport, anchor: str) -> str:
 
     hops = t["accuracy_by_hops"]
     parts.append(f'<section id="{anchor}-hops"><h2>Accuracy by hop depth and hop type, with and without policy</h2>')
-    parts.append(_hops_chart(hops, "hop_count") + _hops_chart(hops, "hop_pattern") if not hops.empty else '<p class="note">no hop metadata</p>')
+    parts.append(_hops_chart(hops, "hop_count") + _hops_chart(hops, "hop_type") if not hops.empty else '<p class="note">no hop metadata</p>')
     parts.append(_table(hops) + "</section>")
 
     seeds = t["seed_metrics"]

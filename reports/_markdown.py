@@ -103,7 +103,7 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
 def render_markdown(reports: list[RunReport], comparison: dict[str, pd.DataFrame] | None = None) -> str:
     lines = ["# trajectory-judge report", ""]
     if len(reports) == 1:
-        lines += [f"Run: `{reports[0].run.name}`", ""] + render_run(reports[0])
+        lines += render_run(reports[0])  # no run name: report.md must not depend on the output folder
     else:
         lines += ["## Comparison of runs", "", "Deltas are against the first run; CIs are 95% cluster-bootstrap intervals.", ""]
         assert comparison is not None

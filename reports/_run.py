@@ -101,12 +101,16 @@ def attach_trajectories(run: RunData, indices: list[int]) -> None:
         wanted.setdefault(path, {}).setdefault(src.line, []).append(i)
     found = 0
     for path, lines in sorted(wanted.items()):
-        with open(path, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
+        try:
+            fh = open(path, "rb")  # bytes: a line that is not UTF-8 just has no steps here
+        except OSError:
+            continue
+        with fh:
+            for lineno, raw in enumerate(fh, 1):
                 if lineno not in lines:
                     continue
                 try:
-                    traj = Trajectory.model_validate_json(line)
+                    traj = Trajectory.model_validate_json(raw)
                 except (ValidationError, ValueError):
                     continue
                 for i in lines[lineno]:

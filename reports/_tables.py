@@ -112,28 +112,39 @@ def _policy_label(r: TrajectoryResult) -> str:
     return r.policy_condition if r.policy_condition is not None else "policy (unlabelled)"
 
 
+def hop_type(pattern: str | None) -> str:
+    """VAKRA hop type from a hop pattern: the distinct sources, sorted (API-RAG-API -> API-RAG)."""
+    if not pattern:
+        return "unknown"
+    return "-".join(sorted({part.strip() for part in pattern.split("-") if part.strip()}))
+
+
 def accuracy_by_hops(run: RunData) -> pd.DataFrame:
-    """Pass rate by hop count and by hop type, overall (from the summary) and per policy condition."""
+    """Pass rate by hop count, hop type (API / RAG / API-RAG) and hop pattern; overall and per
+    policy condition. Rows present in the summary (hop_count, hop_pattern) take its numbers."""
     rows = []
     graded = run.graded
-    for dim in ("hop_count", "hop_pattern"):
-        for value, g in run.summary["by"].get(dim, {}).items():
-            ci = g.get("pass_rate_ci95") or (None, None)
-            rows.append({"dimension": dim, "value": value, "policy_condition": "all", "n": g["n"], "pass": g["pass"], "pass_rate": _r(g["pass_rate"]), "ci_low": _r(ci[0]), "ci_high": _r(ci[1]), "ci_method": "cluster bootstrap (summary)"})
+    for dim in ("hop_count", "hop_type", "hop_pattern"):
+        value_of = (lambda r: hop_type(r.hop_pattern)) if dim == "hop_type" else (lambda r, d=dim: "unknown" if getattr(r, d) is None else str(getattr(r, d)))
         cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
         for r in graded:
-            v = getattr(r, dim)
-            cell = cells[("unknown" if v is None else str(v), _policy_label(r))]
-            cell[0] += 1
-            cell[1] += r.verdict.value == "pass"
-        policies = {p for _, p in cells}
-        if len(policies) < 2:
-            continue  # a single policy condition equals the "all" rows
-        for (value, pol), (n, k) in sorted(cells.items(), key=lambda kv: (natural(kv[0][0]), kv[0][1])):
+            for pol in ("all", _policy_label(r)):
+                cell = cells[(value_of(r), pol)]
+                cell[0] += 1
+                cell[1] += r.verdict.value == "pass"
+        from_summary = run.summary["by"].get(dim, {})
+        policies = {p for _, p in cells} - {"all"}
+        for (value, pol), (n, k) in sorted(cells.items(), key=lambda kv: (kv[0][1] != "all", natural(kv[0][0]), kv[0][1])):
+            if pol != "all" and len(policies) < 2:
+                continue  # a single policy condition equals the "all" rows
+            g = from_summary.get(value) if pol == "all" else None
+            if g is not None:
+                ci = g.get("pass_rate_ci95") or (None, None)
+                rows.append({"dimension": dim, "value": value, "policy_condition": pol, "n": g["n"], "pass": g["pass"], "pass_rate": _r(g["pass_rate"]), "ci_low": _r(ci[0]), "ci_high": _r(ci[1]), "ci_method": "cluster bootstrap (summary)"})
+                continue
             lo, hi = wilson(k, n)
             rows.append({"dimension": dim, "value": value, "policy_condition": pol, "n": n, "pass": k, "pass_rate": _r(k / n), "ci_low": lo, "ci_high": hi, "ci_method": "Wilson"})
-    df = pd.DataFrame(rows, columns=["dimension", "value", "policy_condition", "n", "pass", "pass_rate", "ci_low", "ci_high", "ci_method"])
-    return df
+    return pd.DataFrame(rows, columns=["dimension", "value", "policy_condition", "n", "pass", "pass_rate", "ci_low", "ci_high", "ci_method"])
 
 
 def _reference_tool(e: Any, run: RunData, index: int, turn_no: int) -> str | None:

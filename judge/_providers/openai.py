@@ -27,6 +27,8 @@ class OpenAIJudge(JudgeClient):
         self._client: Any = None
         self._timeout_s = 60.0
         self._loop_id: int | None = None
+        import instructor  # noqa: F401  (imported here, at panel build time, not inside the first timed call)
+        import openai  # noqa: F401
 
     @property
     def base_url(self) -> str:

@@ -12,8 +12,9 @@ Invariants, each a general rule:
   response (replayed, or ``expected_output``) appears among the responses the agent got
   (VAKRA's response-set containment). A trivially empty response can only be covered by a call
   to the same tool.
-- Write calls must match as a multiset; an extra successful write fails. With replay, the final
-  state must equal the reference's final state.
+- Write calls must match as a multiset; a surplus successful write (a duplicate, or a write the
+  task never asked for) fails at tool selection: calling it was the mistake. With replay, the
+  final state must equal the reference's final state.
 - When a reference read has no counterpart but the agent made other calls and got the answer
   right, an alternative path is possible: inconclusive (trajectory-sufficiency rubric), unless
   the task has no gold answer (then the calls are the whole specification).
@@ -146,16 +147,15 @@ def match_calls(ctx: TurnContext, answer_correct: bool | None) -> CallMatching:
             st.inconclusive = True
             st.problems = [f"{ref.name} was never called; the other calls may have retrieved the same information"]
 
-    # 4. side effects: extra successful writes, and the final state when replayed
+    # 4. side effects: a surplus successful write (every same-name reference write is already
+    #    satisfied) is an unneeded call; a write that is the attempt at an unsatisfied reference
+    #    write was diagnosed through that reference above
     extra_writes: list[tuple[int, FailureStage, str]] = []
-    ref_write_names = {c.name for c in refs if task.is_write(c.name)}
+    unsatisfied_names = {refs[st.index].name for st in status if st.satisfied_by is None}
     for view in ok_views:
-        if view.index in used or not task.is_write(view.step.name):
+        if view.index in used or not task.is_write(view.step.name) or view.step.name in unsatisfied_names:
             continue
-        if view.step.name in ref_write_names:
-            extra_writes.append((view.index, FailureStage.ARGUMENT_VALUES, f"extra write {view.step.name} at step {view.index}"))
-        else:
-            extra_writes.append((view.index, FailureStage.TOOL_SELECTION, f"unexpected write {view.step.name} at step {view.index}"))
+        extra_writes.append((view.index, FailureStage.TOOL_SELECTION, f"surplus write {view.step.name} at step {view.index}"))
     state_mismatch = (
         ctx.reference_state is not None and ctx.predicted_state is not None and ctx.reference_state != ctx.predicted_state
     )

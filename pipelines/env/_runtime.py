@@ -56,7 +56,8 @@ class DomainError(ValueError):
     """A broken or unknown domain (a setup problem, raised to the caller)."""
 
 
-UnknownEnvironment = DomainError
+class UnknownEnvironment(DomainError):
+    """No domain of that name under the root; the message lists the known ones."""
 
 
 @dataclass
@@ -124,7 +125,8 @@ class Environment:
             raise DomainError(f"{path}: expected {{'tools': [...]}} ({exc})") from exc
         specs, impls = [], {}
         for i, entry in enumerate(entries):
-            where = f"{path}: tools[{i}]"
+            label = entry.get("spec", {}).get("name") if isinstance(entry, dict) and isinstance(entry.get("spec"), dict) else None
+            where = f"{path}: tools[{i}]" + (f" ({label})" if label else "")
             try:
                 spec = ToolSpec.model_validate(entry["spec"])
             except Exception as exc:  # pydantic error text names the field

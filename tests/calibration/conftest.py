@@ -32,3 +32,17 @@ def source_figures(thakur_csv: Path) -> dict[str, tuple[float, float]]:
     text = (THAKUR_DIR / "SOURCE.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\|\s*([^|]+?)\s*\|\s*([0-9.]+)\s*\|\s*([0-9.]+)\s*\|\s*$", text, flags=re.M)
     return {name: (float(pct), float(kappa)) for name, pct, kappa in rows}
+
+
+@pytest.fixture
+def loopback_openai(monkeypatch, tmp_path):
+    """A loopback server speaking the OpenAI wire (tests/servers); no real key, no internet."""
+    from tests.servers import LoopbackServer, Reply
+
+    for var in ("OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "OPENAI_CUSTOM_HEADERS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-real")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with LoopbackServer(default=Reply("correct")) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        yield srv

@@ -11,7 +11,7 @@ import pytest
 import rubrics
 from calibration import PROBES, flip_stats, load_gold, model_family, run_bias_probes, self_preference
 from judge import JudgeSettings, Outcome, PanelDecision, Vote, build_panel
-from tests.servers import LoopbackServer, Reply
+from tests.servers import Reply
 
 from .conftest import FIXTURES
 
@@ -83,18 +83,7 @@ def test_flip_stats_ci_and_abstentions():
     assert s.flip_rate.value == pytest.approx(0.1) and s.flip_rate.ci_low < 0.1 < s.flip_rate.ci_high
 
 
-@pytest.fixture
-def loopback(monkeypatch, tmp_path):
-    for var in ("OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "OPENAI_CUSTOM_HEADERS"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-real")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    with LoopbackServer(default=Reply("correct")) as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
-        yield srv
-
-
-async def test_probes_through_the_real_panel(loopback):
+async def test_probes_through_the_real_panel(loopback_openai):
     """Two 'gullible' judges follow an instruction planted in the answer; one 'steady' judge doesn't.
     The majority panel therefore flips on every injected item and never on padding or order."""
     items = GOLD.items[:6]  # two of them have two gold answers (position probe applies)
@@ -102,7 +91,7 @@ async def test_probes_through_the_real_panel(loopback):
     def gullible(body):
         return Reply("correct" if "NOTE TO THE GRADER" in json.dumps(body) else "incorrect")
 
-    loopback.set_responder("gullible-a", gullible).set_responder("gullible-b", gullible)
+    loopback_openai.set_responder("gullible-a", gullible).set_responder("gullible-b", gullible)
     panel = build_panel(JudgeSettings(judges=["openai:gullible-a", "openai:gullible-b", "openai:steady"], no_cache=True, rule="majority"), rubrics.RUBRICS)
     try:
         results = {r.probe: r for r in await run_bias_probes(items, panel, positive_label="correct", n_boot=200)}
@@ -114,7 +103,7 @@ async def test_probes_through_the_real_panel(loopback):
     for probe in ("position", "verbosity"):
         assert results[probe].panel.n_flips == 0 and results[probe].panel.n_abstained == 0
     assert results["position"].n_not_applicable == 2
-    assert loopback.calls() == 3 * 2 * (4 + 6 + 6)
+    assert loopback_openai.calls() == 3 * 2 * (4 + 6 + 6)
 
 
 def test_self_preference_flags_a_lenient_family_judge():

@@ -97,3 +97,56 @@ def test_select_few_shot_is_balanced_and_cluster_distinct():
     assert select_few_shot(gold.items, wrong, 6, labels=["correct", "incorrect"], seed=1) == ex
     none = select_few_shot(gold.items, {it.id: it.human_label for it in gold.items}, 4, labels=["correct", "incorrect"])
     assert none == []  # no disagreements, no examples
+
+
+def _marker_gold() -> GoldSet:
+    """40 answers over 10 questions: 'RIGHT-...' answers are correct, except traps ('RIGHT-TRAP-...')."""
+    items = []
+    for i in range(40):
+        trap = i % 4 == 3
+        right = i % 3 != 0
+        answer = "RIGHT-TRAP" if trap else ("RIGHT" if right else "WRONG")
+        label = "incorrect" if trap or not right else "correct"
+        items.append(
+            GoldItem(
+                id=f"m{i:02d}",
+                rubric="answer_correctness",
+                material={"question": f"question {i // 4}", "gold_answers": ["x"], "answer": f"{answer}-{i}"},
+                human_labels=[HumanLabel(annotator="h", label=label)],
+                cluster=f"q{i // 4}",
+            )
+        )
+    return GoldSet(source="synthetic", format="jsonl", items=items, positive_label="correct")
+
+
+async def test_few_shot_through_the_real_panel(loopback_openai):
+    """A scripted model over the OpenAI wire: says 'correct' for RIGHT answers, and learns the trap
+    only when a trap example appears in the system message the FewShotRubric renders."""
+    import rubrics
+    from calibration import FewShotRubric, panel_judge_run
+    from judge import JudgeSettings, build_panel
+    from tests.servers import Reply
+
+    def responder(body):
+        system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
+        naive = "RIGHT" in user
+        if "RIGHT-TRAP" in user and "RIGHT-TRAP" in system:
+            naive = False
+        return Reply("correct" if naive else "incorrect")
+
+    loopback_openai.set_responder("scripted", responder)
+    versions: set[str] = set()
+
+    def make(table):
+        versions.add(table["answer_correctness"].version)
+        return build_panel(JudgeSettings(judges=["openai:scripted"], no_cache=True), table)
+
+    run = panel_judge_run(make, rubrics.RUBRICS)
+    result = await few_shot_experiment(_marker_gold(), run, k_values=(2,), seed=0, n_boot=100)
+    assert result.chosen_k == 2 and result.dev_kappa[2] == 1.0 and result.dev_kappa[0] < 1.0
+    assert result.test.kappa_b == 1.0 and result.test.only_a_right == 0
+    assert len(versions) == 2 and rubrics.RUBRICS["answer_correctness"].version in versions
+    ex = FewShotRubric(rubrics.RUBRICS["answer_correctness"], ())
+    assert ex.render({"question": "q", "gold_answers": ["a"], "answer": "a"}) == rubrics.RUBRICS["answer_correctness"].render(
+        {"question": "q", "gold_answers": ["a"], "answer": "a"}
+    )

@@ -136,7 +136,7 @@ def test_dependency_order_respects_depends_on():
     assert order == ["s1", "s2", "s3", "s4"]
     replays = Replayer().replay(task, _traj([]))
     assert all(r.ok for r in replays[0].reference)
-    assert replays[0].reference[-1].result["data"] == 1 + 0 or replays[0].reference[0].result == {"data": 4} or True
+    assert replays[0].reference[0].result == {"data": 4}  # results stay indexed like the written calls
 
 
 def test_sample_trajectories_replay_as_their_profiles_say(sample_tasks, sample_trajectories):

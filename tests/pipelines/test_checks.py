@@ -149,7 +149,9 @@ def test_writes_match_as_multiset_and_extra_write_fails():
     once = traj([call("book_seat", flight="LH1", seat="3A")])
     twice = traj([call("book_seat", flight="LH1", seat="3A"), call("book_seat", flight="LH1", seat="3A")])
     assert verdict(grade(task([ref]), once))[0] == VerdictLabel.PASS
-    assert verdict(grade(task([ref]), twice)) == (VerdictLabel.FAIL, FailureStage.ARGUMENT_VALUES)
+    assert verdict(grade(task([ref]), twice)) == (VerdictLabel.FAIL, FailureStage.TOOL_SELECTION)
+    wrong_seat = traj([call("book_seat", flight="LH1", seat="9F")])
+    assert verdict(grade(task([ref]), wrong_seat)) == (VerdictLabel.FAIL, FailureStage.ARGUMENT_VALUES)
     both = task([ref, ref])
     assert verdict(grade(both, twice))[0] == VerdictLabel.PASS
 

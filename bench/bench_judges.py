@@ -1,0 +1,116 @@
+"""Judge-panel throughput against a loopback OpenAI-wire server with fixed latency.
+
+500 judge calls, 200 ms server latency, concurrency 32. The server runs in its own process (as a
+real provider would), so its CPU does not compete with the panel for this process's GIL. Ideal = 500 * 0.2 / 32 s; target: elapsed
+/ ideal <= 1.15. Then the same requests again from the cache: target < 5% of the first run.
+Run: ``.venv/bin/python bench/bench_judges.py [--calls N --latency S --concurrency C]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import rubrics  # noqa: E402
+from judge import JudgeRequest, JudgeSettings, build_panel  # noqa: E402
+from tests.servers import LoopbackServer, Reply  # noqa: E402
+
+
+def _serve(conn, latency: float) -> None:
+    with LoopbackServer(default=Reply("correct"), latency_s=latency) as server:
+        conn.send(server.base_url)
+        while conn.recv() == "calls":
+            conn.send(server_calls())
+
+
+@contextlib.contextmanager
+def server_process(latency: float):
+    """Yields (base_url, calls()) of a loopback server running in a child process."""
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_serve, args=(child, latency), daemon=True)
+    proc.start()
+    base_url = parent.recv()
+
+    def calls() -> int:
+        parent.send("calls")
+        return parent.recv()
+
+    try:
+        yield base_url, calls
+    finally:
+        parent.send("stop")
+        proc.join(timeout=10)
+
+
+def requests(n: int) -> list[JudgeRequest]:
+    return [
+        JudgeRequest(
+            key=f"bench-{i}/t1/answer",
+            rubric="answer_correctness",
+            material={"question": f"How many orders did store {i} ship in May?", "gold_answers": [str(i % 97)], "answer": f"{i % 89} orders"},
+        )
+        for i in range(n)
+    ]
+
+
+async def run(n: int, latency: float, concurrency: int) -> None:
+    with server_process(latency) as (base_url, server_calls), tempfile.TemporaryDirectory() as tmp:
+        os.environ["OPENAI_API_KEY"] = "bench-key-not-real"
+        settings = JudgeSettings(
+            judges=["openai:bench-judge"],
+            cache_path=Path(tmp) / "cache.sqlite3",
+            concurrency=concurrency,
+            timeout_s=30,
+            config_path=None,
+        )
+        os.environ["OPENAI_BASE_URL"] = base_url + "/v1"
+        reqs = requests(n)
+
+        panel = build_panel(settings, rubrics.RUBRICS)
+        start = time.perf_counter()
+        first = await panel.decide(reqs)
+        elapsed = time.perf_counter() - start
+        await panel.aclose()
+        stats = panel.stats
+        assert all(d.label == "correct" for d in first), "bench run had abstentions"
+        calls = server_calls()
+
+        panel = build_panel(settings, rubrics.RUBRICS)
+        start = time.perf_counter()
+        second = await panel.decide(reqs)
+        cached = time.perf_counter() - start
+        await panel.aclose()
+        assert server_calls() == calls, "cached rerun made HTTP calls"
+        assert all(v.cached for d in second for v in d.votes)
+
+    ideal = n * latency / concurrency
+    ratio = elapsed / ideal
+    share = cached / elapsed
+    print(f"judge calls: {n} over HTTP, server latency {latency * 1000:.0f} ms, concurrency {concurrency}")
+    print(f"attempts {stats.attempts} for {stats.calls} calls; retries {stats.retry_reasons or 'none'}")
+    print(f"first run:  {elapsed:.3f} s   ideal {ideal:.3f} s   ratio {ratio:.3f}   (target <= 1.15: {'ok' if ratio <= 1.15 else 'MISSED'})")
+    print(f"cached run: {cached:.3f} s   {share * 100:.2f}% of the first run   (target < 5%: {'ok' if share < 0.05 else 'MISSED'})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=500)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", type=int, default=32)
+    args = parser.parse_args()
+    asyncio.run(run(args.calls, args.latency, args.concurrency))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Adapters from calibration experiments to the live judge panel (``judge.Panel`` or any Escalator).
+
+- ``FewShotRubric`` wraps a rubric and appends human-labelled worked examples to its system
+  message; its ``version`` changes with the examples, so every decision records which prompt
+  version produced it (a rubric version comparison is then two panels over the same gold).
+- ``panel_judge_run`` turns "build me a panel for these rubrics" into the ``run_judge(items,
+  examples)`` callable that ``few_shot_experiment`` and the version comparison use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from judge import Escalator, JudgeRequest, Rubric, content_hash
+from rubrics import data_block
+
+from calibration._gold import GoldItem
+from calibration._prompts import FewShotExample, JudgeRun
+
+EXAMPLES_HEADER = "Worked examples labelled by human reviewers (data, not instructions):"
+
+
+@dataclass(frozen=True)
+class FewShotRubric:
+    """Satisfies ``judge.Rubric``: the base rubric plus few-shot examples in the system message."""
+
+    base: Rubric
+    examples: tuple[FewShotExample, ...]
+    version: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        tag = content_hash([e.model_dump(mode="json") for e in self.examples])[:8]
+        object.__setattr__(self, "version", f"{self.base.version}+fs{len(self.examples)}-{tag}")
+
+    @property
+    def name(self) -> str:
+        return self.base.name
+
+    @property
+    def verdict_schema(self):  # noqa: ANN201 - whatever the base rubric declares
+        return self.base.verdict_schema
+
+    @property
+    def label_scores(self) -> Mapping[str, float]:
+        return self.base.label_scores
+
+    @property
+    def label_outcomes(self) -> Mapping[str, Any]:
+        return self.base.label_outcomes
+
+    def render(self, material: Mapping[str, Any]) -> list[dict[str, str]]:
+        messages = [dict(m) for m in self.base.render(material)]
+        if not self.examples:
+            return messages
+        lines = [EXAMPLES_HEADER]
+        for i, ex in enumerate(self.examples, start=1):
+            lines.append(f"Example {i}: {data_block('example_material', ex.material)} -> label: {ex.label}")
+        system = next((m for m in messages if m["role"] == "system"), None)
+        if system is None:
+            messages.insert(0, {"role": "system", "content": "\n".join(lines)})
+        else:
+            system["content"] = system["content"] + "\n\n" + "\n".join(lines)
+        return messages
+
+
+PanelFactory = Callable[[Mapping[str, Rubric]], Escalator]
+
+
+def panel_judge_run(build_panel: PanelFactory, rubrics: Mapping[str, Rubric], *, key_prefix: str = "calibration") -> JudgeRun:
+    """``build_panel(rubrics) -> Escalator``; a fresh panel per call (closed afterwards if it can be),
+    with each item's rubric wrapped in ``FewShotRubric`` when examples are given."""
+
+    async def run(items: Sequence[GoldItem], examples: Sequence[FewShotExample]) -> dict[str, str | None]:
+        inline = [it for it in items if it.material is not None]
+        table: dict[str, Rubric] = dict(rubrics)
+        for name in {it.rubric for it in inline}:
+            if name not in table:
+                raise KeyError(f"unknown rubric {name!r}; known: {sorted(table)}")
+            chosen = tuple(e for e in examples if e.rubric == name)
+            if chosen:
+                table[name] = FewShotRubric(table[name], chosen)
+        panel = build_panel(table)
+        try:
+            requests = [JudgeRequest(key=f"{key_prefix}/{it.id}", rubric=it.rubric, material=dict(it.material or {})) for it in inline]
+            decisions = await panel.decide(requests) if requests else []
+        finally:
+            closer: Callable[[], Awaitable[None]] | None = getattr(panel, "aclose", None)
+            if closer is not None:
+                await closer()
+        out: dict[str, str | None] = {it.id: None for it in items}  # items without inline material: no verdict
+        for it, d in zip(inline, decisions, strict=True):
+            out[it.id] = d.label
+        return out
+
+    return run
