@@ -191,7 +191,10 @@ def _disagreements(gold: GoldSet, names: Sequence[str], rule_preds: dict[str, li
 
 
 def _f(x: float | None, digits: int = 3) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
+    if x is None:
+        return "-"
+    text = f"{x:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.000"
 
 
 def _pct(x: float | None) -> str:
@@ -203,7 +206,7 @@ def _ci(e: Estimate, digits: int = 3) -> str:
         return "-"
     if e.ci_low is None:
         return _f(e.value, digits)
-    return f"{e.value:.{digits}f} [{e.ci_low:.{digits}f}, {e.ci_high:.{digits}f}]"
+    return f"{_f(e.value, digits)} [{_f(e.ci_low, digits)}, {_f(e.ci_high, digits)}]"
 
 
 _STAT_HEAD = ["rater", "n", "coverage", "% agreement", "Cohen's kappa [95% CI]", "Gwet AC1", "Scott pi", "balanced acc.", "TPR", "TNR", "human +rate", "rater +rate", "leniency"]

@@ -6,7 +6,8 @@ that escalates least while its agreement with the humans on the items it decided
 ``target_agreement``. The comparator is a parameter because ``calibration`` may not import
 ``pipelines`` (layering); the caller passes ``pipelines.matching.answers.compare_answer``.
 
-If no setting reaches the target, the choice is the one with the highest agreement and
+Ties (same escalation rate and agreement) go to the earliest grid point, so list each value range
+from the strictest to the loosest setting. If no setting reaches the target, the choice is the one with the highest agreement and
 ``met_target`` is False: the caller sees that the target is out of reach instead of a silent pick.
 """
 

@@ -202,7 +202,7 @@ def demo(
         for col in (key, "n", "pass rate", "unresolved", "top failure stage"):
             table.add_column(col)
         for value, g in groups.items():
-            top = max(g["failure_stages"].items(), key=lambda kv: kv[1])
+            top = max(((k, v) for k, v in g["failure_stages"].items() if k != "none"), key=lambda kv: kv[1])
             table.add_row(value, str(g["n"]), f"{100 * (g['pass_rate'] or 0):.1f}%", str(g["unresolved"]), f"{top[0]} ({top[1]})" if top[1] else "-")
         Console().print(table)
 
@@ -251,6 +251,14 @@ def calibrate(
             acc = acc.get("value") if isinstance(acc, dict) else acc
             table.add_row(str(name), kind[:-1], str(stats.get("n", "")), "" if acc is None else f"{acc:.4f}", "" if kappa is None else f"{kappa:.3f}")
     Console().print(table)
+    held = data.get("held_out") or {}
+    if held.get("rules"):
+        split = Table(title=f"held-out split ({held.get('n_held_out')} items; panels learned on {held.get('n_train')} train items)")
+        split.add_column("vote rule")
+        split.add_column("cohen_kappa")
+        for name, stats in held["rules"].items():
+            split.add_row(name, f"{stats['cohen_kappa']['value']:.3f}")
+        Console().print(split)
     Console().print(f"outputs in {out}/ : calibration.json calibration.md calibration_section.html weights.json")
 
 

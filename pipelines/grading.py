@@ -97,8 +97,9 @@ def run_grading(opts: GradeOptions, progress: Callable[[int], None] | None = Non
         agg.add(result)
     _merge(partial, opts.out / RESULTS, judged)
 
-    summary = agg.summary()
-    (opts.out / SUMMARY).write_text(json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    text = json.dumps(agg.summary(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    (opts.out / SUMMARY).write_text(text, encoding="utf-8")
+    summary = json.loads(text)  # reports see exactly what summary.json holds, whoever renders them
     files = [opts.out / RESULTS, opts.out / SUMMARY]
     files += _write_reports(summary, opts.out)
     manifest = _manifest(opts, taskset, summary, started)

@@ -10,9 +10,6 @@ import pandas as pd
 from reports import _tables as T
 from reports._run import RunData, attach_trajectories
 
-DRILL_FIRST = 1000  # the first N trajectories of the file are always in the drill-down
-DRILL_EXTRA_FAILURES = 1000  # plus up to this many later non-passing ones
-
 
 @dataclass
 class RunReport:
@@ -20,26 +17,11 @@ class RunReport:
     tables: dict[str, pd.DataFrame]
     vote_facts: dict[str, Any]
     calibration_facts: dict[str, Any] | None
-    drill: list[int]
-    drill_note: str
     notes: list[str] = field(default_factory=list)
 
 
-def pick_drilldown(run: RunData, first: int = DRILL_FIRST, extra_failures: int = DRILL_EXTRA_FAILURES) -> tuple[list[int], str]:
-    n = len(run.results)
-    if n <= first:
-        return list(range(n)), f"all {n} trajectories"
-    later = [i for i in range(first, n) if run.results[i].verdict.value != "pass"]
-    picked = list(range(first)) + later[:extra_failures]
-    return picked, (
-        f"{len(picked)} of {n} trajectories: the first {first} in file order, plus {min(len(later), extra_failures)} of the "
-        f"{len(later)} later non-passing ones (cap {extra_failures}); every trajectory is in tables/trajectories.csv"
-    )
-
-
-def analyse(run: RunData, first: int = DRILL_FIRST, extra_failures: int = DRILL_EXTRA_FAILURES) -> RunReport:
-    drill, drill_note = pick_drilldown(run, first, extra_failures)
-    attach_trajectories(run, drill)
+def analyse(run: RunData) -> RunReport:
+    attach_trajectories(run)
     votes, vote_facts = T.judge_votes(run)
     calib, calib_facts = T.calibration_tables(run)
     passk, pass_stats = T.repeated_runs(run)
@@ -60,8 +42,9 @@ def analyse(run: RunData, first: int = DRILL_FIRST, extra_failures: int = DRILL_
         "trajectories": T.trajectories(run),
     }
     notes = []
-    if tools.attrs.get("unnamed"):
-        notes.append(f"{tools.attrs['unnamed']} reference-step evidence items named no tool and are left out of the tool bottlenecks.")
+    unnamed = sum(r.unnamed_tool_evidence for r in run.rows)
+    if unnamed:
+        notes.append(f"{unnamed} reference-step evidence items named no tool and are left out of the tool bottlenecks.")
     if run.steps_note:
         notes.append(run.steps_note)
-    return RunReport(run=run, tables=tables, vote_facts=vote_facts, calibration_facts=calib_facts, drill=drill, drill_note=drill_note, notes=notes)
+    return RunReport(run=run, tables=tables, vote_facts=vote_facts, calibration_facts=calib_facts, notes=notes)

@@ -23,6 +23,8 @@ from reports._tables import SEED_METRICS, STAGES, natural
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 MAX_VALUE_CHARS = 600  # per argument / tool-output cell in the drill-down
+COLLAPSE_ROWS = 25
+MIN_TOOL_SUPPORT = 5  # a rate over fewer required steps is noise in a ranking chart (still in the table)
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#222;background:#fafafa}
@@ -41,7 +43,7 @@ th{background:#f5f5f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
 details.traj{border-bottom:1px solid #eee;padding:3px 0}details.traj>summary{cursor:pointer;font-size:13px}
 details.traj .body{padding:4px 12px 10px}pre{white-space:pre-wrap;word-break:break-word;margin:0;font-size:11px}
 .filters{margin:6px 0;font-size:13px}.filters select{margin-right:10px}.note{font-size:12px;color:#555}
-.good{color:#2e7d32}.bad{color:#c62828}
+.grid{display:flex;flex-wrap:wrap;gap:8px 24px;align-items:flex-start}p{font-size:14px}h4{font-size:14px;margin:10px 0 4px}
 """
 
 # Filters trajectories by every <select> in their .drill container; fills the shown counter.
@@ -64,6 +66,8 @@ def _table(df: pd.DataFrame, columns: list[str] | None = None, cls: str = "", pe
     for r in body:
         out.append("<tr>" + "".join(f'<td class="n">{escape(x)}</td>' if n else f"<td>{escape(x)}</td>" for x, n in zip(r, numeric)) + "</tr>")
     out.append("</tbody></table>")
+    if len(body) > COLLAPSE_ROWS:  # long tables start folded; still in the DOM (tests, find-in-page)
+        return f'<details class="table"><summary>table: {len(body)} rows</summary>' + "".join(out) + "</details>"
     return "".join(out)
 
 
@@ -98,7 +102,7 @@ def _hops_chart(hops: pd.DataFrame, dim: str) -> str:
             else:
                 vals.append((None, None, None))
         series.append((pol, vals))
-    return _svg.grouped_bars(f"Pass rate by {dim.replace('_', ' ')}", cats, series)
+    return _svg.grouped_bars(f"Pass rate by {dim.replace('_', ' ')}", cats, series, width=max(360, min(760, 90 * len(cats) * max(1, len(series)) // 2)))
 
 
 def _headline_cards(rep: RunReport) -> str:
@@ -191,8 +195,8 @@ def _drill_item(r: TrajectoryResult, traj: Trajectory | None) -> str:
 
 
 def _drilldown(rep: RunReport) -> str:
-    results = rep.run.results
-    picked = [results[i] for i in rep.drill]
+    run = rep.run
+    picked = [run.full[i] for i in run.drill]
     options = {
         "stage": sorted({_stage_key(r) for r in picked}, key=lambda s: (STAGES.index(s) if s in STAGES else len(STAGES), s)),
         "cap": sorted({r.capability or "unknown" for r in picked}, key=natural),
@@ -205,9 +209,9 @@ def _drilldown(rep: RunReport) -> str:
     for name, values in options.items():
         opts = '<option value="">all</option>' + "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in values)
         sel.append(f'<label>{labels[name]} <select name="{name}">{opts}</select></label>')
-    items = "\n".join(_drill_item(results[i], rep.run.trajectories.get(i)) for i in rep.drill)
+    items = "\n".join(_drill_item(run.full[i], run.trajectories.get(i)) for i in run.drill)
     return (
-        f'<div class="drill"><p class="note">Shown here: {escape(rep.drill_note)}. Click a row for steps, arguments, tool outputs, matching evidence and votes.</p>'
+        f'<div class="drill"><p class="note">Shown here: {escape(run.drill_note)}. Click a row for steps, arguments, tool outputs, matching evidence and votes.</p>'
         f'<div class="filters">{"".join(sel)} <span class="shown"></span> shown</div>\n{items}\n</div>'
     )
 
@@ -227,19 +231,26 @@ def render_run(rep: RunReport, anchor: str) -> str:
 
     hops = t["accuracy_by_hops"]
     parts.append(f'<section id="{anchor}-hops"><h2>Accuracy by hop depth and hop type, with and without policy</h2>')
-    parts.append(_hops_chart(hops, "hop_count") + _hops_chart(hops, "hop_type") if not hops.empty else '<p class="note">no hop metadata</p>')
+    if hops.empty:
+        parts.append('<p class="note">no hop metadata</p>')
+    else:
+        parts.append('<p class="note">Bars: pass rate per policy condition ("all": every trajectory); whiskers: 95% CI. Hop type = the distinct sources of the hop pattern.</p>')
+        parts.append('<div class="grid"><div><h3>By hop depth</h3>' + _hops_chart(hops, "hop_count") + '</div><div><h3>By hop type</h3>' + _hops_chart(hops, "hop_type") + "</div></div>")
     parts.append(_table(hops) + "</section>")
 
     seeds = t["seed_metrics"]
-    parts.append(f'<section id="{anchor}-metrics"><h2>Seed metrics per agent</h2>')
-    series = [(str(r["agent"]), [None if pd.isna(r[m]) else float(r[m]) for m in SEED_METRICS]) for _, r in seeds.iterrows()]
-    parts.append(_svg.radar("Seed metrics per agent", list(SEED_METRICS), series))
+    parts.append(f'<section id="{anchor}-metrics"><h2>Seed metrics per agent</h2><p class="note">One radar per agent (0 to 1 on every axis); dashed grey: all agents together.</p>')
+    values = {str(r["agent"]): [None if pd.isna(r[m]) else float(r[m]) for m in SEED_METRICS] for _, r in seeds.iterrows()}
+    overall = values.pop("all", None)
+    ref = ("all agents", overall) if overall is not None else None
+    parts.append('<div class="grid">' + "".join(_svg.radar(f"Seed metrics: {agent}", list(SEED_METRICS), [(agent, v)], reference=ref) for agent, v in values.items()) + "</div>")
     parts.append(_table(seeds) + "<h3>All scores (95% CI)</h3>" + _table(t["scores"], percent=set()) + "</section>")
 
     tools = t["tool_bottlenecks"]
-    parts.append(f'<section id="{anchor}-tools"><h2>Per-tool bottlenecks</h2><p class="note">For each reference tool: among reference steps that required it, the share the agent left unsatisfied (incl. undecided no-counterpart cases). Top 25 shown in the chart.</p>')
-    if not tools.empty:
-        parts.append(_svg.hbars("Conditional failure rate per reference tool", [(str(r["tool"]), float(r["failure_rate_incl_undecided"]), f"{r['unsatisfied'] + r['no_counterpart']}/{r['required']}") for _, r in tools.head(25).iterrows()]))
+    parts.append(f'<section id="{anchor}-tools"><h2>Per-tool bottlenecks</h2><p class="note">For each reference tool: among reference steps that required it, the share the agent left unsatisfied (incl. undecided no-counterpart cases). Chart: the 25 highest rates among tools required at least {MIN_TOOL_SUPPORT} times; the table lists every tool.</p>')
+    charted = tools[tools["required"] >= MIN_TOOL_SUPPORT].head(25)
+    if not charted.empty:
+        parts.append(_svg.hbars("Conditional failure rate per reference tool", [(str(r["tool"]), float(r["failure_rate_incl_undecided"]), f"{r['unsatisfied'] + r['no_counterpart']}/{r['required']}") for _, r in charted.iterrows()]))
     parts.append(_table(tools) + "</section>")
 
     vf = rep.vote_facts

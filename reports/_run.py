@@ -5,11 +5,15 @@ Why read ``results.jsonl`` at all: ``summary.json`` is aggregate-only, while the
 the crossed hop x policy tables, the per-agent radar, the judge votes, repeated-run estimators
 and the drill-down need per-trajectory facts. Every line is validated as a ``TrajectoryResult``;
 a bad line raises ``ReportInputError`` naming file, line and field path.
+
+Memory: results stream once into compact ``Row`` facts (a few hundred bytes each); full
+``TrajectoryResult`` objects are kept only for the rows picked for the drill-down (capped).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +22,11 @@ from pydantic import ValidationError
 
 from judge import Trajectory, TrajectoryResult, field_path
 
+DRILL_FIRST = 1000  # the first N trajectories of the file are always in the drill-down
+DRILL_EXTRA_FAILURES = 1000  # plus up to this many later non-passing ones
+MATCHED_KINDS = ("matched_structural", "matched_response")
+_SATISFIED_MSG = re.compile(r"^(\S+) satisfied by step")
+
 SUMMARY, RESULTS, MANIFEST, CALIBRATION = "summary.json", "results.jsonl", "manifest.json", "calibration.json"
 
 
@@ -25,25 +34,119 @@ class ReportInputError(ValueError):
     """A run directory or one of its files cannot be read; the message names file, line, field."""
 
 
+@dataclass(frozen=True)
+class Vote:
+    judge: str
+    label: str | None
+    abstained: bool
+    abstain_reason: str | None
+    cost_usd: float
+    cached: bool
+
+
+@dataclass(frozen=True)
+class Decision:
+    outcome: str
+    label: str | None
+    agreement: float | None
+    votes: tuple[Vote, ...]
+
+
+@dataclass(frozen=True)
+class Row:
+    """The per-trajectory facts every table needs (strings, not enums: cheap and picklable)."""
+
+    task_id: str | None
+    trajectory_id: str | None
+    agent: str | None
+    capability: str | None
+    domain: str | None
+    hop_count: int | None
+    hop_pattern: str | None
+    policy_condition: str | None
+    verdict: str
+    failure_stage: str | None
+    decided_by: str
+    unresolved_stages: tuple[str, ...]
+    judge_calls: int
+    judge_cost_usd: float
+    scores: dict[str, float | None]
+    tools: tuple[tuple[str, str], ...]  # (reference tool name, satisfied | unsatisfied | no_counterpart)
+    unnamed_tool_evidence: int
+    decisions: tuple[Decision, ...]
+
+
+def reference_tool(e: Any) -> str | None:
+    """The reference tool an evidence item is about: ``expected.name``, else the name the
+    matcher writes first in its 'X satisfied by step N' message."""
+    exp = e.expected
+    if isinstance(exp, dict) and isinstance(exp.get("name"), str):
+        return exp["name"]
+    m = _SATISFIED_MSG.match(e.message or "")
+    return m.group(1) if m else None
+
+
+def to_row(r: TrajectoryResult) -> Row:
+    tools: list[tuple[str, str]] = []
+    unnamed = 0
+    decisions: list[Decision] = []
+    for turn in r.turns:
+        for check in turn.checks:
+            if check.check.value == "calls":
+                for e in check.evidence:
+                    status = "satisfied" if e.kind in MATCHED_KINDS else e.kind if e.kind in ("unsatisfied", "no_counterpart") else None
+                    if status is None:
+                        continue
+                    name = reference_tool(e)
+                    if name is None:
+                        unnamed += 1
+                    else:
+                        tools.append((name, status))
+            d = check.decision
+            if d is not None:
+                votes = tuple(Vote(v.judge, v.label, v.abstained, v.abstain_reason, v.cost_usd, v.cached) for v in d.votes)
+                decisions.append(Decision(d.outcome.value, d.label, d.agreement, votes))
+    return Row(
+        task_id=r.task_id, trajectory_id=r.trajectory_id, agent=r.agent, capability=r.capability, domain=r.domain,
+        hop_count=r.hop_count, hop_pattern=r.hop_pattern, policy_condition=r.policy_condition, verdict=r.verdict.value,
+        failure_stage=r.failure_stage.value if r.failure_stage is not None else None, decided_by=r.decided_by,
+        unresolved_stages=tuple(s.value for s in r.unresolved_stages), judge_calls=r.judge_calls, judge_cost_usd=r.judge_cost_usd,
+        scores=r.scores.model_dump(), tools=tuple(tools), unnamed_tool_evidence=unnamed, decisions=tuple(decisions),
+    )
+
+
 @dataclass
 class RunData:
     name: str
     path: Path
     summary: dict[str, Any]
-    results: list[TrajectoryResult]
+    rows: list[Row]
+    drill: list[int]  # indices (file order) of the rows in the drill-down
+    drill_note: str
+    full: dict[int, TrajectoryResult]  # the drill-down rows as full results
     calibration: dict[str, Any] | None = None
     calibration_path: Path | None = None
-    # trajectory steps by results index, only for rows picked for the drill-down
-    trajectories: dict[int, Trajectory] = field(default_factory=dict)
+    trajectories: dict[int, Trajectory] = field(default_factory=dict)  # steps, drill-down rows only
     steps_note: str = ""
 
     @property
-    def graded(self) -> list[TrajectoryResult]:
-        return [r for r in self.results if r.verdict.value != "error"]
+    def graded(self) -> list[Row]:
+        return [r for r in self.rows if r.verdict != "error"]
 
 
-def load_run(run_dir: Path, summary: dict[str, Any] | None = None, calibration: Path | None = None, name: str | None = None) -> RunData:
-    """Read one run directory. ``summary`` may be passed in (the grading run has it in memory)."""
+def load_run(
+    run_dir: Path,
+    summary: dict[str, Any] | None = None,
+    calibration: Path | None = None,
+    name: str | None = None,
+    drill_first: int = DRILL_FIRST,
+    drill_extra_failures: int = DRILL_EXTRA_FAILURES,
+) -> RunData:
+    """Read one run directory. ``summary`` may be passed in (the grading run has it in memory).
+
+    Drill-down: the first ``drill_first`` results in file order, plus up to ``drill_extra_failures``
+    later non-passing ones; the note says how many were left out.
+    """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise ReportInputError(f"{run_dir}: not a run directory")
@@ -52,10 +155,28 @@ def load_run(run_dir: Path, summary: dict[str, Any] | None = None, calibration: 
     for key in ("counts", "pass_rate", "failure_stages", "by", "leaderboard"):
         if key not in summary:
             raise ReportInputError(f"{run_dir / SUMMARY}: field {key!r} missing (is this a trajectory-judge summary.json?)")
-    results = list(_read_results(run_dir / RESULTS))
+    rows: list[Row] = []
+    full: dict[int, TrajectoryResult] = {}
+    later_failures = 0
+    for i, r in enumerate(_read_results(run_dir / RESULTS)):
+        rows.append(to_row(r))
+        if i < drill_first:
+            full[i] = r
+        elif r.verdict.value != "pass":
+            later_failures += 1
+            if later_failures <= drill_extra_failures:
+                full[i] = r
+    n = len(rows)
+    if n <= drill_first:
+        note = f"all {n} trajectories"
+    else:
+        note = (
+            f"{len(full)} of {n} trajectories: the first {drill_first} in file order, plus {min(later_failures, drill_extra_failures)} of the "
+            f"{later_failures} later non-passing ones (cap {drill_extra_failures}); every trajectory is in tables/trajectories.csv"
+        )
     cal_path = calibration if calibration is not None else (run_dir / CALIBRATION if (run_dir / CALIBRATION).exists() else None)
     cal = _read_json(cal_path) if cal_path is not None else None
-    return RunData(name=name or run_dir.name, path=run_dir, summary=summary, results=results, calibration=cal, calibration_path=cal_path)
+    return RunData(name=name or run_dir.name, path=run_dir, summary=summary, rows=rows, drill=sorted(full), drill_note=note, full=full, calibration=cal, calibration_path=cal_path)
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -84,15 +205,16 @@ def _read_results(path: Path):
                 raise ReportInputError(f"{path}:{lineno}: field {field_path(err['loc']) or '<root>'}: {err['msg']}") from exc
 
 
-def attach_trajectories(run: RunData, indices: list[int]) -> None:
+def attach_trajectories(run: RunData) -> None:
     """Read the steps of the picked results from their source file when it is native JSONL.
 
     Each result carries ``source`` (file, line). A line that does not parse as a native
     ``Trajectory`` (another input format) leaves that row without steps; the report says how many.
     """
+    indices = run.drill
     wanted: dict[Path, dict[int, list[int]]] = {}
     for i in indices:
-        src = run.results[i].source
+        src = run.full[i].source
         if src is None or src.line is None or src.file is None:
             continue
         path = _resolve(Path(src.file), run.path)
@@ -114,7 +236,7 @@ def attach_trajectories(run: RunData, indices: list[int]) -> None:
                 except (ValidationError, ValueError):
                     continue
                 for i in lines[lineno]:
-                    if traj.trajectory_id == run.results[i].trajectory_id:
+                    if traj.trajectory_id == run.full[i].trajectory_id:
                         run.trajectories[i] = traj
                         found += 1
     missing = len(indices) - found

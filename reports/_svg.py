@@ -132,10 +132,16 @@ def hbars(title: str, items: list[tuple[str, float, str]], width: int = 760) -> 
     return _svg(width, height, title, body)
 
 
-def radar(title: str, axes: list[str], series: list[tuple[str, list[float | None]]], size: int = 420) -> str:
-    """Spider chart, each axis 0..1; a missing value (None) is drawn at 0 and marked 'n/a'."""
-    legend, ly = _legend([(name, SERIES[i % len(SERIES)]) for i, (name, _) in enumerate(series)], 10, 16, size + 120)
-    cx, cy, r = (size + 140) / 2, ly + 30 + size / 2 - 20, size / 2 - 40
+def radar(title: str, axes: list[str], series: list[tuple[str, list[float | None]]], size: int = 250, reference: tuple[str, list[float | None]] | None = None) -> str:
+    """Spider chart, each axis 0..1; a missing value (None) is drawn at 0 and marked 'n/a' in
+    the tooltip. ``reference`` (e.g. the all-agents mean) is drawn dashed grey underneath."""
+    items = [(name, SERIES[i % len(SERIES)]) for i, (name, _) in enumerate(series)]
+    if reference is not None:
+        items.append((reference[0], "#777"))
+    width = size + 150
+    legend, ly = _legend(items, 10, 16, width - 20)
+    r = size / 2 - 30
+    cx, cy = width / 2, ly + 24 + r
     body = legend
     n = len(axes)
 
@@ -143,18 +149,25 @@ def radar(title: str, axes: list[str], series: list[tuple[str, list[float | None
         a = -math.pi / 2 + 2 * math.pi * i / n
         return cx + r * v * math.cos(a), cy + r * v * math.sin(a)
 
+    def poly(values: list[float | None], style: str, tip: str) -> str:
+        pts = " ".join(f"{_f(x)},{_f(y)}" for x, y in (point(i, v or 0.0) for i, v in enumerate(values)))
+        return f'<polygon points="{pts}" {style}><title>{escape(tip)}</title></polygon>'
+
+    def tip(name: str, values: list[float | None]) -> str:
+        return f"{name}: " + ", ".join(f"{a} {'n/a' if v is None else f'{v:.3f}'}" for a, v in zip(axes, values))
+
     for ring in (0.25, 0.5, 0.75, 1.0):
         pts = " ".join(f"{_f(x)},{_f(y)}" for x, y in (point(i, ring) for i in range(n)))
         body.append(f'<polygon points="{pts}" fill="none" stroke="#ddd"/>')
     for i, ax in enumerate(axes):
         x, y = point(i, 1.0)
         body.append(f'<line x1="{_f(cx)}" y1="{_f(cy)}" x2="{_f(x)}" y2="{_f(y)}" stroke="#ccc"/>')
-        lx, ly2 = point(i, 1.13)
+        lx, ly2 = point(i, 1.12)
         anchor = "middle" if abs(lx - cx) < 5 else ("start" if lx > cx else "end")
         body.append(_text(lx, ly2 + 4, ax, anchor=anchor, size=10))
+    if reference is not None:
+        body.append(poly(reference[1], 'fill="none" stroke="#777" stroke-width="1.5" stroke-dasharray="4 3"', tip(*reference)))
     for si, (name, values) in enumerate(series):
         color = SERIES[si % len(SERIES)]
-        pts = " ".join(f"{_f(x)},{_f(y)}" for x, y in (point(i, v or 0.0) for i, v in enumerate(values)))
-        tip = ", ".join(f"{a} {'n/a' if v is None else f'{v:.3f}'}" for a, v in zip(axes, values))
-        body.append(f'<polygon points="{pts}" fill="{color}" fill-opacity="0.12" stroke="{color}" stroke-width="2"><title>{escape(f"{name}: {tip}")}</title></polygon>')
-    return _svg(size + 140, cy + r + 40, title, body)
+        body.append(poly(values, f'fill="{color}" fill-opacity="0.15" stroke="{color}" stroke-width="2"', tip(name, values)))
+    return _svg(width, cy + r + 24, title, body)

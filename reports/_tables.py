@@ -17,23 +17,18 @@ Row order is fixed (natural sort of group values, stage order from ``judge``) fo
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter, defaultdict
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from judge import FAILURE_STAGE_ORDER, TrajectoryResult
+from judge import FAILURE_STAGE_ORDER
 
-from reports._run import RunData
+from reports._run import Row, RunData
 
 STAGES = tuple(s.value for s in FAILURE_STAGE_ORDER if s.value != "none")
 SEED_METRICS = ("tool_selection", "tool_order", "parameter", "policy_compliance", "tool_efficiency", "answer_accuracy")
-MATCHED_KINDS = ("matched_structural", "matched_response")
-FAILED_KINDS = ("unsatisfied",)
-UNDECIDED_KINDS = ("no_counterpart",)
-_SATISFIED_MSG = re.compile(r"^(\S+) satisfied by step")
 
 
 def natural(value: Any) -> tuple:
@@ -107,7 +102,7 @@ def waterfall(run: RunData, keys: tuple[str, ...] = ("capability", "domain")) ->
     return pd.DataFrame(rows, columns=["by", "group", "n", "pass", *STAGES, "unresolved", "pass_rate"])
 
 
-def _policy_label(r: TrajectoryResult) -> str:
+def _policy_label(r: Row) -> str:
     # the grader writes "no_policy" for a task without a policy; None means a policy without a label
     return r.policy_condition if r.policy_condition is not None else "policy (unlabelled)"
 
@@ -131,7 +126,7 @@ def accuracy_by_hops(run: RunData) -> pd.DataFrame:
             for pol in ("all", _policy_label(r)):
                 cell = cells[(value_of(r), pol)]
                 cell[0] += 1
-                cell[1] += r.verdict.value == "pass"
+                cell[1] += r.verdict == "pass"
         from_summary = run.summary["by"].get(dim, {})
         policies = {p for _, p in cells} - {"all"}
         for (value, pol), (n, k) in sorted(cells.items(), key=lambda kv: (kv[0][1] != "all", natural(kv[0][0]), kv[0][1])):
@@ -147,40 +142,13 @@ def accuracy_by_hops(run: RunData) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["dimension", "value", "policy_condition", "n", "pass", "pass_rate", "ci_low", "ci_high", "ci_method"])
 
 
-def _reference_tool(e: Any, run: RunData, index: int, turn_no: int) -> str | None:
-    exp = e.expected
-    if isinstance(exp, dict) and isinstance(exp.get("name"), str):
-        return exp["name"]
-    m = _SATISFIED_MSG.match(e.message or "")
-    if m:
-        return m.group(1)
-    traj = run.trajectories.get(index)
-    if traj is not None and e.step is not None and turn_no < len(traj.turns) and e.step < len(traj.turns[turn_no].steps):
-        return traj.turns[turn_no].steps[e.step].name
-    return None
-
-
 def tool_bottlenecks(run: RunData) -> pd.DataFrame:
     """Conditional failure rate of each reference tool: P(unsatisfied | the step required it)."""
     counts: dict[str, Counter] = defaultdict(Counter)
-    unnamed = 0
-    for i, r in enumerate(run.results):
-        if r.verdict.value == "error":
-            continue
-        for t_no, turn in enumerate(r.turns):
-            for check in turn.checks:
-                if check.check.value != "calls":
-                    continue
-                for e in check.evidence:
-                    if e.kind not in MATCHED_KINDS + FAILED_KINDS + UNDECIDED_KINDS:
-                        continue
-                    name = _reference_tool(e, run, i, t_no)
-                    if name is None:
-                        unnamed += 1
-                        continue
-                    c = counts[name]
-                    c["required"] += 1
-                    c["satisfied" if e.kind in MATCHED_KINDS else "unsatisfied" if e.kind in FAILED_KINDS else "no_counterpart"] += 1
+    for r in run.graded:
+        for name, status in r.tools:
+            counts[name]["required"] += 1
+            counts[name][status] += 1
     rows = []
     for name, c in counts.items():
         req = c["required"]
@@ -190,7 +158,6 @@ def tool_bottlenecks(run: RunData) -> pd.DataFrame:
         })
     df = pd.DataFrame(rows, columns=["tool", "required", "satisfied", "unsatisfied", "no_counterpart", "failure_rate", "failure_rate_incl_undecided"])
     df = df.sort_values(["failure_rate_incl_undecided", "required", "tool"], ascending=[False, False, True], kind="mergesort").reset_index(drop=True)
-    df.attrs["unnamed"] = unnamed
     return df
 
 
@@ -200,7 +167,7 @@ def seed_metrics(run: RunData) -> pd.DataFrame:
     for r in run.graded:
         agent = r.agent or "unknown"
         for m in SEED_METRICS:
-            v = getattr(r.scores, m)
+            v = r.scores.get(m)
             if v is not None:
                 by_agent[agent][m].append(v)
     rows = []
@@ -240,26 +207,22 @@ def judge_votes(run: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
     agreements: list[float] = []
     decisions_n = inconclusive = 0
     for r in run.graded:
-        for turn in r.turns:
-            for check in turn.checks:
-                d = check.decision
-                if d is None:
-                    continue
-                decisions_n += 1
-                inconclusive += d.outcome.value == "inconclusive"
-                if d.agreement is not None:
-                    agreements.append(d.agreement)
-                for v in d.votes:
-                    c = per[v.judge]
-                    c["votes"] += 1
-                    c["cached"] += v.cached
-                    cost[v.judge] += v.cost_usd
-                    if v.abstained:
-                        c["abstained"] += 1
-                        reasons[v.judge][v.abstain_reason or "unspecified"] += 1
-                    elif d.label is not None:
-                        c["with_label"] += 1
-                        c["agree"] += v.label == d.label
+        for d in r.decisions:
+            decisions_n += 1
+            inconclusive += d.outcome == "inconclusive"
+            if d.agreement is not None:
+                agreements.append(d.agreement)
+            for v in d.votes:
+                c = per[v.judge]
+                c["votes"] += 1
+                c["cached"] += v.cached
+                cost[v.judge] += v.cost_usd
+                if v.abstained:
+                    c["abstained"] += 1
+                    reasons[v.judge][v.abstain_reason or "unspecified"] += 1
+                elif d.label is not None:
+                    c["with_label"] += 1
+                    c["agree"] += v.label == d.label
     rows = []
     for judge in sorted(per):
         c = per[judge]
@@ -328,13 +291,13 @@ def calibration_tables(run: RunData) -> tuple[pd.DataFrame, dict[str, Any] | Non
         return table, {"note": "calibration.json holds no judge or panel statistics"}
     tpr, tnr = _estimate(source, "tpr"), _estimate(source, "tnr")
     n_graded = run.summary["counts"]["graded"]
-    det_pass = sum(1 for r in run.graded if not r.decided_by.startswith("judge:") and r.verdict.value == "pass")
+    det_pass = sum(1 for r in run.graded if not r.decided_by.startswith("judge:") and r.verdict == "pass")
     facts: dict[str, Any] = {"rater": chosen, "tpr": _r(tpr), "tnr": _r(tnr), "judge_decided": len(judged), "source": str(run.calibration_path)}
     if not judged or tpr is None or tnr is None:
         facts["note"] = "no judge-decided trajectories" if not judged else "TPR/TNR missing in calibration.json"
         facts["corrected_pass_rate"] = _r(run.summary["pass_rate"]) if not judged else None
         return table, facts
-    p_obs = sum(r.verdict.value == "pass" for r in judged) / len(judged)
+    p_obs = sum(r.verdict == "pass" for r in judged) / len(judged)
     corrected = corrected_pass_rate(p_obs, tpr, tnr)
     facts["judge_decided_pass_rate"] = _r(p_obs)
     facts["judge_decided_pass_rate_corrected"] = _r(corrected)
@@ -363,7 +326,7 @@ def repeated_runs(run: RunData) -> tuple[pd.DataFrame, pd.DataFrame]:
     """pass@k / pass^k per agent over tasks it ran more than once; mean +- std over run index."""
     outcomes: dict[tuple[str, str], list[bool]] = defaultdict(list)
     for r in run.graded:
-        outcomes[(r.agent or "unknown", r.task_id or "")].append(r.verdict.value == "pass")
+        outcomes[(r.agent or "unknown", r.task_id or "")].append(r.verdict == "pass")
     per_agent: dict[str, list[list[bool]]] = defaultdict(list)
     for (agent, _task), outs in sorted(outcomes.items()):
         per_agent[agent].append(outs)
@@ -388,14 +351,13 @@ def repeated_runs(run: RunData) -> tuple[pd.DataFrame, pd.DataFrame]:
 def trajectories(run: RunData) -> pd.DataFrame:
     """One flat row per results.jsonl line (errors included), in file order."""
     rows = []
-    for r in run.results:
+    for r in run.rows:
         row = {
             "task_id": r.task_id, "trajectory_id": r.trajectory_id, "agent": r.agent, "capability": r.capability, "domain": r.domain,
-            "hop_count": r.hop_count, "hop_pattern": r.hop_pattern, "policy_condition": r.policy_condition, "verdict": r.verdict.value,
-            "failure_stage": r.failure_stage.value if r.failure_stage else None, "decided_by": r.decided_by,
-            "unresolved_stages": ",".join(s.value for s in r.unresolved_stages), "judge_calls": r.judge_calls, "judge_cost_usd": r.judge_cost_usd,
+            "hop_count": r.hop_count, "hop_pattern": r.hop_pattern, "policy_condition": r.policy_condition, "verdict": r.verdict,
+            "failure_stage": r.failure_stage, "decided_by": r.decided_by, "unresolved_stages": ",".join(r.unresolved_stages), "judge_calls": r.judge_calls, "judge_cost_usd": r.judge_cost_usd,
         }
-        for k, v in r.scores.model_dump().items():
+        for k, v in r.scores.items():
             row["score_" + k] = v
         rows.append(row)
     df = pd.DataFrame(rows)

@@ -15,10 +15,10 @@ from typing import Any
 import pandas as pd
 
 from reports import _tables as T
-from reports._analysis import DRILL_EXTRA_FAILURES, DRILL_FIRST, RunReport, analyse
+from reports._analysis import RunReport, analyse
 from reports._html import render_html
 from reports._markdown import render_markdown
-from reports._run import RunData, load_run
+from reports._run import DRILL_EXTRA_FAILURES, DRILL_FIRST, RunData, load_run
 
 
 def _generated() -> str:
@@ -88,6 +88,9 @@ def build_report(run_dirs: list[Path], out: Path, calibration: Path | None = Non
     """
     if not run_dirs:
         raise ValueError("build_report needs at least one run directory")
-    runs = [load_run(Path(d), calibration=calibration if not (Path(d) / "calibration.json").exists() else None) for d in run_dirs]
+    runs = [
+        load_run(Path(d), calibration=calibration if not (Path(d) / "calibration.json").exists() else None, drill_first=drill_first, drill_extra_failures=drill_extra_failures)
+        for d in run_dirs
+    ]
     _unique_names(runs)
-    return render([analyse(run, drill_first, drill_extra_failures) for run in runs], Path(out))
+    return render([analyse(run) for run in runs], Path(out))

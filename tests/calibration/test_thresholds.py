@@ -92,3 +92,22 @@ def test_items_from_gold_and_errors():
         tune_thresholds([], compare, GRID)
     with pytest.raises(ValueError):
         tune_thresholds(ITEMS, compare, [])
+
+
+def test_with_the_real_answer_comparator(tmp_path):
+    """The pipelines comparator plugs in as the callable (calibration itself never imports pipelines)."""
+    answers = pytest.importorskip("pipelines.matching.answers")
+    items, _ = threshold_items(load_gold(FIXTURES / "gold_small.jsonl"))
+
+    def compare_real(gold, prediction, th):
+        label = answers.compare_answer(gold, prediction, thresholds=th).label
+        return None if label is None else str(label.value if hasattr(label, "value") else label)
+
+    grid = {"accept_similarity": [1.0, 0.8], "reject_similarity": [None, 0.2]}
+    choice = tune_thresholds(items, compare_real, grid, target_agreement=0.95, make_thresholds=answers.AnswerThresholds)
+    default = next(g for g in choice.grid if g.thresholds == {"accept_similarity": 1.0, "reject_similarity": None})
+    assert choice.met_target and choice.agreement_on_decided >= 0.95
+    assert choice.escalation_rate <= default.escalation_rate
+    write_threshold_config(choice, tmp_path / "answers.toml")
+    section = tomllib.loads((tmp_path / "answers.toml").read_text())["answer_thresholds"]
+    assert answers.AnswerThresholds(**{k: v for k, v in section.items() if not k.startswith("tuned_")}) == answers.AnswerThresholds(**choice.thresholds)

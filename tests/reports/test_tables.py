@@ -168,3 +168,13 @@ def test_bad_results_line_names_file_line_and_field(graded_run: Path, tmp_path: 
         build_report([run], tmp_path / "out")
     with pytest.raises(ReportInputError, match="summary.json: file not found"):
         build_report([tmp_path], tmp_path / "out2")
+
+
+def test_hop_type_is_the_set_of_sources():
+    from reports._tables import hop_type
+
+    assert hop_type("API-RAG-API-API") == "API-RAG"
+    assert hop_type("RAG-API") == "API-RAG"
+    assert hop_type("API-API") == "API"
+    assert hop_type("RAG") == "RAG"
+    assert hop_type(None) == "unknown"

@@ -1,0 +1,46 @@
+"""The sub-commands are wired to their packages: calibrate, report, env, schema, demo."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipelines.cli import app
+
+runner = CliRunner()
+THAKUR = Path(__file__).resolve().parents[3] / "shared" / "data" / "external" / "thakur-triviaqa-judges" / "TriviaQA_Judges_w_HumanJudgement_V2.csv"
+
+
+@pytest.mark.skipif(not THAKUR.exists(), reason="shared/ data folder not present")
+def test_calibrate_on_the_thakur_csv_as_is(tmp_path):
+    res = runner.invoke(app, ["calibrate", "--gold", str(THAKUR), "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "calibration.json").read_text())
+    assert round(data["judges"]["GPT-4"]["cohen_kappa"]["value"], 3) == 0.892
+    assert round(data["panels"]["majority"]["cohen_kappa"]["value"], 3) == 0.754
+    assert data["held_out"]["rules"]["weighted_log_odds"]["cohen_kappa"]["value"] >= 0.88
+    assert (tmp_path / "weights.json").exists()
+
+
+def test_demo_then_report_rerender(tmp_path):
+    res = runner.invoke(app, ["demo", "--out", str(tmp_path / "demo")])
+    assert res.exit_code == 0, res.output
+    assert "by capability" in res.output and "by hop count" in res.output
+    for name in ("results.jsonl", "summary.json", "report.md", "report.html", "manifest.json"):
+        assert (tmp_path / "demo" / name).exists(), name
+    manifest = json.loads((tmp_path / "demo" / "manifest.json").read_text())
+    assert manifest["replay"] is not None
+    again = runner.invoke(app, ["report", str(tmp_path / "demo"), "--out", str(tmp_path / "again")])
+    assert again.exit_code == 0, again.output
+    assert (tmp_path / "again" / "report.md").read_text() == (tmp_path / "demo" / "report.md").read_text()
+
+
+def test_env_and_schema_commands(tmp_path):
+    listed = runner.invoke(app, ["env", "list"])
+    assert listed.exit_code == 0 and "retail" in listed.output
+    res = runner.invoke(app, ["schema", "--out", str(tmp_path)])
+    assert res.exit_code == 0
+    assert json.loads((tmp_path / "task.schema.json").read_text())["title"] == "Task"
