@@ -100,11 +100,10 @@ def run_grading(opts: GradeOptions, progress: Callable[[int], None] | None = Non
     text = json.dumps(agg.summary(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     (opts.out / SUMMARY).write_text(text, encoding="utf-8")
     summary = json.loads(text)  # reports see exactly what summary.json holds, whoever renders them
-    files = [opts.out / RESULTS, opts.out / SUMMARY]
-    files += _write_reports(summary, opts.out)
     manifest = _manifest(opts, taskset, summary, started)
     (opts.out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
-    files.append(opts.out / MANIFEST)
+    files = [opts.out / RESULTS, opts.out / SUMMARY, opts.out / MANIFEST]
+    files += _write_reports(summary, opts.out)
     return RunOutcome(summary=summary, out=opts.out, files=files)
 
 

@@ -65,3 +65,34 @@ def md_table(df: pd.DataFrame, columns: list[str] | None = None, percent: set[st
     for r in body:
         lines.append("| " + " | ".join(x.replace("|", "\\|").replace("\n", " ") for x in r) + " |")
     return lines
+
+
+def pivot_comparison(df: pd.DataFrame) -> pd.DataFrame:
+    """Long comparison rows -> one row per group, per run: 'pass rate (n)' and the delta with a
+    marker when the CIs do not overlap (``*``). Cells are display strings."""
+    runs = list(dict.fromkeys(df["run"]))
+    out = []
+    for group, part in df.groupby("group", sort=False):
+        row = {"group": str(group)}
+        for run in runs:
+            r = part[part["run"] == run].iloc[0]
+            row[run] = "–" if missing(r["pass_rate"]) else f"{pct(r['pass_rate'])} (n={r['n']})"
+            if run != runs[0]:
+                mark = "" if missing(r["ci_overlaps_first"]) or r["ci_overlaps_first"] else " *"
+                row[f"Δ {run}"] = "–" if missing(r["delta_pass_rate"]) else signed_pct(r["delta_pass_rate"]) + mark
+        out.append(row)
+    return pd.DataFrame(out, columns=["group"] + [c for run in runs for c in ([run] if run == runs[0] else [run, f"Δ {run}"])])
+
+
+def calibration_sentence(cf: dict | None, observed: float | None) -> str:
+    """One readable line about the judge-error correction (or why there is none)."""
+    if not cf:
+        return ""
+    if cf.get("corrected_pass_rate") is None or "judge_decided_pass_rate" not in cf:
+        return f"No corrected pass rate: {cf.get('note', 'no judge-decided trajectories')}."
+    return (
+        f"Pass rate corrected for judge error: {pct(cf['corrected_pass_rate'])} (observed {pct(observed)}). "
+        f"The {cf['judge_decided']} judge-decided trajectories pass at {pct(cf['judge_decided_pass_rate'])}, "
+        f"{pct(cf['judge_decided_pass_rate_corrected'])} after the Rogan-Gladen correction with {cf['rater']} "
+        f"(TPR {num(cf['tpr'])}, TNR {num(cf['tnr'])}; from {cf['source']}); deterministic verdicts are taken as exact."
+    )

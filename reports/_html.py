@@ -14,11 +14,11 @@ from typing import Any
 
 import pandas as pd
 
-from judge import TrajectoryResult, Trajectory
+from judge import Trajectory, TrajectoryResult
 
 from reports import _svg
 from reports._analysis import RunReport
-from reports._format import cell, num, pct, pct_ci, rows
+from reports._format import calibration_sentence, cell, num, pct, pct_ci, pivot_comparison, rows
 from reports._tables import SEED_METRICS, STAGES, natural
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
@@ -43,7 +43,7 @@ th{background:#f5f5f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
 details.traj{border-bottom:1px solid #eee;padding:3px 0}details.traj>summary{cursor:pointer;font-size:13px}
 details.traj .body{padding:4px 12px 10px}pre{white-space:pre-wrap;word-break:break-word;margin:0;font-size:11px}
 .filters{margin:6px 0;font-size:13px}.filters select{margin-right:10px}.note{font-size:12px;color:#555}
-.grid{display:flex;flex-wrap:wrap;gap:8px 24px;align-items:flex-start}p{font-size:14px}h4{font-size:14px;margin:10px 0 4px}
+.tw{overflow-x:auto;max-width:100%}.grid{display:flex;flex-wrap:wrap;gap:8px 24px;align-items:flex-start}p{font-size:14px}h4{font-size:14px;margin:10px 0 4px}
 """
 
 # Filters trajectories by every <select> in their .drill container; fills the shown counter.
@@ -62,10 +62,10 @@ def _table(df: pd.DataFrame, columns: list[str] | None = None, cls: str = "", pe
         return '<p class="note">none</p>'
     cols, body = rows(df, columns, percent)
     numeric = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) for c in cols]
-    out = [f'<table class="{cls}"><thead><tr>' + "".join(f"<th>{escape(c)}</th>" for c in cols) + "</tr></thead><tbody>"]
+    out = [f'<div class="tw"><table class="{cls}"><thead><tr>' + "".join(f"<th>{escape(c)}</th>" for c in cols) + "</tr></thead><tbody>"]
     for r in body:
         out.append("<tr>" + "".join(f'<td class="n">{escape(x)}</td>' if n else f"<td>{escape(x)}</td>" for x, n in zip(r, numeric)) + "</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     if len(body) > COLLAPSE_ROWS:  # long tables start folded; still in the DOM (tests, find-in-page)
         return f'<details class="table"><summary>table: {len(body)} rows</summary>' + "".join(out) + "</details>"
     return "".join(out)
@@ -271,7 +271,7 @@ def render_run(rep: RunReport, anchor: str) -> str:
         parts.append(_table(t["calibration"]))
     cf = rep.calibration_facts
     if cf:
-        parts.append('<p class="note">' + escape("; ".join(f"{k}: {v}" for k, v in cf.items() if v is not None)) + "</p>")
+        parts.append("<p>" + escape(calibration_sentence(cf, s["pass_rate"])) + "</p>")
     parts.append("</section>")
 
     parts.append(f'<section id="{anchor}-repeats"><h2>Repeated runs (pass@k, pass^k)</h2>')
@@ -299,14 +299,14 @@ def _comparison(reports: list[RunReport], comparison: dict[str, pd.DataFrame]) -
     comp = comparison["comparison"]
     cats = list(comp["run"])
     chart = _svg.grouped_bars("Pass rate per run (95% CI)", cats, [("pass rate", [(r["pass_rate"], r["ci_low"], r["ci_high"]) for _, r in comp.iterrows()])])
-    out = ['<section id="comparison"><h2>Comparison of runs</h2><p class="note">Deltas are against the first run; "ci_overlaps_first" says whether the 95% CIs overlap (overlap: the difference may be noise).</p>', chart, _table(comp)]
+    out = ['<section id="comparison"><h2>Comparison of runs</h2><p class="note">Deltas are against the first run; "ci_overlaps_first" says whether the 95% CIs overlap (overlap: the difference may be noise); in the group tables a * marks a delta whose CIs do not overlap.</p>', chart, _table(comp)]
     wf_rows = [(rep.run.name, _segments(rep.tables["failure_stages"].iloc[0])) for rep in reports]
     out.append(_svg.stacked_bars("Outcomes per run", wf_rows))
     for key, df in comparison.items():
         if key == "comparison" or df.empty:
             continue
         name = key.removeprefix("comparison_by_")
-        out.append(f"<h3>By {escape(name)}</h3>" + _table(df.drop(columns=["by"])))
+        out.append(f"<h3>By {escape(name)}</h3>" + _table(pivot_comparison(df)))
     out.append("</section>")
     return "\n".join(out)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from reports._analysis import RunReport
-from reports._format import md_table, num, pct, pct_ci
+from reports._format import calibration_sentence, md_table, num, pct, pct_ci, pivot_comparison
 from reports._tables import STAGES
 
 
@@ -84,7 +84,7 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
     lines += _section("Calibration of the judges (agreement with human gold)", t["calibration"], empty="no calibration.json for this run")
     cf = rep.calibration_facts
     if cf:
-        lines += ["", "- " + "; ".join(f"{k}: {v}" for k, v in cf.items() if v is not None)]
+        lines += ["", calibration_sentence(cf, s["pass_rate"])]
     lines += ["", f"{level} Repeated runs of the same agent on the same task", ""]
     if t["pass_at_k"].empty:
         lines.append("_no agent ran any task more than once_")
@@ -110,7 +110,7 @@ def render_markdown(reports: list[RunReport], comparison: dict[str, pd.DataFrame
         lines += md_table(comparison["comparison"])
         for key, df in comparison.items():
             if key != "comparison" and not df.empty:
-                lines += _section(f"Pass rate by {key.removeprefix('comparison_by_')}", df.drop(columns=["by"]))
+                lines += _section(f"Pass rate by {key.removeprefix('comparison_by_')} (* = 95% CIs do not overlap)", pivot_comparison(df))
         for rep in reports:
             lines += ["", f"## Run `{rep.run.name}`", ""] + render_run(rep, level="###")
     lines += ["", "Tables: `tables/*.csv` and `tables/*.parquet`; per-trajectory drill-down: `report.html`."]

@@ -27,7 +27,7 @@ DRILL_EXTRA_FAILURES = 1000  # plus up to this many later non-passing ones
 MATCHED_KINDS = ("matched_structural", "matched_response")
 _SATISFIED_MSG = re.compile(r"^(\S+) satisfied by step")
 
-SUMMARY, RESULTS, MANIFEST, CALIBRATION = "summary.json", "results.jsonl", "manifest.json", "calibration.json"
+SUMMARY, RESULTS, CALIBRATION = "summary.json", "results.jsonl", "calibration.json"
 
 
 class ReportInputError(ValueError):
@@ -35,7 +35,7 @@ class ReportInputError(ValueError):
 
 
 @dataclass(frozen=True)
-class Vote:
+class VoteFacts:
     judge: str
     label: str | None
     abstained: bool
@@ -45,11 +45,11 @@ class Vote:
 
 
 @dataclass(frozen=True)
-class Decision:
+class DecisionFacts:
     outcome: str
     label: str | None
     agreement: float | None
-    votes: tuple[Vote, ...]
+    votes: tuple[VoteFacts, ...]
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class Row:
     scores: dict[str, float | None]
     tools: tuple[tuple[str, str], ...]  # (reference tool name, satisfied | unsatisfied | no_counterpart)
     unnamed_tool_evidence: int
-    decisions: tuple[Decision, ...]
+    decisions: tuple[DecisionFacts, ...]
 
 
 def reference_tool(e: Any) -> str | None:
@@ -89,7 +89,7 @@ def reference_tool(e: Any) -> str | None:
 def to_row(r: TrajectoryResult) -> Row:
     tools: list[tuple[str, str]] = []
     unnamed = 0
-    decisions: list[Decision] = []
+    decisions: list[DecisionFacts] = []
     for turn in r.turns:
         for check in turn.checks:
             if check.check.value == "calls":
@@ -104,8 +104,8 @@ def to_row(r: TrajectoryResult) -> Row:
                         tools.append((name, status))
             d = check.decision
             if d is not None:
-                votes = tuple(Vote(v.judge, v.label, v.abstained, v.abstain_reason, v.cost_usd, v.cached) for v in d.votes)
-                decisions.append(Decision(d.outcome.value, d.label, d.agreement, votes))
+                votes = tuple(VoteFacts(v.judge, v.label, v.abstained, v.abstain_reason, v.cost_usd, v.cached) for v in d.votes)
+                decisions.append(DecisionFacts(d.outcome.value, d.label, d.agreement, votes))
     return Row(
         task_id=r.task_id, trajectory_id=r.trajectory_id, agent=r.agent, capability=r.capability, domain=r.domain,
         hop_count=r.hop_count, hop_pattern=r.hop_pattern, policy_condition=r.policy_condition, verdict=r.verdict.value,

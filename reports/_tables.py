@@ -254,6 +254,14 @@ def _estimate(stats: dict[str, Any], key: str) -> float | None:
     return None if v is None else float(v)
 
 
+def _calibration_source(run: RunData) -> str:
+    # relative to the run when it lives there, so the report does not depend on where the run sits
+    path = run.calibration_path
+    if path is not None and path.resolve().parent == run.path.resolve():
+        return f"{path.name} in the run directory"
+    return str(path)
+
+
 def calibration_tables(run: RunData) -> tuple[pd.DataFrame, dict[str, Any] | None]:
     """Judges' and panels' agreement with human gold, and the pass rate corrected for judge error.
 
@@ -262,15 +270,17 @@ def calibration_tables(run: RunData) -> tuple[pd.DataFrame, dict[str, Any] | Non
     the calibration panel named like the run's panel, else the only judge, else the first panel.
     """
     cal = run.calibration
-    cols = ["rater", "kind", "n", "accuracy", "cohen_kappa", "tpr", "tnr", "leniency"]
+    cols = ["rater", "kind", "used_in_run", "n", "accuracy", "cohen_kappa", "tpr", "tnr", "leniency"]
     if not cal:
         return pd.DataFrame([], columns=cols), None
+    used = {v.judge for r in run.graded for d in r.decisions for v in d.votes}
+    used |= {r.decided_by.split(":", 1)[1] for r in run.graded if r.decided_by.startswith("judge:")}
     rows = []
     for kind in ("judges", "panels"):
         for name, st in sorted((cal.get(kind) or {}).items()):
             if not isinstance(st, dict):
                 continue
-            rows.append({"rater": name, "kind": kind[:-1], "n": st.get("n"), **{k: _r(_estimate(st, k)) for k in cols[3:]}})
+            rows.append({"rater": name, "kind": kind[:-1], "used_in_run": name in used, "n": st.get("n"), **{k: _r(_estimate(st, k)) for k in cols[4:]}})
     table = pd.DataFrame(rows, columns=cols)
     try:
         from calibration import corrected_pass_rate
@@ -292,7 +302,7 @@ def calibration_tables(run: RunData) -> tuple[pd.DataFrame, dict[str, Any] | Non
     tpr, tnr = _estimate(source, "tpr"), _estimate(source, "tnr")
     n_graded = run.summary["counts"]["graded"]
     det_pass = sum(1 for r in run.graded if not r.decided_by.startswith("judge:") and r.verdict == "pass")
-    facts: dict[str, Any] = {"rater": chosen, "tpr": _r(tpr), "tnr": _r(tnr), "judge_decided": len(judged), "source": str(run.calibration_path)}
+    facts: dict[str, Any] = {"rater": chosen, "tpr": _r(tpr), "tnr": _r(tnr), "judge_decided": len(judged), "source": _calibration_source(run)}
     if not judged or tpr is None or tnr is None:
         facts["note"] = "no judge-decided trajectories" if not judged else "TPR/TNR missing in calibration.json"
         facts["corrected_pass_rate"] = _r(run.summary["pass_rate"]) if not judged else None
@@ -377,13 +387,14 @@ def comparison(runs: list[RunData]) -> pd.DataFrame:
     """Runs side by side; deltas against the first run and whether the 95% CIs overlap."""
     base = runs[0].summary
     rows = []
-    for run in runs:
+    for pos, run in enumerate(runs):
         s = run.summary
+        first = pos == 0  # the baseline: no delta against itself
         row: dict[str, Any] = {
             "run": run.name, "graded": s["counts"]["graded"], "pass_rate": _r(s["pass_rate"]),
             "ci_low": _r((s.get("pass_rate_ci95") or [None])[0]), "ci_high": _r((s.get("pass_rate_ci95") or [None, None])[1]),
-            "delta_pass_rate": _r(s["pass_rate"] - base["pass_rate"]) if s["pass_rate"] is not None and base["pass_rate"] is not None else None,
-            "ci_overlaps_first": ci_overlap(s.get("pass_rate_ci95"), base.get("pass_rate_ci95")),
+            "delta_pass_rate": _r(s["pass_rate"] - base["pass_rate"]) if not first and s["pass_rate"] is not None and base["pass_rate"] is not None else None,
+            "ci_overlaps_first": None if first else ci_overlap(s.get("pass_rate_ci95"), base.get("pass_rate_ci95")),
             "vakra_score": _r(s["leaderboard"].get("score")), "crag_score": _r(s.get("crag_score")), "unresolved": s["counts"]["unresolved"],
         }
         for st in STAGES:
@@ -394,15 +405,17 @@ def comparison(runs: list[RunData]) -> pd.DataFrame:
 
 
 def comparison_by(runs: list[RunData], key: str) -> pd.DataFrame:
+    """Pass rate per group of ``key`` for every run; deltas and CI overlap against the first run."""
     values = sorted({v for run in runs for v in run.summary["by"].get(key, {})}, key=natural)
     rows = []
     for v in values:
         base = runs[0].summary["by"].get(key, {}).get(v)
-        for run in runs:
+        for pos, run in enumerate(runs):
             g = run.summary["by"].get(key, {}).get(v)
+            comparable = pos > 0 and g is not None and base is not None and g["pass_rate"] is not None and base["pass_rate"] is not None
             rows.append({
                 "by": key, "group": v, "run": run.name, "n": g["n"] if g else 0, "pass_rate": _r(g["pass_rate"]) if g else None,
-                "delta_pass_rate": _r(g["pass_rate"] - base["pass_rate"]) if g and base and g["pass_rate"] is not None and base["pass_rate"] is not None else None,
-                "ci_overlaps_first": ci_overlap(g.get("pass_rate_ci95"), base.get("pass_rate_ci95")) if g and base else None,
+                "delta_pass_rate": _r(g["pass_rate"] - base["pass_rate"]) if comparable else None,
+                "ci_overlaps_first": ci_overlap(g.get("pass_rate_ci95"), base.get("pass_rate_ci95")) if comparable else None,
             })
     return pd.DataFrame(rows, columns=["by", "group", "run", "n", "pass_rate", "delta_pass_rate", "ci_overlaps_first"])

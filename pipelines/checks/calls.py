@@ -182,7 +182,15 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
     for st in status:
         ref = refs[st.index]
         if st.satisfied_by is not None:
-            evidence.append(Evidence(kind=f"matched_{st.how}", reference=st.index, step=st.satisfied_by, message=f"{ref.name} satisfied by step {st.satisfied_by} ({st.how})"))
+            evidence.append(
+                Evidence(
+                    kind=f"matched_{st.how}",
+                    reference=st.index,
+                    step=st.satisfied_by,
+                    message=f"{ref.name} satisfied by step {st.satisfied_by} ({st.how})",
+                    expected={"name": ref.name, "arguments": ref.arguments},
+                )
+            )
         elif st.inconclusive:
             evidence.append(Evidence(kind="no_counterpart", reference=st.index, message="; ".join(st.problems), expected={"name": ref.name, "arguments": ref.arguments}))
         else:

@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ class PageReport:
         return out
 
 
-async def _inspect(ws_url: str, page_url: str, expressions: dict[str, str], actions: list[str]) -> PageReport:
+async def _inspect(ws_url: str, page_url: str, expressions: dict[str, str], actions: list[str], until: Callable[[PageReport], bool] | None) -> PageReport:
     import aiohttp
 
     report = PageReport()
@@ -93,8 +94,20 @@ async def _inspect(ws_url: str, page_url: str, expressions: dict[str, str], acti
         for name, expr in expressions.items():
             res = await send("Runtime.evaluate", {"expression": expr, "returnByValue": True}, session=session)
             report.values[name] = res.get("result", {}).get("value")
-        # a final round trip so every event the page emitted so far has been read
-        await send("Runtime.evaluate", {"expression": "0"}, session=session)
+        # settle: late events (Log.entryAdded is delivered asynchronously) must be read before
+        # judging "no errors": poll until no new event arrived for 3 round trips (at most ~6 s),
+        # or until ``until`` holds
+        quiet, seen = 0, -1
+        for _ in range(30):
+            await send("Runtime.evaluate", {"expression": "0"}, session=session)
+            count = len(report.console) + len(report.exceptions) + len(report.log_entries) + len(report.requests)
+            if until is not None and until(report):
+                break
+            quiet = quiet + 1 if count == seen else 0
+            seen = count
+            if quiet >= 3 and until is None:
+                break
+            await asyncio.sleep(0.2)
         try:
             await send("Browser.close")
         except Exception:  # the browser may close the socket before answering
@@ -103,7 +116,7 @@ async def _inspect(ws_url: str, page_url: str, expressions: dict[str, str], acti
     return report
 
 
-def inspect_page(html: Path, expressions: dict[str, str], actions: list[str] | None = None, timeout: float = 90) -> PageReport:
+def inspect_page(html: Path, expressions: dict[str, str], actions: list[str] | None = None, timeout: float = 90, until: Callable[[PageReport], bool] | None = None) -> PageReport:
     binary = find_chromium()
     assert binary is not None
     with tempfile.TemporaryDirectory(prefix="report-cdp-") as profile:
@@ -121,7 +134,7 @@ def inspect_page(html: Path, expressions: dict[str, str], actions: list[str] | N
                     break
             if ws_url is None:
                 raise RuntimeError("chromium did not print its DevTools endpoint")
-            return asyncio.run(asyncio.wait_for(_inspect(ws_url, Path(html).resolve().as_uri(), expressions, actions or []), timeout))
+            return asyncio.run(asyncio.wait_for(_inspect(ws_url, Path(html).resolve().as_uri(), expressions, actions or [], until), timeout))
         finally:
             proc.terminate()
             try:

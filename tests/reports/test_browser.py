@@ -57,8 +57,8 @@ def test_devtools_no_errors_no_network_and_everything_renders(report_html: Path,
     stage = Counter(r.failure_stage.value for r in results if r.failure_stage is not None and r.failure_stage.value != "none").most_common(1)[0]
     pick = f"var s=document.querySelector('.drill select[name=stage]');s.value='{stage[0]}';s.dispatchEvent(new Event('change'))"
     page = inspect_page(report_html, {**FACTS, "filtered": "document.querySelector('.shown').textContent", "visible": "document.querySelectorAll('details.traj:not([hidden])').length"}, actions=[pick])
-    assert page.errors == []
-    assert _non_file_requests(page.requests) == []
+    assert page.errors == [], page.errors
+    assert _non_file_requests(page.requests) == [], page.requests
     assert page.values["charts"] >= 6 and page.values["chart_shapes"] > 50 and page.values["chart_height"] > 20
     assert page.values["traj"] == len(results) and page.values["ready"] == "1"
     assert page.values["filtered"] == str(stage[1]) == str(page.values["visible"])
@@ -68,8 +68,8 @@ def test_devtools_no_errors_no_network_and_everything_renders(report_html: Path,
 def test_devtools_check_catches_a_network_attempt(leaky_html: Path):
     from tests.reports._cdp import inspect_page
 
-    page = inspect_page(leaky_html, {"n": "document.images.length"})
-    assert page.errors and "Content Security Policy" in page.errors[0]
+    page = inspect_page(leaky_html, {"n": "document.images.length"}, until=lambda p: bool(p.errors))
+    assert page.errors and "Content Security Policy" in page.errors[0], (page.errors, page.requests, page.log_entries)
 
 
 def test_dump_dom_after_scripts_ran(report_html: Path, judged_run: Path, leaky_html: Path):

@@ -94,6 +94,7 @@ def test_judge_votes_calibration_and_corrected_pass_rate(judged_run: Path, tmp_p
     assert f"rationale {i} from claude-y" in html and "unparseable" in html
     calib = pd.read_csv(tmp_path / "tables" / "calibration.csv")
     assert set(calib["rater"]) == {*JUDGES[:2], PANEL}
+    assert calib.set_index("rater")["used_in_run"].all()  # both calibrated judges and the panel voted here
 
 
 def test_no_calibration_degrades_gracefully(graded_run: Path, tmp_path: Path):
@@ -123,6 +124,11 @@ def test_comparison_of_runs(graded_run: Path, judged_run: Path, tmp_path: Path):
     assert (tmp_path / "out" / "tables" / "1-baseline" / "failure_stages.csv").is_file()
     md = (tmp_path / "out" / "report.md").read_text()
     assert "## Comparison of runs" in md and f"{100 * (b['pass_rate'] - a['pass_rate']):+.1f} pp" in md
+    for cap, g in b["by"]["capability"].items():
+        base = a["by"]["capability"][cap]
+        apart = g["pass_rate_ci95"][1] < base["pass_rate_ci95"][0] or base["pass_rate_ci95"][1] < g["pass_rate_ci95"][0]
+        row = f"| {cap} | {100 * base['pass_rate']:.1f}% (n={base['n']}) | {100 * g['pass_rate']:.1f}% (n={g['n']}) | {100 * (g['pass_rate'] - base['pass_rate']):+.1f} pp{' *' if apart else ''} |"
+        assert row in md, row
     html = (tmp_path / "out" / "report.html").read_text()
     assert 'id="comparison"' in html and html.count('class="drill"') == 2
 
@@ -178,3 +184,17 @@ def test_hop_type_is_the_set_of_sources():
     assert hop_type("API-API") == "API"
     assert hop_type("RAG") == "RAG"
     assert hop_type(None) == "unknown"
+
+
+def test_run_with_only_input_errors_still_renders(bench_inputs, tmp_path: Path):
+    from pipelines.grading import GradeOptions, run_grading
+
+    from tests.reports.conftest import CONFIG
+
+    trajs = tmp_path / "trajectories.jsonl"
+    trajs.write_text('{"task_id": "no-such-task", "trajectory_id": "x", "steps": [], "final_answer": "1"}\nnot json\n')
+    run_grading(GradeOptions(tasks=bench_inputs[0], trajectories=trajs, out=tmp_path / "run", config=CONFIG))
+    md = (tmp_path / "run" / "report.md").read_text()
+    assert "**0** trajectories graded (2 input errors)" in md and "## Input errors (listed, not graded)" in md
+    html = (tmp_path / "run" / "report.html").read_text()
+    assert html.count('<details class="traj" data-verdict="error"') == 2 and "input error:" in html
