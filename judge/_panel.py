@@ -187,7 +187,10 @@ class Panel:
         except Exception as exc:  # noqa: BLE001 - a bad material leaves this case unresolved, not the batch
             return PanelDecision(**base, outcome=Outcome.INCONCLUSIVE, reason=f"rubric {rubric.name} could not render {request.key}: {exc}")
         schema_json = self._schema_json(rubric)
-        votes = list(await asyncio.gather(*(self._vote(j, rubric, messages, schema_json) for j in self.judges)))
+        if len(self.judges) == 1:  # no extra task hop for a one-judge panel
+            votes = [await self._vote(self.judges[0], rubric, messages, schema_json)]
+        else:
+            votes = list(await asyncio.gather(*(self._vote(j, rubric, messages, schema_json) for j in self.judges)))
         labels = verdict_labels(rubric)
         result = tally(votes, labels, self.rule, rubric.name, self.weights, self.min_votes)
         label, reason = result.label, result.reason
@@ -256,10 +259,11 @@ class Panel:
             usage.attempts += 1
             self.stats.attempts += 1
             try:
-                completion = await asyncio.wait_for(
-                    judge.complete(messages, rubric.verdict_schema),
-                    timeout=self._timeout_for(judge) * (judge.config.validation_retries + 1) + 1.0,
-                )
+                call = judge.complete(messages, rubric.verdict_schema)
+                if judge.enforces_timeout:  # the SDK times out each request itself
+                    completion = await call
+                else:  # a guard costs an extra task hop per call, so only where needed
+                    completion = await asyncio.wait_for(call, timeout=self._timeout_for(judge) * (judge.config.validation_retries + 1) + 1.0)
             except asyncio.TimeoutError:
                 last = JudgeCallError("timeout", f"no answer within the call deadline ({self._timeout_for(judge)} s per request)")
             except JudgeCallError as err:

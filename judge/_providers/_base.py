@@ -62,6 +62,7 @@ class JudgeClient:
 
     kind: str = ""
     cacheable: bool = True  # False for free deterministic models (mock): nothing to save
+    enforces_timeout: bool = True  # False: the panel wraps each call in its own deadline
 
     def __init__(self, provider: str, model: str, config: ProviderConfig):
         self.provider = provider

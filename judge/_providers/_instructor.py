@@ -7,11 +7,21 @@ one, so it is testable and honours Retry-After. instructor keeps only its valida
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from pydantic import BaseModel
 
 from judge._providers._base import Completion, JudgeCallError, classify_sdk_error, usage_tokens
+
+
+@functools.lru_cache(maxsize=64)
+def prepared_schema(response_model: type[BaseModel]) -> type[BaseModel]:
+    """instructor wraps a plain model in a new ``ResponseSchema`` class on every call (about 1 ms);
+    wrapping once per schema gives the same tool schema and parsed fields, without that cost."""
+    from instructor.v2.core.response_model import prepare_response_model
+
+    return prepare_response_model(response_model)
 
 
 async def instructor_complete(
@@ -25,7 +35,7 @@ async def instructor_complete(
     try:
         verdict, raw = await client.create_with_completion(
             messages=[dict(m) for m in messages],
-            response_model=response_model,
+            response_model=prepared_schema(response_model),
             max_retries=validation_retries,
             **kwargs,
         )

@@ -193,7 +193,8 @@ _REFUSAL = re.compile(
     r"|i (?:cannot|can'?t|can not|could ?n'?t|could not|am unable to|'?m unable to|am not able to|was unable to|wasn'?t able to)"
     r" (?:answer|determine|find|provide|help|assist|say|tell|locate|access|retrieve|verify|confirm|give)"
     r"|i'?m unable to (?:answer|determine|find|provide|help|assist)"
-    r"|i have no (?:information|data|way to)"
+    r"|i have no (?:information|data|way to|idea)"
+    r"|no idea|not sure|no clue|(?:i )?can'?t say"
     r"|there (?:is|was|are) (?:no|not enough|insufficient) (?:information|data|relevant)"
     r"|(?:no|insufficient|not enough) (?:information|data)(?: is| was)? (?:available|found|provided)"
     r"|unable to (?:answer|determine|find)"
@@ -314,6 +315,14 @@ def _f1(gold: list[str], pred: list[str]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+_NUMBER_WORDS = re.compile(
+    r"\b(?:zero|none|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+    r"sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|"
+    r"million|billion|trillion|dozen|half|quarter|single|couple|pair|both|once|twice|thrice|no)\b|[零〇一二两三四五六七八九十百千万亿半]",
+    re.IGNORECASE,
+)
+
+
 def _judge_numeric(readings: tuple[float, ...], pred: Any, ctx: _Ctx) -> _Decision:
     gold_text = _number_text(readings[0])
     if _is_number(pred):
@@ -321,7 +330,9 @@ def _judge_numeric(readings: tuple[float, ...], pred: Any, ctx: _Ctx) -> _Decisi
         return (AnswerLabel.CORRECT, "same number") if ok else (AnswerLabel.INCORRECT, f"{_text(pred)} is not {gold_text}")
     found = _mentions(_text(pred))
     if not found:
-        return None, f"no digits in the prediction (numbers in words?); gold is {gold_text}"
+        if _NUMBER_WORDS.search(_text(pred)):
+            return None, f"the prediction writes its number in words; gold is {gold_text}"
+        return AnswerLabel.INCORRECT, f"the prediction states no number; gold is {gold_text}"
     hits = [_any_close(readings, m.readings, ctx.rel) for m in found]
     if len(found) == 1:
         if hits[0]:
@@ -369,7 +380,10 @@ def _judge_scalar(gold: Any, pred: Any, ctx: _Ctx) -> _Decision:
     readings = _as_number(gold)
     if readings is not None:
         return _judge_numeric(readings, pred, ctx)
-    return _judge_text(_text(gold), _text(pred), ctx)
+    gold_text = _text(gold)
+    if _as_number(pred) is not None and not any(c.isdigit() for c in gold_text) and any(c.isalpha() for c in gold_text):
+        return AnswerLabel.INCORRECT, f"a bare number for a gold that is text ({gold_text!r})"
+    return _judge_text(gold_text, _text(pred), ctx)
 
 
 # ---------------------------------------------------------------- list and table golds
@@ -459,6 +473,22 @@ def _judge(gold: Any, pred: Any, ctx: _Ctx) -> _Decision:
     return _judge_scalar(gold, pred, ctx)
 
 
+_LEAD_IN = re.compile(
+    r"^\s*(?:(?:so|thus|therefore|hence)[,\s]+)?(?:the\s+(?:final\s+)?answer\s+is|(?:final\s+)?answer\s*[:：]|"
+    r"it\s+is|it's|it\s+was|that\s+is|that's|this\s+is|答案是|答案[:：])\s*[:：]?\s*",
+    re.IGNORECASE,
+)
+
+
+def strip_lead_in(text: str) -> str:
+    """Drop a framing phrase ("The answer is", "It's", "Answer:", 答案是) and a final full stop,
+    so "It's The Broken Canyon." is read as the item it names. Negations stay ("It's not X")."""
+    body = _LEAD_IN.sub("", text, count=1).strip()
+    if body.endswith((".", "。")):  # a sentence's full stop; a decimal never ends with one
+        body = body[:-1].rstrip()
+    return body or text
+
+
 def compare_answer(
     gold_answers: list,
     prediction: Any,
@@ -479,7 +509,7 @@ def compare_answer(
         return AnswerMatch(AnswerLabel.MISSING, "the prediction gives no answer")
     rel = tolerance if tolerance is not None else thresholds.numeric_relative_tolerance
     ctx = _Ctx(ordered=ordered, rel=rel, th=thresholds)
-    pred = _prepare(prediction)
+    pred = _prepare(strip_lead_in(prediction) if isinstance(prediction, str) else prediction)
     decisions: list[_Decision] = []
     for index, gold in enumerate(gold_answers):
         label, reason = _judge(_prepare(gold), pred, ctx)

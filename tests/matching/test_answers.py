@@ -217,7 +217,8 @@ def test_first_correct_alternative_wins():
 
 def test_incorrect_only_when_every_alternative_is_incorrect():
     assert label(["23", "24"], "25") is I
-    assert label(["23", "Paris"], "25") is None  # numeric gold says no, text gold cannot say
+    assert label(["23", "Paris"], "Lyon 25") is None  # numeric gold says no, text gold cannot say
+    assert label(["23", "Paris"], "25") is I  # a bare number is never the text gold
     result = compare_answer(["23", "Paris"], "25")
     assert "gold 0" in result.reason and "gold 1" in result.reason
 
@@ -278,3 +279,17 @@ def test_alternatives_block_containment():
     assert label(["Paris"], "either Paris or Lyon") is None
     assert label(["北京"], "北京或上海") is None
     assert label(["Paris or Lyon"], "It was Paris or Lyon") is C  # the gold itself offers them
+
+
+def test_framing_phrases_are_not_part_of_the_answer():
+    assert label(["The Broken Canyon"], "It's The Broken Canyon.") is C
+    assert label([["A", "B", "C"]], "It's B.") is I  # one item of three, read cleanly
+    assert label([14], "The answer is 14.") is C
+    assert label(["Paris"], "It's not Paris.") is None  # the negation survives the stripping
+
+
+def test_a_number_gold_answered_without_any_number_is_incorrect():
+    assert label([88], "It's O0001.") is I
+    assert label([3], "three") is None  # number words: a judge reads them
+    assert label(["Zara Weber"], "The answer is 719.53.") is I  # a bare number is never a name
+    assert label([5], "No idea") is M
