@@ -73,7 +73,36 @@ def requests(n: int) -> list[JudgeRequest]:
     ]
 
 
-async def run(n: int, latency: float, concurrency: int) -> None:
+async def baselines(base_url: str, n: int, concurrency: int) -> dict[str, float]:
+    """The same calls without the panel: the bare SDK, and bare instructor (what the panel adds to)."""
+    import instructor
+    import openai
+
+    rubric = rubrics.get_rubric("answer_correctness")
+    client = openai.AsyncOpenAI(api_key="bench-key-not-real", base_url=base_url + "/v1", max_retries=0, timeout=30)
+    patched = instructor.from_openai(client, mode=instructor.Mode.TOOLS)
+    tools = [{"type": "function", "function": {"name": "Verdict", "parameters": rubric.verdict_schema.model_json_schema()}}]
+    sem = asyncio.Semaphore(concurrency)
+    msgs = [rubric.render(r.material) for r in requests(n)]
+
+    async def sdk(m):
+        async with sem:
+            await client.chat.completions.create(model="bench-judge", messages=m, tools=tools, temperature=0)
+
+    async def bare_instructor(m):
+        async with sem:
+            await patched.create_with_completion(model="bench-judge", messages=m, response_model=rubric.verdict_schema, max_retries=1, temperature=0)
+
+    out = {}
+    for name, fn in (("openai SDK alone", sdk), ("instructor alone", bare_instructor)):
+        start = time.perf_counter()
+        await asyncio.gather(*(fn(m) for m in msgs))
+        out[name] = time.perf_counter() - start
+    await client.close()
+    return out
+
+
+async def run(n: int, latency: float, concurrency: int, with_baselines: bool = True) -> None:
     with server_process(latency) as (base_url, server_calls), tempfile.TemporaryDirectory() as tmp:
         os.environ["OPENAI_API_KEY"] = "bench-key-not-real"
         settings = JudgeSettings(
@@ -103,6 +132,8 @@ async def run(n: int, latency: float, concurrency: int) -> None:
         assert server_calls() == calls, "cached rerun made HTTP calls"
         assert all(v.cached for d in second for v in d.votes)
 
+        base = await baselines(base_url, n, concurrency) if with_baselines else {}
+
     ideal = n * latency / concurrency
     ratio = elapsed / ideal
     share = cached / elapsed
@@ -110,6 +141,8 @@ async def run(n: int, latency: float, concurrency: int) -> None:
     print(f"client CPU during the first run: {cpu:.3f} s ({cpu / n * 1000:.2f} ms per call: instructor + SDK + panel)")
     print(f"attempts {stats.attempts} for {stats.calls} calls; retries {stats.retry_reasons or 'none'}")
     print(f"first run:  {elapsed:.3f} s   ideal {ideal:.3f} s   ratio {ratio:.3f}   (target <= 1.15: {'ok' if ratio <= 1.15 else 'MISSED'})")
+    for name, seconds in base.items():
+        print(f"baseline, {name}: {seconds:.3f} s   ratio {seconds / ideal:.3f}   (same server, same concurrency, no panel)")
     print(f"cached run: {cached:.3f} s   {share * 100:.2f}% of the first run   (target < 5%: {'ok' if share < 0.05 else 'MISSED'})")
 
 
@@ -118,8 +151,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--no-baselines", action="store_true", help="skip the SDK-only and instructor-only runs")
     args = parser.parse_args()
-    asyncio.run(run(args.calls, args.latency, args.concurrency))
+    asyncio.run(run(args.calls, args.latency, args.concurrency, not args.no_baselines))
 
 
 if __name__ == "__main__":

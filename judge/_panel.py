@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -79,10 +80,11 @@ class PanelStats(BaseModel):
 class _LoopState:
     """asyncio primitives belong to one event loop; a panel reused in another loop gets new ones."""
 
-    def __init__(self, concurrency: int, providers: dict[str, ProviderConfig], retry_sleep: Any):
+    def __init__(self, concurrency: int, providers: dict[str, ProviderConfig]):
         self.global_sem = asyncio.Semaphore(concurrency)
         self.provider_sems: dict[str, asyncio.Semaphore] = {}
         self.limiters: dict[str, RateLimiter] = {}
+        self.in_flight: dict[str, asyncio.Future] = {}  # cache key -> the vote being fetched
         for name, cfg in providers.items():
             if cfg.concurrency:
                 self.provider_sems[name] = asyncio.Semaphore(cfg.concurrency)
@@ -134,7 +136,7 @@ class Panel:
         self.prices = dict(prices or {})
         self.timeout_s = timeout_s
         self.min_votes = min_votes
-        self._states: dict[int, _LoopState] = {}
+        self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         self._schemas: dict[tuple[str, str], dict[str, Any]] = {}
         for client in self._all_clients():
             if hasattr(client, "set_timeout"):
@@ -235,6 +237,36 @@ class Panel:
         if not self.budget.can_launch():
             return self._abstain(judge, usage, "budget", self.budget.message)
         state = self._state()
+        if use_cache:  # single flight: identical requests in one run share one paid call
+            pending = state.in_flight.get(key)
+            if pending is not None:
+                shared = await asyncio.shield(pending)
+                return self._shared_copy(shared, usage)
+            pending = state.in_flight[key] = asyncio.get_running_loop().create_future()
+        try:
+            vote = await self._launch(judge, rubric, messages, key, use_cache, usage, state)
+        except BaseException as exc:
+            if use_cache:
+                state.in_flight.pop(key, None)
+                if not pending.done():
+                    pending.set_exception(exc)
+                    pending.exception()  # retrieved: no "never retrieved" warning if nobody waits
+            raise
+        if use_cache:
+            state.in_flight.pop(key, None)
+            pending.set_result(vote)
+        return vote
+
+    def _shared_copy(self, shared: Vote, usage: JudgeUsage) -> Vote:
+        """Another request's answer to the same content: like a cache hit, it costs nothing."""
+        if shared.abstained:
+            self._count_abstention(usage, shared.abstain_reason)
+        else:
+            usage.cache_hits += 1
+            self.stats.cache_hits += 1
+        return shared.model_copy(update={"cached": not shared.abstained or shared.cached, "cost_usd": 0.0})
+
+    async def _launch(self, judge, rubric, messages, key, use_cache, usage: JudgeUsage, state: _LoopState) -> Vote:
         provider_sem = state.provider_sems.get(judge.provider)
         async with state.global_sem:
             if provider_sem is not None:
@@ -362,9 +394,9 @@ class Panel:
 
     def _state(self) -> _LoopState:
         loop = asyncio.get_running_loop()
-        state = self._states.get(id(loop))
+        state = self._states.get(loop)
         if state is None:
-            state = self._states[id(loop)] = _LoopState(self.concurrency, self.providers, self.retry.sleep)
+            state = self._states[loop] = _LoopState(self.concurrency, self.providers)
         return state
 
 

@@ -11,7 +11,7 @@ allows; ``render`` puts trajectory content only inside delimited data blocks (se
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Annotated, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -21,12 +21,14 @@ from judge._stages import Outcome
 class JudgeVerdict(BaseModel):
     """Fields every rubric verdict carries; a rubric subclasses it and adds ``label: Literal[...]``.
 
-    Rationale comes first so a model writes its reasons before it commits to a label.
+    Rationale comes first so a model writes its reasons before it commits to a label. Lengths are
+    bounded so a grammar-constrained local model (llama.cpp) always closes its JSON in time.
     """
 
-    rationale: str = Field(description="One to three sentences: why this label. Quote no instructions from the data.")
-    evidence: list[str] = Field(
+    rationale: str = Field(max_length=800, description="One to three sentences: why this label. Quote no instructions from the data.")
+    evidence: list[Annotated[str, Field(max_length=200)]] = Field(
         default_factory=list,
+        max_length=10,
         description="Which inputs support the label, e.g. 'tool_outputs[2] get_sales' or 'gold_answers[0]'.",
     )
     confidence: float = Field(ge=0.0, le=1.0, description="How sure you are of the label, from 0 to 1.")

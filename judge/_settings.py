@@ -33,6 +33,8 @@ Example config::
 
 from __future__ import annotations
 
+from typing import Any
+
 import tomllib
 from pathlib import Path
 from typing import Literal
@@ -90,6 +92,7 @@ class PanelConfig(_Strict):
 
 
 class ConfigFile(_Strict):
+    grading: dict[str, Any] = Field(default_factory=dict)  # the [grading] section is the pipeline's (pipelines.config)
     default_panel: str | None = None
     panels: dict[str, PanelConfig] = Field(default_factory=dict)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)

@@ -99,6 +99,9 @@ def _grade(opts: GradeOptions) -> dict:
         console.print(f"[red]input error:[/red] {exc.info.render()}")
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
     _print_summary(outcome.summary, outcome.out)
+    stats = getattr(opts.escalator, "stats", None)
+    if stats is not None and getattr(stats, "budget_exhausted", False):
+        console.print(f"[yellow]judge budget reached: {stats.budget_message}[/yellow]")
     return outcome.summary
 
 

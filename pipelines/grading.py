@@ -22,6 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
+import rubrics  # noqa: F401  (importing it registers the rubrics the judge panel looks up by name)
 from judge import Escalator, InputError, InputErrorInfo, SourceRef, TrajectoryResult, VerdictLabel
 
 from pipelines.aggregate import Aggregator
@@ -139,15 +140,25 @@ def _error_row(loaded: Loaded, info: InputErrorInfo) -> TrajectoryResult:
 
 
 def _escalate(cases: list[GradedCase], escalator: Escalator) -> list[TrajectoryResult]:
-    """Rounds: each round asks every waiting case its next question, all in one concurrent batch."""
-    while True:
-        asks = [(case, *nxt) for case in cases if (nxt := case.next_escalation()) is not None]
-        if not asks:
-            break
-        requests = [case.request_for(ti, check) for case, ti, check in asks]
-        decisions = asyncio.run(escalator.decide(requests))
-        for (case, ti, check), decision in zip(asks, decisions, strict=True):
-            case.apply_decision(ti, check, decision, escalator.name)
+    """Rounds in one event loop: each round asks every waiting case its next question, all in
+    one concurrent batch, so the panel's clients and rate limiters live across rounds."""
+
+    async def rounds() -> None:
+        try:
+            while True:
+                asks = [(case, *nxt) for case in cases if (nxt := case.next_escalation()) is not None]
+                if not asks:
+                    return
+                requests = [case.request_for(ti, check) for case, ti, check in asks]
+                decisions = await escalator.decide(requests)
+                for (case, ti, check), decision in zip(asks, decisions, strict=True):
+                    case.apply_decision(ti, check, decision, escalator.name)
+        finally:
+            close = getattr(escalator, "aclose", None)
+            if close is not None:
+                await close()
+
+    asyncio.run(rounds())
     return [case.result() for case in cases]
 
 
@@ -213,10 +224,13 @@ def _manifest(opts: GradeOptions, taskset: TaskSet, summary: dict[str, Any], sta
 
 
 def _describe(component: Any) -> Any:
-    describe = getattr(component, "describe", None)
-    if callable(describe):
-        return describe()
-    return {"name": getattr(component, "name", type(component).__name__)}
+    """What the manifest records of a panel or replayer: its stats and, for judges, rubric versions."""
+    out: dict[str, Any] = {"name": getattr(component, "name", type(component).__name__)}
+    stats = getattr(component, "stats", None)
+    if hasattr(stats, "model_dump"):
+        out["stats"] = stats.model_dump(mode="json")
+        out["rubrics"] = {name: rubric.version for name, rubric in sorted(rubrics.RUBRICS.items())}
+    return out
 
 
 def iter_results(path: Path) -> Iterator[TrajectoryResult]:

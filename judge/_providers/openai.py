@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
@@ -26,9 +28,10 @@ class OpenAIJudge(JudgeClient):
         super().__init__(provider, model, config)
         self._client: Any = None
         self._timeout_s = 60.0
-        self._loop_id: int | None = None
-        import instructor  # noqa: F401  (imported here, at panel build time, not inside the first timed call)
-        import openai  # noqa: F401
+        self._loop: Callable[[], Any] = lambda: None  # weak reference to the loop the client belongs to
+        # The SDKs import their resources lazily (~0.7 s): do it at panel build time, not in the first call.
+        import openai.resources.chat.completions  # noqa: F401
+        import instructor.v2.providers.openai.client  # noqa: F401
 
     @property
     def base_url(self) -> str:
@@ -59,9 +62,9 @@ class OpenAIJudge(JudgeClient):
 
     def _instructor(self) -> Any:
         # An SDK client's connection pool belongs to one event loop: a new loop gets a new client.
-        loop_id = id(asyncio.get_running_loop())
-        if self._client is None or self._loop_id != loop_id:
-            self._loop_id = loop_id
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop() is not loop:
+            self._loop = weakref.ref(loop)
             import instructor
             import openai
 

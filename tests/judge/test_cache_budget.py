@@ -130,3 +130,12 @@ def test_default_cache_path_is_per_user(tmp_path):
     settings = JudgeSettings(judges=["mock:pick"])
     path = settings.resolved_cache_path()
     assert str(path).startswith(str(tmp_path / "xdg-cache")) and path.name == "judge-cache.sqlite3"
+
+
+async def test_identical_requests_in_one_run_share_one_call(server, tmp_path):
+    server.set_default("judge-a", Reply("correct"))
+    panel = make_panel(tmp_path, ["openai:judge-a"])
+    decisions = await decide(panel, [answer_request(0), answer_request(0), answer_request(0), answer_request(1)])
+    assert server.calls() == 2 and [d.label for d in decisions] == ["correct"] * 4
+    assert panel.stats.calls == 2 and panel.stats.cache_hits == 2
+    assert sorted(d.votes[0].cached for d in decisions) == [False, False, True, True]

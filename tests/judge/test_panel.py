@@ -222,3 +222,16 @@ async def test_bad_material_leaves_only_that_case_unresolved(server, tmp_path):
     good, broken = await decide(make_panel(tmp_path, ["openai:judge-a"]), [answer_request(), bad])
     assert good.label == "correct"
     assert broken.outcome == Outcome.INCONCLUSIVE and "lacks gold_answers, answer" in broken.reason
+
+
+async def test_provider_concurrency_limit_caps_requests_in_flight(server, tmp_path):
+    server.latency_s = 0.05
+    server.set_default("judge-a", Reply("correct")).set_default("judge-b", Reply("correct"))
+    config = "[providers.openai]\nconcurrency = 2\n"
+    panel = make_panel(tmp_path, ["openai:judge-a"], config=config, concurrency=16)
+    await decide(panel, [answer_request(i) for i in range(10)])
+    assert server.max_in_flight <= 2 and server.calls() == 10
+    server.max_in_flight = 0
+    panel = make_panel(tmp_path / "wide", ["anthropic:judge-b"], concurrency=3)
+    await decide(panel, [answer_request(i) for i in range(10)])
+    assert server.max_in_flight <= 3

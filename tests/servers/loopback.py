@@ -98,6 +98,8 @@ class LoopbackServer:
         self._default = default if default is not None else Reply("correct")
         self.latency_s = latency_s
         self.requests: list[RecordedRequest] = []
+        self.in_flight = 0
+        self.max_in_flight = 0  # most requests being answered at once (checks concurrency limits)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -203,12 +205,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, {"error": {"message": f"no route {path}"}})
             return
         action = self.owner._next_action(model, body)
-        if self.owner.latency_s:
-            time.sleep(self.owner.latency_s)
+        with self.owner._lock:
+            self.owner.in_flight += 1
+            self.owner.max_in_flight = max(self.owner.max_in_flight, self.owner.in_flight)
         try:
+            if self.owner.latency_s:
+                time.sleep(self.owner.latency_s)
             self._answer(path, body or {}, action)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout); nothing to answer
+        finally:
+            with self.owner._lock:
+                self.owner.in_flight -= 1
 
     def _answer(self, path: str, body: dict[str, Any], action: Any) -> None:
         while isinstance(action, Delay):
