@@ -10,19 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli import app
-from tests.judge.helpers import isolate_env
-from tests.servers.loopback import LoopbackServer, Reply
+from tests.judge.conftest import _isolated_env, server  # noqa: F401  (fixtures: no real keys, loopback server)
+from tests.servers.loopback import Reply
 
 runner = CliRunner()
-
-
-@pytest.fixture()
-def server(monkeypatch, tmp_path):
-    isolate_env(monkeypatch, tmp_path)
-    with LoopbackServer() as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.anthropic_base_url)
-        yield srv
 
 
 @pytest.fixture()

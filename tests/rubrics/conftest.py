@@ -1,24 +1,3 @@
-"""Test env for judges: no real keys, every base URL pointed at a loopback server, caches in tmp.
+"""Rubric tests run in the judge tests' environment: no real keys, a loopback server, tmp caches."""
 
-A stray call that escapes the loopback server goes to 127.0.0.1:9 (discard) and fails at once.
-"""
-
-from __future__ import annotations
-
-import pytest
-
-from tests.judge.helpers import isolate_env
-from tests.servers import LoopbackServer
-
-
-@pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch, tmp_path):
-    isolate_env(monkeypatch, tmp_path)
-
-
-@pytest.fixture
-def server(monkeypatch):
-    with LoopbackServer() as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.anthropic_base_url)
-        yield srv
+from tests.judge.conftest import _isolated_env, server  # noqa: F401  (pytest fixtures, shared)

@@ -1,0 +1,1 @@
+"""One module per domain; each exposes ``build(rng) -> Domain``."""
