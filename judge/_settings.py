@@ -33,11 +33,9 @@ Example config::
 
 from __future__ import annotations
 
-from typing import Any
-
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError

@@ -97,12 +97,15 @@ def run_grading(opts: GradeOptions, progress: Callable[[int], None] | None = Non
     for result in judged:
         agg.add(result)
     _merge(partial, opts.out / RESULTS, judged)
+    del pending, judged
 
     text = json.dumps(agg.summary(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    del agg  # the report reads results.jsonl itself: let it reuse the grading run's memory
     (opts.out / SUMMARY).write_text(text, encoding="utf-8")
     summary = json.loads(text)  # reports see exactly what summary.json holds, whoever renders them
     manifest = _manifest(opts, taskset, summary, started)
     (opts.out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    del taskset
     files = [opts.out / RESULTS, opts.out / SUMMARY, opts.out / MANIFEST]
     files += _write_reports(summary, opts.out)
     return RunOutcome(summary=summary, out=opts.out, files=files)

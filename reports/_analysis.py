@@ -39,7 +39,6 @@ def analyse(run: RunData) -> RunReport:
         "calibration": calib,
         "pass_at_k": passk,
         "repeated_runs": pass_stats,
-        "trajectories": T.trajectories(run),
     }
     notes = []
     unnamed = sum(r.unnamed_tool_evidence for r in run.rows)

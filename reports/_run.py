@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judge import Trajectory, TrajectoryResult, field_path
+from judge import Scores, Trajectory, TrajectoryResult, field_path
 
 DRILL_FIRST = 1000  # the first N trajectories of the file are always in the drill-down
 DRILL_EXTRA_FAILURES = 1000  # plus up to this many later non-passing ones
@@ -52,9 +52,15 @@ class DecisionFacts:
     votes: tuple[VoteFacts, ...]
 
 
-@dataclass(frozen=True)
+SCORE_NAMES: tuple[str, ...] = tuple(Scores.model_fields)
+
+
+@dataclass(frozen=True, slots=True)
 class Row:
-    """The per-trajectory facts every table needs (strings, not enums: cheap and picklable)."""
+    """The per-trajectory facts every table needs (strings, not enums: cheap and picklable).
+
+    Slots and a score tuple keep a row near 300 bytes: a 100k-trajectory run fits in ~30 MB.
+    """
 
     task_id: str | None
     trajectory_id: str | None
@@ -70,10 +76,14 @@ class Row:
     unresolved_stages: tuple[str, ...]
     judge_calls: int
     judge_cost_usd: float
-    scores: dict[str, float | None]
+    score_values: tuple[float | None, ...]  # in SCORE_NAMES order
     tools: tuple[tuple[str, str], ...]  # (reference tool name, satisfied | unsatisfied | no_counterpart)
     unnamed_tool_evidence: int
     decisions: tuple[DecisionFacts, ...]
+
+    @property
+    def scores(self) -> dict[str, float | None]:
+        return dict(zip(SCORE_NAMES, self.score_values, strict=True))
 
 
 def reference_tool(e: Any) -> str | None:
@@ -86,7 +96,14 @@ def reference_tool(e: Any) -> str | None:
     return m.group(1) if m else None
 
 
-def to_row(r: TrajectoryResult) -> Row:
+def to_row(r: TrajectoryResult, pool: dict[Any, Any] | None = None) -> Row:
+    """``pool`` (one per run) keeps one object per distinct label, score tuple and tool list:
+    100k rows repeat a few hundred of them, so a large run's rows stay small."""
+    pool = {} if pool is None else pool
+
+    def _shared(value: Any) -> Any:
+        return pool.setdefault(value, value) if value is not None else None
+
     tools: list[tuple[str, str]] = []
     unnamed = 0
     decisions: list[DecisionFacts] = []
@@ -107,11 +124,12 @@ def to_row(r: TrajectoryResult) -> Row:
                 votes = tuple(VoteFacts(v.judge, v.label, v.abstained, v.abstain_reason, v.cost_usd, v.cached) for v in d.votes)
                 decisions.append(DecisionFacts(d.outcome.value, d.label, d.agreement, votes))
     return Row(
-        task_id=r.task_id, trajectory_id=r.trajectory_id, agent=r.agent, capability=r.capability, domain=r.domain,
-        hop_count=r.hop_count, hop_pattern=r.hop_pattern, policy_condition=r.policy_condition, verdict=r.verdict.value,
-        failure_stage=r.failure_stage.value if r.failure_stage is not None else None, decided_by=r.decided_by,
-        unresolved_stages=tuple(s.value for s in r.unresolved_stages), judge_calls=r.judge_calls, judge_cost_usd=r.judge_cost_usd,
-        scores=r.scores.model_dump(), tools=tuple(tools), unnamed_tool_evidence=unnamed, decisions=tuple(decisions),
+        task_id=_shared(r.task_id), trajectory_id=r.trajectory_id, agent=_shared(r.agent), capability=_shared(r.capability),
+        domain=_shared(r.domain), hop_count=r.hop_count, hop_pattern=_shared(r.hop_pattern), policy_condition=_shared(r.policy_condition),
+        verdict=r.verdict.value, failure_stage=r.failure_stage.value if r.failure_stage is not None else None, decided_by=_shared(r.decided_by),
+        unresolved_stages=_shared(tuple(s.value for s in r.unresolved_stages)), judge_calls=r.judge_calls, judge_cost_usd=r.judge_cost_usd,
+        score_values=_shared(tuple(getattr(r.scores, k) for k in SCORE_NAMES)), tools=_shared(tuple(_shared(t) for t in tools)),
+        unnamed_tool_evidence=unnamed, decisions=tuple(decisions),
     )
 
 
@@ -158,8 +176,9 @@ def load_run(
     rows: list[Row] = []
     full: dict[int, TrajectoryResult] = {}
     later_failures = 0
+    pool: dict[Any, Any] = {}
     for i, r in enumerate(_read_results(run_dir / RESULTS)):
-        rows.append(to_row(r))
+        rows.append(to_row(r, pool))
         if i < drill_first:
             full[i] = r
         elif r.verdict.value != "pass":

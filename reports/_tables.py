@@ -25,7 +25,7 @@ import pandas as pd
 
 from judge import FAILURE_STAGE_ORDER
 
-from reports._run import Row, RunData
+from reports._run import SCORE_NAMES, Row, RunData
 
 STAGES = tuple(s.value for s in FAILURE_STAGE_ORDER if s.value != "none")
 SEED_METRICS = ("tool_selection", "tool_order", "parameter", "policy_compliance", "tool_efficiency", "answer_accuracy")
@@ -164,10 +164,11 @@ def tool_bottlenecks(run: RunData) -> pd.DataFrame:
 def seed_metrics(run: RunData) -> pd.DataFrame:
     """Mean seed metric per agent (None values are not applicable and left out), plus 'all'."""
     by_agent: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    positions = [(m, SCORE_NAMES.index(m)) for m in SEED_METRICS]
     for r in run.graded:
         agent = r.agent or "unknown"
-        for m in SEED_METRICS:
-            v = r.scores.get(m)
+        for m, i in positions:
+            v = r.score_values[i]
             if v is not None:
                 by_agent[agent][m].append(v)
     rows = []
@@ -358,21 +359,27 @@ def repeated_runs(run: RunData) -> tuple[pd.DataFrame, pd.DataFrame]:
     )
 
 
-def trajectories(run: RunData) -> pd.DataFrame:
-    """One flat row per results.jsonl line (errors included), in file order."""
-    rows = []
-    for r in run.rows:
-        row = {
-            "task_id": r.task_id, "trajectory_id": r.trajectory_id, "agent": r.agent, "capability": r.capability, "domain": r.domain,
-            "hop_count": r.hop_count, "hop_pattern": r.hop_pattern, "policy_condition": r.policy_condition, "verdict": r.verdict,
-            "failure_stage": r.failure_stage, "decided_by": r.decided_by, "unresolved_stages": ",".join(r.unresolved_stages), "judge_calls": r.judge_calls, "judge_cost_usd": r.judge_cost_usd,
-        }
-        for k, v in r.scores.items():
-            row["score_" + k] = v
-        rows.append(row)
-    df = pd.DataFrame(rows)
-    if not df.empty:
-        df["hop_count"] = df["hop_count"].astype("Int64")
+TRAJECTORY_TEXT = ("task_id", "trajectory_id", "agent", "capability", "domain", "hop_pattern", "policy_condition",
+                   "verdict", "failure_stage", "decided_by", "unresolved_stages")  # fmt: skip
+
+
+def trajectories(run: RunData, start: int = 0, stop: int | None = None) -> pd.DataFrame:
+    """One flat row per results.jsonl line (errors included), in file order; ``start``/``stop``
+    select a chunk so that a 100k run is written without ever holding the whole table."""
+    rows = run.rows[start:stop]
+    columns: dict[str, list[Any]] = {f: [getattr(r, f) for r in rows] for f in TRAJECTORY_TEXT if f != "unresolved_stages"}
+    columns["hop_count"] = [r.hop_count for r in rows]
+    columns["unresolved_stages"] = [",".join(r.unresolved_stages) for r in rows]
+    columns["judge_calls"] = [r.judge_calls for r in rows]
+    columns["judge_cost_usd"] = [r.judge_cost_usd for r in rows]
+    for i, name in enumerate(SCORE_NAMES):
+        columns["score_" + name] = [r.score_values[i] for r in rows]
+    order = ["task_id", "trajectory_id", "agent", "capability", "domain", "hop_count", "hop_pattern", "policy_condition", "verdict",
+             "failure_stage", "decided_by", "unresolved_stages", "judge_calls", "judge_cost_usd", *("score_" + n for n in SCORE_NAMES)]  # fmt: skip
+    df = pd.DataFrame({k: columns[k] for k in order})
+    df["hop_count"] = df["hop_count"].astype("Int64")
+    for name in SCORE_NAMES:
+        df["score_" + name] = df["score_" + name].astype("float64")
     return df
 
 

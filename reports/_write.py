@@ -18,7 +18,7 @@ from reports import _tables as T
 from reports._analysis import RunReport, analyse
 from reports._html import render_html
 from reports._markdown import render_markdown
-from reports._run import DRILL_EXTRA_FAILURES, DRILL_FIRST, RunData, load_run
+from reports._run import DRILL_EXTRA_FAILURES, DRILL_FIRST, SCORE_NAMES, RunData, load_run
 
 
 def _generated() -> str:
@@ -32,12 +32,39 @@ def _write_table(df: pd.DataFrame, folder: Path, name: str) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     csv, parquet = folder / f"{name}.csv", folder / f"{name}.parquet"
     df.to_csv(csv, index=False, lineterminator="\n")
-    frame = df.copy()
+    frame = df.copy(deep=False)  # columns are replaced, never edited in place: no need to copy the data
     for col in frame.columns:  # object columns mixing None and bools/str: Parquet needs one type
         if frame[col].dtype == object:
             frame[col] = frame[col].map(lambda v: None if v is None else str(v) if not isinstance(v, bool) else v)
     frame.attrs = {}
     frame.to_parquet(parquet, index=False, engine="pyarrow", compression="snappy")
+    return [csv, parquet]
+
+
+TRAJECTORY_CHUNK = 10_000
+
+
+def _write_trajectories(run: RunData, folder: Path) -> list[Path]:
+    """The one-row-per-trajectory table, written in chunks (CSV appended, one Parquet row group
+    per chunk with a fixed schema), so a 100k-trajectory run never holds the whole table."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    csv, parquet = folder / "trajectories.csv", folder / "trajectories.parquet"
+    schema = pa.schema(
+        [(c, pa.string()) for c in ("task_id", "trajectory_id", "agent", "capability", "domain")]
+        + [("hop_count", pa.int64())]
+        + [(c, pa.string()) for c in ("hop_pattern", "policy_condition", "verdict", "failure_stage", "decided_by", "unresolved_stages")]
+        + [("judge_calls", pa.int64()), ("judge_cost_usd", pa.float64())]
+        + [("score_" + n, pa.float64()) for n in SCORE_NAMES]
+    )
+    n = len(run.rows)
+    with pq.ParquetWriter(parquet, schema, compression="snappy") as writer, open(csv, "w", encoding="utf-8", newline="") as fh:
+        for start in range(0, max(n, 1), TRAJECTORY_CHUNK):
+            df = T.trajectories(run, start, start + TRAJECTORY_CHUNK)
+            df.to_csv(fh, index=False, header=start == 0, lineterminator="\n")
+            writer.write_table(pa.Table.from_pandas(df, schema=schema, preserve_index=False))
     return [csv, parquet]
 
 
@@ -69,6 +96,7 @@ def render(reports: list[RunReport], out: Path, generated: str | None = None) ->
         folder = tables if len(reports) == 1 else tables / rep.run.name
         for name, df in rep.tables.items():
             files += _write_table(df, folder, name)
+        files += _write_trajectories(rep.run, folder)
     for name, df in (comparison or {}).items():
         files += _write_table(df, tables, name)
     return files

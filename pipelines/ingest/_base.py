@@ -176,10 +176,22 @@ class TaskCollector:
     def __init__(self) -> None:
         self.result = TaskSet()
         self._hashes: dict[str, str] = {}
+        self._tools: dict[str, Any] = {}  # content hash -> the one shared ToolSpec
+
+    def _share_tools(self, task: Task, dumped_tools: list[dict[str, Any]]) -> Task:
+        """Tasks of one domain repeat the same tool specs (VAKRA: ~116 per case); keep one object
+        per distinct spec so memory grows with the distinct tools, not with the number of tasks."""
+        shared = [self._tools.setdefault(content_hash(d), t) for t, d in zip(task.tools, dumped_tools, strict=True)]
+        if all(a is b for a, b in zip(shared, task.tools, strict=True)):
+            return task
+        task = task.model_copy(update={"tools": shared})
+        task.__dict__.pop("tool_index", None)  # rebuilt from the shared specs on first use
+        return task
 
     def add(self, task: Task, source: SourceRef) -> None:
         tid = task.task_id
-        digest = content_hash(task.model_dump(mode="json"))
+        dumped = task.model_dump(mode="json")
+        digest = content_hash(dumped)
         if tid in self.result.invalid:
             self._duplicate(tid, source, same=None)
             return
@@ -189,7 +201,7 @@ class TaskCollector:
         self._hashes[tid] = digest
         self.result.sources[tid] = source
         if tid not in self.result.ambiguous:  # e.g. its reference item was defined twice
-            self.result.tasks[tid] = task
+            self.result.tasks[tid] = self._share_tools(task, dumped["tools"])
 
     def add_error(self, info: InputErrorInfo, task_id: str | None) -> None:
         self.result.errors.append(info)
