@@ -100,6 +100,7 @@ __all__ = [
     "panel_judge_run",
     "plurality",
     "register_gold_format",
+    "run_bias_probes",
     "render_html",
     "render_markdown",
     "run_calibration",

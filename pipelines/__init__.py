@@ -1,1 +1,7 @@
-"""pipelines."""
+"""The grading waterfall and everything that feeds it.
+
+``ingest`` (formats -> Task, Trajectory, errors with file:line:field) -> ``checks`` (policy, calls,
+answer, grounding; ``matching`` holds the value rules) with optional ``replay`` in an ``env`` ->
+``grader`` (escalation bookkeeping, ``attribution``, ``scoring``) -> ``grading`` (the run: streaming,
+judge rounds, outputs) -> ``aggregate`` (summary.json). ``cli`` is the ``judge`` command.
+"""

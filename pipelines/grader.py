@@ -17,7 +17,6 @@ from typing import Any
 from judge import (
     CHECK_DEFAULT_STAGE,
     Check,
-    FailureStage,
     InputError,
     JudgeRequest,
     Outcome,
@@ -247,4 +246,4 @@ def _material(ctx: TurnContext, check: Check) -> dict[str, Any]:
     }
 
 
-__all__ = ["CHECK_ORDER", "FailureStage", "GradedCase", "grade_case"]
+__all__ = ["CHECK_ORDER", "GradedCase", "grade_case"]

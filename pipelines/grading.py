@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import rubrics  # noqa: F401  (importing it registers the rubrics the judge panel looks up by name)
-from judge import Escalator, InputError, InputErrorInfo, SourceRef, TrajectoryResult, VerdictLabel
+from judge import Escalator, InputError, InputErrorInfo, TrajectoryResult, VerdictLabel
 
 from pipelines.aggregate import Aggregator
 from pipelines.config import GradingConfig

@@ -7,7 +7,6 @@ import pytest
 from judge import Task, Trajectory, response_key
 from pipelines.env import UnknownEnvironment
 from pipelines.replay import Replayer, dependency_order, responses_cover
-from tests.env.conftest import REPO
 
 CHAIN_TASK = {
     "task_id": "t-chain",

@@ -6,11 +6,10 @@ import re
 from collections import Counter
 from pathlib import Path
 
-import pytest
 
 from judge import FailureStage, canonical_json
 from pipelines.env import list_environments, load_environment
-from tests.env.conftest import REPO, SAMPLE
+from tests.env.conftest import REPO
 
 STAGES = {s.value for s in FailureStage}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from judge import Check, FailureStage, Outcome, VerdictLabel
 
-from tests.pipelines.helpers import BOOK, MEDALS, SEARCH, call, grade, task, traj
+from tests.pipelines.helpers import MEDALS, SEARCH, call, grade, task, traj
 
 REF_SEARCH = {"name": "search_athletes", "arguments": {"country": "Kenya"}}
 REF_MEDALS = {"name": "get_medals", "arguments": {"athlete_id": 7}}

@@ -10,7 +10,6 @@ import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli import app
-from tests.judge.conftest import _isolated_env, server  # noqa: F401  (fixtures: no real keys, loopback server)
 from tests.servers.loopback import Reply
 
 runner = CliRunner()
