@@ -130,19 +130,25 @@ def threshold_items(gold: GoldSet) -> tuple[list[ThresholdItem], int]:
     return out, left
 
 
-def write_threshold_config(choice: ThresholdChoice, path: Path, section: str = "answer_thresholds") -> None:
-    """Write ``[section]`` as TOML (``.toml``) or ``{section: {...}}`` as JSON; deterministic."""
+def write_threshold_config(choice: ThresholdChoice, path: Path) -> None:
+    """Write the chosen thresholds where ``judge grade --config`` reads them: ``[grading.answer]``
+    (TOML; how they were tuned goes in comments) or ``{"grading": {"answer": ...}, "tuning": ...}``
+    (JSON). Deterministic."""
     path = Path(path)
     data = choice.config_section()
+    thresholds = {k: v for k, v in data.items() if not k.startswith("tuned_")}
+    tuning = {k.removeprefix("tuned_"): v for k, v in data.items() if k.startswith("tuned_")}
     if path.suffix.lower() == ".toml":
-        lines = [f"[{section}]"]
-        for key in sorted(data):
-            if data[key] is None:  # TOML has no null: an unset value is left out
+        lines = [f"# tuned on {tuning['n_items']} gold items: agreement on decided {tuning['agreement_on_decided']}, "
+                 f"escalation rate {tuning['escalation_rate']}, target {tuning['target_agreement']} met: {tuning['met_target']}",
+                 "[grading.answer]"]  # fmt: skip
+        for key in sorted(thresholds):
+            if thresholds[key] is None:  # TOML has no null: an unset value is left out (its default is None)
                 continue
-            lines.append(f"{key} = {_toml_value(data[key])}")
+            lines.append(f"{key} = {_toml_value(thresholds[key])}")
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     else:
-        path.write_text(json.dumps({section: data}, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        path.write_text(json.dumps({"grading": {"answer": thresholds}, "tuning": tuning}, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def _toml_value(value: Any) -> str:

@@ -50,8 +50,10 @@ def cap1_plan(env: Environment, rng: random.Random, n: int) -> TaskPlan:
     col = rng.choice(cats)
     value = row[col]
     calls = [Call("get_data", {"table": table}, "s1", [], "s1")]
-    kinds = ["count", "count2", "distinct", "list"] + (["mean", "argmax", "range_count"] if nums else [])
+    kinds = ["count", "count2", "distinct", "list", "single"] + (["mean", "argmax", "range_count", "marathon"] if nums else [])
     kind = kinds[n % len(kinds)]
+    if kind == "single":  # the shortest chain: one call answers it (get_data reports its row count)
+        return _cap1(env, n, f"How many records does the {noun} data hold?", calls[:1], lambda r: r[-1]["row_count"], "number")
     where = f"{col.replace('_', ' ')} is {value}"  # phrased as "whose <column> is <value>"
     calls.append(_filter_call(2, "s1", col, value, rng))
     if kind == "count" and n % 4 == 0:  # the shortest chain: load, then aggregate the whole table
@@ -100,6 +102,26 @@ def cap1_plan(env: Environment, rng: random.Random, n: int) -> TaskPlan:
         def top(r: list[Any]) -> Any:
             return r[-1]["data"][0] if r[-1]["data"] else None
         return _cap1(env, n, q, calls, top, "text", name_col)
+    if kind == "marathon":  # VAKRA's longest chains: twelve slot-filling calls, each on the previous result
+        values = sorted(r[num] for r in rows if r[col] == value)
+        lo, hi = values[len(values) // 5], values[(4 * len(values)) // 5]
+        steps = [
+            ("filter_data", {"key_name": num, "value": lo, "condition": "greater_or_equal"}),
+            ("filter_data", {"key_name": num, "value": hi, "condition": "less_or_equal"}),
+            ("sort_data", {"key_name": num, "ascending": False}),
+            ("select_columns", {"columns": [name_col, num, col]}),
+            ("select_data_equal_to", {"key_name": col, "value": value}),
+            ("sort_data", {"key_name": num, "ascending": True}),
+            ("sort_data", {"key_name": num, "ascending": False, "limit": 5}),
+            ("select_columns", {"columns": [name_col, num]}),
+            ("sort_data", {"key_name": num, "ascending": False, "limit": 3}),
+            ("retrieve_data", {"key_name": name_col}),
+        ]
+        for i, (tool, args) in enumerate(steps, start=3):
+            calls.append(Call(tool, {"data_source": f"$s{i - 1}.data$", **args}, f"s{i}", [f"s{i - 1}"], f"s{i}"))
+        q = (f"Among {noun} whose {where} and whose {NUM_WORD[num]} is between {lo} and {hi}, list the {name_col.replace('_', ' ')} "
+             f"of the three with the highest {NUM_WORD[num]}.")
+        return _cap1(env, n, q, calls, lambda r: r[-1]["data"] if len(r[-1]["data"]) == 3 and len(set(map(str, r[-1]["data"]))) == 3 else None, "list", name_col)
     if n % 3 == 0:  # a long chain: filter, threshold, sort, project, cut, read
         values = sorted(r[num] for r in rows if r[col] == value)
         threshold = values[len(values) // 3]
@@ -419,7 +441,7 @@ def generate(envs: dict[str, Environment], facts: dict[str, dict[str, Any]], see
             made += 1
             n += 1
     for name in ("olympics", "movies", "flights", "hospital"):
-        add(lambda rng, n, _m, e=envs[name]: cap1_plan(e, rng, n), 10, f"c1:{name}")
+        add(lambda rng, n, _m, e=envs[name]: cap1_plan(e, rng, n), 12, f"c1:{name}")
     add(lambda rng, n, _m: cap2_plan(envs["retail"], rng, n), 30, "c2")
     for name in ("olympics", "movies", "flights", "hospital", "retail"):
         add(lambda rng, n, _m, e=envs[name]: cap3_plan(e, rng, n), 8 if name != "retail" else 4, f"c3:{name}")

@@ -19,8 +19,9 @@ Invariants, each a general rule:
   right, an alternative path is possible: inconclusive (trajectory-sufficiency rubric), unless
   the task has no gold answer (then the calls are the whole specification).
 - The failure stage of an unsatisfied reference call is the furthest stage any same-name step
-  reached (tool selection < argument names < argument values); the check reports the earliest
-  stage over all unsatisfied calls.
+  reached (tool selection < argument names < argument values), looking first at the steps that
+  satisfied no other reference call; the check reports the earliest stage over all unsatisfied
+  calls.
 """
 
 from __future__ import annotations
@@ -119,7 +120,10 @@ def match_calls(ctx: TurnContext, answer_correct: bool | None) -> CallMatching:
         if st.satisfied_by is not None:
             continue
         ref = refs[st.index]
-        same_name = [v for v in ctx.steps if v.step.name == ref.name]
+        # a step that satisfied another reference call is not an attempt at this one
+        same_name = [v for v in ctx.steps if v.step.name == ref.name and v.index not in used] or [
+            v for v in ctx.steps if v.step.name == ref.name
+        ]
         if st.index in order_violations:
             st.stage = FailureStage.TOOL_SELECTION
             st.problems = [f"{ref.name} was called (step {order_violations[st.index]}) before the calls it depends on ({', '.join(ref.depends_on)})"]

@@ -29,6 +29,8 @@ def test_domains_and_tool_counts():
 def test_tasks_cover_the_four_capabilities(sample_tasks):
     caps = Counter(t.metadata.capability for t in sample_tasks.values())
     assert set(caps) == {"1", "2", "3", "4"} and min(caps.values()) >= 20
+    chain_lengths = {sum(len(turn.reference_calls) for turn in t.turns) for t in sample_tasks.values() if t.metadata.capability == "1"}
+    assert min(chain_lengths) == 1 and max(chain_lengths) == 12  # VAKRA's capability 1 spans 1-12 calls
     for task in sample_tasks.values():
         assert task.environment in list_environments()
         assert task.metadata.domain == task.environment
@@ -37,7 +39,8 @@ def test_tasks_cover_the_four_capabilities(sample_tasks):
         assert all(turn.gold_answers for turn in task.turns)
         assert all(c.has_expected_output for c in calls)
         if cap == "1":
-            assert 1 <= len(calls) <= 12 and any("$" in canonical_json(c.arguments) for c in calls[1:])
+            assert 1 <= len(calls) <= 12
+            assert len(calls) == 1 or any("$" in canonical_json(c.arguments) for c in calls[1:])  # chained by labels
         if cap == "2":
             assert len(task.tools) >= 100
         if cap == "3":

@@ -284,3 +284,11 @@ def test_missing_turn_is_a_missing_answer():
     tr = Trajectory.model_validate({"task_id": "t1", "trajectory_id": "x", "turns": [{"turn_id": 1, "final_answer": "1"}]})
     r = grade(t, tr).result()
     assert (r.verdict, r.failure_stage) == (VerdictLabel.FAIL, FailureStage.ANSWER_CORRECTNESS)
+
+
+def test_a_step_that_satisfied_another_reference_is_not_the_attempt_blamed():
+    # two calls to the same tool are needed; the second attempt misnames an argument: the stage is
+    # argument_names, not the value difference between the second reference and the first step
+    refs = [{"name": "get_medals", "arguments": {"athlete_id": 7}}, {"name": "get_medals", "arguments": {"athlete_id": 8}}]
+    case = grade(task(refs), traj([call("get_medals", athlete_id=7), call("get_medals", athleteId=8)], answer="41"))
+    assert verdict(case) == (VerdictLabel.FAIL, FailureStage.ARGUMENT_NAMES)
