@@ -133,7 +133,8 @@ def match_calls(ctx: TurnContext, answer_correct: bool | None) -> CallMatching:
             d = diff(st.index, best.index)
             if d.matches:  # the right call, but it failed
                 st.stage = FailureStage.ARGUMENT_VALUES
-                st.problems = [f"{ref.name} was called as expected at step {best.index} but failed: {best.result!r}"[:300]]
+                why = best.step.error or best.result or "no result"
+                st.problems = [f"{ref.name} was called as expected at step {best.index} but failed: {why!r}"[:300]]
             else:
                 st.stage = d.stage
                 st.problems = [f"step {best.index}: {p}" for p in d.problems]

@@ -200,7 +200,10 @@ def build_task(gt: dict[str, Any], case: dict[str, Any] | None) -> Task:
         if "query" not in turn:
             raise ItemError("invalid_field", "a turn needs its query (from the input case or the ground truth)", f"output[{i}].query")
     meta = _metadata(case, gt)
-    data: dict[str, Any] = {"task_id": uid, "turns": turns, "metadata": meta, "environment": meta.get("domain")}
+    # No ``environment``: VAKRA's executable domains are not bundled here (a domain of the same name in
+    # data/envs is a different database); calls are compared with the ground truth's recorded tool
+    # responses (``expected_output``) instead of being replayed.
+    data: dict[str, Any] = {"task_id": uid, "turns": turns, "metadata": meta}
     if policy is not None:
         data["policy"] = policy
     try:

@@ -17,7 +17,7 @@ def test_joined_tasks(fixtures):
     tasks = load_tasks(fixtures / "vakra_input.jsonl", reference=fixtures / "vakra_ground_truth.jsonl")
     assert tasks.errors == []
     chain = tasks.tasks["c1-olympics-0001"]
-    assert chain.environment == "olympics" and chain.metadata.domain == "olympics"
+    assert chain.environment is None and chain.metadata.domain == "olympics"  # VAKRA's environments are not bundled
     assert chain.metadata.capability == "1" and chain.policy is None  # empty instructions: no policy
     calls = chain.turns[0].reference_calls
     assert [(c.id, c.label) for c in calls] == [("DATA", "DATA"), ("NOR", "NOR"), (None, None)]
