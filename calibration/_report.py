@@ -6,6 +6,7 @@ sorted keys, fixed bootstrap seeds -> byte-identical files on every run.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 from collections.abc import Sequence
@@ -14,9 +15,12 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
+from judge import JudgeSettings, build_panel
+
 from calibration._agreement import AgreementStats, Estimate, HumanCeiling, LabelCoder, Resampler, agreement, human_ceiling, krippendorff_alpha
 from calibration._gold import GoldSet
 from calibration._gold_io import load_gold
+from calibration._live import panel_judge_run
 from calibration._panels import FIXED_RULES, HeldOutEvaluation, decode, encode_votes, fixed_rule, held_out_evaluation
 from calibration._self_preference import SelfPreference, self_preference
 from calibration._votes import write_weights
@@ -65,8 +69,15 @@ def run_calibration(
     spread_seeds: int = 20,
     positive_label: str | None = None,
     gold_format: str | None = None,
+    judge_settings: JudgeSettings | None = None,
 ) -> CalibrationReport:
+    """``judges`` names recorded verdict columns, or ``provider:model`` judges that are not recorded
+    in the gold set: those are run live on every item with inline material (one single-judge panel
+    each, built from ``judge_settings`` for cache, offline and cost options) before the statistics."""
     gold_set = load_gold(Path(gold), format=gold_format, positive_label=positive_label)
+    live = [name for name in judges or [] if name not in gold_set.judges]
+    if live:
+        gold_set = judge_live(gold_set, live, judge_settings or JudgeSettings())
     report, disagreements = calibrate(gold_set, judges=judges, rubric=rubric, seed=seed, n_boot=n_boot, train_fraction=train_fraction, spread_seeds=spread_seeds)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -80,6 +91,26 @@ def run_calibration(
     (out / "calibration.md").write_text(render_markdown(report), encoding="utf-8")
     (out / "calibration_section.html").write_text(render_html(report), encoding="utf-8")
     return report
+
+
+def judge_live(gold: GoldSet, names: Sequence[str], settings: JudgeSettings) -> GoldSet:
+    """Ask each named judge (``provider:model``) for a verdict on every inline item and record it
+    as that judge's verdict, so live and recorded judges are calibrated the same way. An
+    abstention is recorded as no verdict (None), never as a wrong label."""
+    import rubrics
+
+    inline = [it for it in gold.items if it.material is not None]
+    if not inline:
+        raise ValueError(f"{gold.source}: no item carries inline material, so no judge can be run on it")
+    verdicts: dict[str, dict[str, str | None]] = {}
+    for name in names:
+        panel = build_panel(settings.model_copy(update={"judges": [name], "config_path": settings.config_path}), rubrics.RUBRICS)
+        if panel is None:  # pragma: no cover - a named judge always builds a panel
+            raise ValueError(f"judge {name!r} could not be built")
+        run = panel_judge_run(lambda _table, p=panel: p, rubrics.RUBRICS, key_prefix=f"calibration/{name}")
+        verdicts[name] = asyncio.run(run(inline, ()))
+    items = [it.model_copy(update={"judge_verdicts": {**it.judge_verdicts, **{n: verdicts[n].get(it.id) for n in names}}}) for it in gold.items]
+    return gold.model_copy(update={"items": items})
 
 
 def calibrate(

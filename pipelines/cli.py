@@ -232,15 +232,30 @@ def calibrate(
     rubric: Annotated[Optional[str], typer.Option(help="Only gold items of this rubric.")] = None,
     gold_format: Annotated[Optional[str], typer.Option("--format", help="Gold format (auto-detected by default).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of splits and bootstrap.")] = 0,
+    config: JudgeConfigOpt = None,
+    cache: CacheOpt = None,
+    no_cache: NoCacheOpt = False,
+    offline: OfflineOpt = False,
+    max_cost: MaxCostOpt = None,
 ) -> None:
-    """Measure each judge and panel against human labels; write calibration.json/.md and weights.json."""
+    """Measure each judge and panel against human labels; write calibration.json/.md and weights.json.
+
+    ``--judge`` names either verdict columns recorded in the gold set or live ``provider:model``
+    judges, which are then run on every item with inline material."""
     import json
 
     from rich.table import Table
 
     from calibration import run_calibration
+    from judge import JudgeSettings
 
-    run_calibration(gold, out, judges=judge, rubric=rubric, seed=seed, gold_format=gold_format)
+    fields = {"config_path": config, "cache_path": cache, "no_cache": no_cache, "offline": offline, "max_cost_usd": max_cost}
+    settings = JudgeSettings(**{k: v for k, v in fields.items() if v is not None})
+    try:
+        run_calibration(gold, out, judges=judge, rubric=rubric, seed=seed, gold_format=gold_format, judge_settings=settings)
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(EXIT_INPUT_ERROR) from exc
     data = json.loads((out / "calibration.json").read_text(encoding="utf-8"))
     table = Table(title=f"agreement with human labels ({gold.name})")
     for col in ("rater", "kind", "n", "accuracy", "cohen_kappa"):
@@ -261,7 +276,8 @@ def calibrate(
         split.add_column("vote rule")
         split.add_column("cohen_kappa")
         for name, stats in held["rules"].items():
-            split.add_row(name, f"{stats['cohen_kappa']['value']:.3f}")
+            kappa = (stats.get("cohen_kappa") or {}).get("value")
+            split.add_row(name, "n/a" if kappa is None else f"{kappa:.3f}")
         Console().print(split)
     Console().print(f"outputs in {out}/ : calibration.json calibration.md calibration_section.html weights.json")
 

@@ -44,3 +44,19 @@ def test_env_and_schema_commands(tmp_path):
     res = runner.invoke(app, ["schema", "--out", str(tmp_path)])
     assert res.exit_code == 0
     assert json.loads((tmp_path / "task.schema.json").read_text())["title"] == "Task"
+
+
+def test_calibrate_runs_live_judges_on_inline_gold_material(tmp_path):
+    gold = Path(__file__).resolve().parents[1] / "fixtures" / "calibration" / "gold_small.jsonl"
+    res = runner.invoke(app, ["calibrate", "--gold", str(gold), "--judge", "mock:always-correct", "--judge", "gpt-4o", "--out", str(tmp_path), "--no-cache"])
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "calibration.json").read_text())
+    live = data["judges"]["mock:always-correct"]
+    assert live["n"] >= 10 and live["rated_positive_rate"]["value"] == 1.0  # it said "correct" to every item
+    assert "gpt-4o" in data["judges"]  # a recorded column next to the live judge
+
+
+def test_calibrate_with_an_unknown_recorded_judge_is_a_clear_error(tmp_path):
+    gold = Path(__file__).resolve().parents[1] / "fixtures" / "calibration" / "gold_small.jsonl"
+    res = runner.invoke(app, ["calibrate", "--gold", str(gold), "--judge", "not-a-provider-judge", "--out", str(tmp_path)])
+    assert res.exit_code != 0
