@@ -228,6 +228,9 @@ def _manifest(opts: GradeOptions, taskset: TaskSet, summary: dict[str, Any], sta
 
 def _describe(component: Any) -> Any:
     """What the manifest records of a panel or replayer: its stats and, for judges, rubric versions."""
+    describe = getattr(component, "describe", None)
+    if callable(describe):
+        return describe()
     out: dict[str, Any] = {"name": getattr(component, "name", type(component).__name__)}
     stats = getattr(component, "stats", None)
     if hasattr(stats, "model_dump"):

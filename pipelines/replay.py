@@ -59,9 +59,15 @@ class Replayer:
         self.cache = cache
         self._reference_cache: OrderedDict[tuple[str, str], list[tuple[list[ExecResult], str]]] = OrderedDict()
         self.reference_cache_hits = 0
+        self.versions: dict[str, str] = {}  # environments used in this run -> version, for the manifest
 
     def environment(self, name: str) -> Environment:
-        return load_environment(name, self.root)  # raises UnknownEnvironment with the known names
+        env = load_environment(name, self.root)  # raises UnknownEnvironment with the known names
+        self.versions[name] = env.version
+        return env
+
+    def describe(self) -> dict[str, object]:
+        return {"name": "replay", "environments": dict(sorted(self.versions.items())), "reference_cache_hits": self.reference_cache_hits}
 
     def replay(self, task: Task, trajectory: Trajectory) -> list[TurnReplay] | None:
         if task.environment is None:
@@ -71,6 +77,8 @@ class Replayer:
         reference = self._reference(task, env)
         predicted_session = env.session(cache=self.cache)
         by_turn = {t.turn_id: t for t in trajectory.turns}
+        if len(task.turns) == 1 and len(trajectory.turns) == 1:  # single-turn: aligned whatever the ids (as the grader does)
+            by_turn = {task.turns[0].turn_id: trajectory.turns[0]}
         replays = []
         for turn, (ref_results, ref_state) in zip(task.turns, reference):
             predicted: list[ExecResult] = []
