@@ -4,8 +4,9 @@ argument values).
 Invariants, each a general rule:
 - A failed call (error status, or an error replayed) changed nothing: it never satisfies a
   reference call and is never an unexpected side effect; it still tells *where* the agent broke.
-- Each predicted step satisfies at most one reference call, so retries and duplicates never
-  inflate a score.
+- Structurally, each predicted step satisfies at most one reference call, so retries and
+  duplicates never inflate a score. (Response containment is about information, as in VAKRA:
+  one response that holds what two reference reads returned covers both.)
 - Order matters only along ``depends_on``: a reference call is satisfied by the earliest matching
   step that comes after the steps satisfying its dependencies.
 - Read calls are evidence: extra reads are fine; a read reference call is also satisfied when its
