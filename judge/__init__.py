@@ -18,6 +18,7 @@ from judge._task import (
     TaskMetadata,
     ToolSpec,
     Turn,
+    dependency_order,
 )
 from judge._trajectory import Step, TokenUsage, Trajectory, TrajectoryTurn, looks_like_error, normalise_status
 from judge._verdict import Evidence, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
@@ -56,6 +57,7 @@ __all__ = [
     "Vote",
     "VerdictLabel",
     "canonical_json",
+    "dependency_order",
     "content_hash",
     "field_path",
     "looks_like_error",

@@ -206,12 +206,13 @@ class Turn(BaseModel):
             for dep in call.depends_on:
                 if dep not in known:
                     raise ValueError(f"reference call {call.id or call.name!r} depends on unknown id {dep!r}")
-        _topological_order(self.reference_calls)  # raises on a cycle
+        dependency_order(self.reference_calls)  # raises on a cycle
         return self
 
 
-def _topological_order(calls: list[ReferenceCall]) -> list[int]:
-    """Indices of ``calls`` in a dependency-respecting order (stable); raises on a cycle."""
+def dependency_order(calls: list[ReferenceCall]) -> list[int]:
+    """Indices of ``calls`` in an order that respects ``depends_on`` (stable: ties keep the written
+    order); raises on a cycle. Matching and replay both walk reference calls in this order."""
     index = {c.id: i for i, c in enumerate(calls) if c.id is not None}
     state = [0] * len(calls)  # 0 new, 1 visiting, 2 done
     order: list[int] = []

@@ -37,13 +37,14 @@ class Aggregator:
     judge_calls: int = 0
     judge_cost: float = 0.0
     scores: dict[str, array] = field(default_factory=dict)  # NaN = not applicable; 8 bytes a value
+    _arrays: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # columns as arrays, built once per summary
 
     def add_task_error(self, info: InputErrorInfo) -> None:
-        self.errors.append({"scope": "task", "task_id": None, "trajectory_id": None, **_error_dict(info)})
+        self.errors.append({"scope": "task", "task_id": None, "trajectory_id": None, **info.model_dump(mode="json")})
 
     def add(self, r: TrajectoryResult) -> None:
         if r.error is not None:
-            self.errors.append({"scope": "trajectory", "task_id": r.task_id, "trajectory_id": r.trajectory_id, **_error_dict(r.error)})
+            self.errors.append({"scope": "trajectory", "task_id": r.task_id, "trajectory_id": r.trajectory_id, **r.error.model_dump(mode="json")})
             return
         row = self.rows
         row["verdict"].append(r.verdict.value)
@@ -129,10 +130,9 @@ class Aggregator:
         return group
 
     def _col(self, key: str) -> np.ndarray:
-        cache = self.__dict__.setdefault("_arrays", {})
-        if key not in cache or len(cache[key]) != len(self.rows[key]):
-            cache[key] = np.array(self.rows[key], dtype=object)
-        return cache[key]
+        if key not in self._arrays or len(self._arrays[key]) != len(self.rows[key]):
+            self._arrays[key] = np.array(self.rows[key], dtype=object)
+        return self._arrays[key]
 
     def _score(self, key: str) -> np.ndarray:
         n = len(self.rows["verdict"])
@@ -156,10 +156,6 @@ class Aggregator:
             "score": round(float(np.mean(list(per_cap.values()))), 6) if per_cap else None,
             "rule": f"mean of capability pass rates; capability {cfg.multi_source_capability} weighs multi-source cases {cfg.multi_source_weight:g}x",
         }
-
-
-def _error_dict(info: InputErrorInfo) -> dict[str, Any]:
-    return info.model_dump(mode="json")
 
 
 def _natural(value: str) -> tuple:

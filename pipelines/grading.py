@@ -15,7 +15,7 @@ import hashlib
 import json
 import platform
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
@@ -237,10 +237,3 @@ def _describe(component: Any) -> Any:
         out["stats"] = stats.model_dump(mode="json")
         out["rubrics"] = {name: rubric.version for name, rubric in sorted(rubrics.RUBRICS.items())}
     return out
-
-
-def iter_results(path: Path) -> Iterator[TrajectoryResult]:
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield TrajectoryResult.model_validate_json(line)

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from judge import ReferenceCall, Task, Trajectory, content_hash, response_key
+from judge import ReferenceCall, Task, Trajectory, content_hash, dependency_order, response_key
 from pipelines.env import Environment, ExecResult, Session, load_environment
 
 REFERENCE_CACHE_SIZE = 1024
@@ -28,29 +28,6 @@ class TurnReplay:
     predicted: list[ExecResult]  # one per predicted step of the trajectory turn, in order
     reference_state: str | None  # state digest after this turn (None when no write tool is involved)
     predicted_state: str | None
-
-
-def dependency_order(calls: list[ReferenceCall]) -> list[int]:
-    """Indices in an order that respects ``depends_on`` (stable: ties keep the written order)."""
-    index = {c.id: i for i, c in enumerate(calls) if c.id is not None}
-    done: set[int] = set()
-    order: list[int] = []
-
-    def visit(i: int, path: tuple[int, ...]) -> None:
-        if i in done:
-            return
-        if i in path:
-            raise ValueError(f"reference calls form a dependency cycle through {calls[i].id!r}")
-        for dep in calls[i].depends_on:
-            if dep not in index:
-                raise ValueError(f"reference call {calls[i].id!r} depends on unknown id {dep!r}")
-            visit(index[dep], path + (i,))
-        done.add(i)
-        order.append(i)
-
-    for i in range(len(calls)):
-        visit(i, ())
-    return order
 
 
 class Replayer:

@@ -30,8 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge import Check, Evidence, FailureStage, Outcome, StageResult, canonical_json, response_key
-from judge._task import _topological_order
+from judge import Check, Evidence, FailureStage, Outcome, StageResult, canonical_json, dependency_order, response_key
 
 from pipelines.checks._context import TurnContext
 from pipelines.checks._diff import CallDiff, diff_call
@@ -83,7 +82,7 @@ def match_calls(ctx: TurnContext, answer_correct: bool | None) -> CallMatching:
 
     # 1. structural assignment in dependency order, earliest admissible step first
     order_violations: dict[int, int] = {}
-    for ri in _topological_order(refs):
+    for ri in dependency_order(refs):
         deps = [id_to_index[d] for d in refs[ri].depends_on]
         after = max((status[d].satisfied_by for d in deps if status[d].satisfied_by is not None), default=-1)
         for view in ok_views:

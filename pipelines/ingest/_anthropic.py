@@ -18,7 +18,7 @@ from typing import Any
 from judge import Trajectory, parse_json_text
 
 from pipelines.ingest._base import ItemContext, ItemError, TrajectoryFormat, expect, short
-from pipelines.ingest._chat import TurnBuilder, common_ids, extra_metadata, text_of
+from pipelines.ingest._chat import TurnBuilder, common_ids, extra_metadata, text_of, token_usage
 
 _KNOWN = {"task_id", "trajectory_id", "agent", "system", "usage", "messages", "metadata"}
 _SKIPPED = {"thinking", "redacted_thinking", "image", "document"}
@@ -66,18 +66,6 @@ def _result_value(content: Any, path: str) -> Any:
     if texts:
         return parse_json_text("\n".join(texts))
     return content or None  # only non-text blocks (images): keep them as they are
-
-
-def _usage(item: dict[str, Any]) -> dict[str, Any] | None:
-    usage = item.get("usage")
-    if usage is None:
-        return None
-    expect(usage, dict, "usage", "usage")
-    out = {}
-    for key in ("input_tokens", "output_tokens"):
-        if usage.get(key) is not None:
-            out[key] = expect(usage[key], int, f"usage.{key}", key)
-    return out
 
 
 def _convert(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
@@ -137,7 +125,7 @@ def _convert(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
         text = text_of(system, "system")
         if text:
             meta.setdefault("system", text)
-    return builder.build(item, ctx, _usage(item), meta)
+    return builder.build(item, ctx, token_usage(item, (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"))), meta)
 
 
 TRAJECTORIES = TrajectoryFormat(

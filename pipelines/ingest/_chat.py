@@ -126,3 +126,13 @@ def extra_metadata(item: dict[str, Any], known: set[str]) -> dict[str, Any]:
         if key not in known and key != "metadata":
             meta.setdefault(key, value)
     return meta
+
+
+def token_usage(item: dict[str, Any], names: tuple[tuple[str, str], ...]) -> dict[str, Any] | None:
+    """The item's ``usage`` object as TokenUsage fields; ``names`` maps the format's keys to ours
+    (OpenAI: prompt_tokens -> input_tokens; Anthropic: input_tokens -> input_tokens)."""
+    usage = item.get("usage")
+    if usage is None:
+        return None
+    expect(usage, dict, "usage", "usage")
+    return {dst: expect(usage[src], int, f"usage.{src}", src) for src, dst in names if usage.get(src) is not None}

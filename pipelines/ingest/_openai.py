@@ -20,7 +20,7 @@ from typing import Any
 from judge import Trajectory, parse_json_text
 
 from pipelines.ingest._base import ItemContext, ItemError, TrajectoryFormat, expect, short
-from pipelines.ingest._chat import TurnBuilder, common_ids, extra_metadata, text_of
+from pipelines.ingest._chat import TurnBuilder, common_ids, extra_metadata, text_of, token_usage
 
 _KNOWN = {"task_id", "trajectory_id", "agent", "usage", "messages", "metadata"}
 _ROLES = {"system", "developer", "user", "assistant", "tool"}
@@ -59,18 +59,6 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     if not isinstance(value, dict):
         return {}, f"unparseable arguments: a JSON {type(value).__name__} instead of an object: {short(raw, 200)}"
     return value, None
-
-
-def _usage(item: dict[str, Any]) -> dict[str, Any] | None:
-    usage = item.get("usage")
-    if usage is None:
-        return None
-    expect(usage, dict, "usage", "usage")
-    out = {}
-    for src, dst in (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens")):
-        if usage.get(src) is not None:
-            out[dst] = expect(usage[src], int, f"usage.{src}", src)
-    return out
 
 
 def _convert(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
@@ -115,7 +103,7 @@ def _convert(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
     meta = extra_metadata(item, _KNOWN)
     if system:
         meta.setdefault("system", "\n".join(system))
-    return builder.build(item, ctx, _usage(item), meta)
+    return builder.build(item, ctx, token_usage(item, (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens"))), meta)
 
 
 def _add_call(builder: TurnBuilder, call: Any, path: str) -> None:

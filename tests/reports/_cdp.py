@@ -10,6 +10,7 @@ import asyncio
 import json
 import re
 import subprocess
+import threading
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -134,6 +135,8 @@ def inspect_page(html: Path, expressions: dict[str, str], actions: list[str] | N
                     break
             if ws_url is None:
                 raise RuntimeError("chromium did not print its DevTools endpoint")
+            # keep draining stderr: a full pipe would stall chromium mid-test (a flaky hang)
+            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
             return asyncio.run(asyncio.wait_for(_inspect(ws_url, Path(html).resolve().as_uri(), expressions, actions or [], until), timeout))
         finally:
             proc.terminate()
