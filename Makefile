@@ -4,9 +4,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 OUT    ?= runs/demo
 
-.PHONY: demo test bench clean
+.PHONY: demo test check format bench clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e .
@@ -22,8 +22,18 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest
 
+# Lint, format and types (configured in pyproject.toml).
+check: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+format: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
 bench: $(VENV)/.installed-dev
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) runs bench/out
+	rm -rf $(VENV) runs bench/out build dist

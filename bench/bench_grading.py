@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def child(tasks: str, trajectories: str, out: str) -> None:
-    from pipelines.grading import GradeOptions, run_grading
+    from pipelines.grade_run import GradeOptions, run_grading
 
     start = time.perf_counter()
     outcome = run_grading(GradeOptions(tasks=Path(tasks), trajectories=Path(trajectories), out=Path(out)))

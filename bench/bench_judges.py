@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import rubrics  # noqa: E402
-from judge import JudgeRequest, JudgeSettings, build_panel  # noqa: E402
+from judge import JudgeRequest  # noqa: E402
+from judge.llm import JudgeSettings, build_panel  # noqa: E402
 from tests.servers.fast import FastOpenAIServer  # noqa: E402
 
 

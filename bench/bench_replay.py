@@ -22,7 +22,7 @@ from pipelines.replay import Replayer  # noqa: E402
 
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def run(cache: bool, tasks: dict[str, Task], trajectories: list[Trajectory]) -> tuple[list[float], float, int]:
@@ -47,20 +47,24 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     sample = REPO / "data" / "sample"
-    tasks = {t.task_id: t for t in (Task.model_validate(json.loads(l)) for l in (sample / "tasks.jsonl").read_text(encoding="utf-8").splitlines())}
-    trajectories = [Trajectory.model_validate(json.loads(l)) for l in (sample / "trajectories.jsonl").read_text(encoding="utf-8").splitlines()]
+    tasks = {t.task_id: t for t in (Task.model_validate(json.loads(line)) for line in (sample / "tasks.jsonl").read_text(encoding="utf-8").splitlines())}
+    trajectories = [Trajectory.model_validate(json.loads(line)) for line in (sample / "trajectories.jsonl").read_text(encoding="utf-8").splitlines()]
     t0 = time.perf_counter()
     for name in sorted({t.environment for t in tasks.values() if t.environment}):
         load_environment(name)
     print(f"load 5 environments (BM25 indexes, schema checks): {(time.perf_counter() - t0) * 1000:.0f} ms")
+
     def report(label: str, result: tuple[list[float], float, int]) -> None:
         per_call, total, calls = result
-        print(f"{label}: {len(trajectories)} trajectories, {calls} calls (reference + predicted) in {total:.2f} s; "
-              f"per call median {statistics.median(per_call) * 1e6:.0f} us, p90 {_percentile(per_call, 0.9) * 1e6:.0f} us")
+        print(
+            f"{label}: {len(trajectories)} trajectories, {calls} calls (reference + predicted) in {total:.2f} s; "
+            f"per call median {statistics.median(per_call) * 1e6:.0f} us, p90 {_percentile(per_call, 0.9) * 1e6:.0f} us"
+        )
 
-    report("cache off (best of %d)" % args.repeat, min((run(False, tasks, trajectories) for _ in range(args.repeat)), key=lambda r: r[1]))
+    report(f"cache off (best of {args.repeat})", min((run(False, tasks, trajectories) for _ in range(args.repeat)), key=lambda r: r[1]))
     report("cache on, first pass", run(True, tasks, trajectories))  # fills the per-environment read cache
-    report("cache on, warm (best of %d)" % args.repeat, min((run(True, tasks, trajectories) for _ in range(args.repeat)), key=lambda r: r[1]))
+    report(f"cache on, warm (best of {args.repeat})", min((run(True, tasks, trajectories) for _ in range(args.repeat)), key=lambda r: r[1]))
+
 
 if __name__ == "__main__":
     main()

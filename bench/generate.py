@@ -12,9 +12,17 @@ import random
 from pathlib import Path
 
 TOOLS = [
-    {"name": f"get_{entity}_{field}", "description": f"Return the {field} of a {entity}.",
-     "parameters": {"type": "object", "properties": {"id": {"type": "integer"}, "year": {"type": "integer", "default": 2024}, "unit": {"type": "string"}}, "required": ["id"]}}
-    for entity in ("athlete", "team", "country", "event", "venue") for field in ("medals", "rank", "score", "budget")
+    {
+        "name": f"get_{entity}_{field}",
+        "description": f"Return the {field} of a {entity}.",
+        "parameters": {
+            "type": "object",
+            "properties": {"id": {"type": "integer"}, "year": {"type": "integer", "default": 2024}, "unit": {"type": "string"}},
+            "required": ["id"],
+        },
+    }
+    for entity in ("athlete", "team", "country", "event", "venue")
+    for field in ("medals", "rank", "score", "budget")
 ]
 WRITE = {"name": "record_note", "side_effect": "write", "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}
 
@@ -64,7 +72,13 @@ def make_trajectory(task: dict, j: int, rng: random.Random) -> dict:
     if mode == "write":
         steps.append({"name": "record_note", "arguments": {"text": "done"}, "result": {"ok": True}})
     answer = task["gold_answer"] if mode not in ("wrong_answer", "wrong_tool") else str(int(task["gold_answer"]) + 1)
-    return {"task_id": task["task_id"], "trajectory_id": f"{task['task_id']}/{j}", "agent": f"agent-{j % 3}", "steps": steps, "final_answer": f"The answer is {answer}."}
+    return {
+        "task_id": task["task_id"],
+        "trajectory_id": f"{task['task_id']}/{j}",
+        "agent": f"agent-{j % 3}",
+        "steps": steps,
+        "final_answer": f"The answer is {answer}.",
+    }
 
 
 def generate(out: Path, n_trajectories: int, n_tasks: int = 1000, seed: int = 0) -> tuple[Path, Path]:

@@ -156,7 +156,7 @@ def krippendorff_alpha(ratings: Sequence[Sequence[str | None]], coder: LabelCode
     """Nominal Krippendorff's alpha over several raters (rows) x items (columns); None = missing."""
     data = np.array([coder.encode(r) for r in ratings], dtype=float)
     data[data < 0] = np.nan
-    usable = (np.isfinite(data).sum(axis=0) >= 2)
+    usable = np.isfinite(data).sum(axis=0) >= 2
     if usable.sum() == 0 or len(np.unique(data[:, usable][np.isfinite(data[:, usable])])) < 2:
         return None
     return round(float(krippendorff.alpha(reliability_data=data[:, usable], level_of_measurement="nominal")), 6)

@@ -17,9 +17,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from judge import InputError, field_path
-
 from calibration._gold import GoldItem, GoldSet, HumanLabel, default_positive_label
+from judge import InputError, field_path
 
 THAKUR_JUDGES: tuple[str, ...] = (
     "JudgeLM",

@@ -13,11 +13,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge import Escalator, JudgeRequest, Rubric, content_hash
-from rubrics import data_block
-
 from calibration._gold import GoldItem
 from calibration._prompts import FewShotExample, JudgeRun
+from judge import Escalator, JudgeRequest, content_hash
+from judge.llm import Rubric
+from rubrics import data_block
 
 EXAMPLES_HEADER = "Worked examples labelled by human reviewers (data, not instructions):"
 
@@ -39,7 +39,7 @@ class FewShotRubric:
         return self.base.name
 
     @property
-    def verdict_schema(self):  # noqa: ANN201 - whatever the base rubric declares
+    def verdict_schema(self):
         return self.base.verdict_schema
 
     @property

@@ -77,7 +77,9 @@ def _kappa(truth: np.ndarray, pred: np.ndarray, k: int) -> float:
     return float(cohen_kappa(confusion_matrix(truth[ok], pred[ok], k)))
 
 
-def _learned_predictions(votes: np.ndarray, truth: np.ndarray, train: np.ndarray, judges: Sequence[str], k: int) -> tuple[dict[str, np.ndarray], LogOddsPanel, LogisticPanel, int]:
+def _learned_predictions(
+    votes: np.ndarray, truth: np.ndarray, train: np.ndarray, judges: Sequence[str], k: int
+) -> tuple[dict[str, np.ndarray], LogOddsPanel, LogisticPanel, int]:
     """Fit on ``train`` items with a reference label; predict every item."""
     fit_rows = train & (truth >= 0)
     binary_truth = (truth[fit_rows] == 0).astype(int)
@@ -125,7 +127,9 @@ def held_out_evaluation(
     held_clusters = [clusters[i] for i in held_idx]
     weighted = decode(preds["weighted_log_odds"][held_idx], coder)
     comparisons = [
-        compare_raters(held_truth, decode(preds[other][held_idx], coder), weighted, held_clusters, coder, names=(other, "weighted_log_odds"), n_boot=n_boot, seed=seed)
+        compare_raters(
+            held_truth, decode(preds[other][held_idx], coder), weighted, held_clusters, coder, names=(other, "weighted_log_odds"), n_boot=n_boot, seed=seed
+        )
         for other in (f"best_single:{judges[best]}", "majority", "logistic_stacking")
     ]
     corrected = _corrected_pass_rates(truth, votes, clusters, judges, train, held, n_boot=n_boot, seed=seed)

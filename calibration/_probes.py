@@ -23,11 +23,10 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from judge import Escalator, JudgeRequest, PanelDecision
-
 from calibration._agreement import Estimate
 from calibration._bootstrap import cluster_index, draw_weights
 from calibration._gold import GoldItem
+from judge import Escalator, JudgeRequest, PanelDecision
 
 POSITION_FIELDS = ("tool_outputs", "candidates", "gold_answers", "predicted_calls", "calls")
 VERBOSITY_PADDING = (

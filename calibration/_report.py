@@ -15,8 +15,6 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
-from judge import JudgeSettings, build_panel
-
 from calibration._agreement import AgreementStats, Estimate, HumanCeiling, LabelCoder, Resampler, agreement, human_ceiling, krippendorff_alpha
 from calibration._gold import GoldSet
 from calibration._gold_io import load_gold
@@ -24,6 +22,7 @@ from calibration._live import panel_judge_run
 from calibration._panels import FIXED_RULES, HeldOutEvaluation, decode, encode_votes, fixed_rule, held_out_evaluation
 from calibration._self_preference import SelfPreference, self_preference
 from calibration._votes import write_weights
+from judge.llm import JudgeSettings, build_panel
 
 REPORT_VERSION = 1
 
@@ -78,7 +77,9 @@ def run_calibration(
     live = [name for name in judges or [] if name not in gold_set.judges]
     if live:
         gold_set = judge_live(gold_set, live, judge_settings or JudgeSettings())
-    report, disagreements = calibrate(gold_set, judges=judges, rubric=rubric, seed=seed, n_boot=n_boot, train_fraction=train_fraction, spread_seeds=spread_seeds)
+    report, disagreements = calibrate(
+        gold_set, judges=judges, rubric=rubric, seed=seed, n_boot=n_boot, train_fraction=train_fraction, spread_seeds=spread_seeds
+    )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = ["calibration.json", "calibration.md", "calibration_section.html", "disagreements.jsonl"]
@@ -159,7 +160,18 @@ def calibrate(
 
     held: HeldOutEvaluation | None = None
     if len(names) >= 2 and len(coder.labels) == 2:
-        held = held_out_evaluation(truth, verdicts, clusters, names, coder, rubric=gold.rubrics[0] if len(gold.rubrics) == 1 else rubric, seed=seed, train_fraction=train_fraction, n_boot=n_boot, spread_seeds=spread_seeds)
+        held = held_out_evaluation(
+            truth,
+            verdicts,
+            clusters,
+            names,
+            coder,
+            rubric=gold.rubrics[0] if len(gold.rubrics) == 1 else rubric,
+            seed=seed,
+            train_fraction=train_fraction,
+            n_boot=n_boot,
+            spread_seeds=spread_seeds,
+        )
     elif len(names) >= 2:
         notes.append(f"labels {coder.labels} are not binary: learned (weighted) panels and weights.json are binary-only and were skipped")
 
@@ -172,12 +184,22 @@ def calibrate(
 
     prefs = []
     for j in names:
-        sp = self_preference(j, [None if v.get(j) is None else v.get(j) == gold.positive_label for v in verdicts], human_pos, [it.agent for it in items], clusters, n_boot=n_boot, seed=seed)
+        sp = self_preference(
+            j,
+            [None if v.get(j) is None else v.get(j) == gold.positive_label for v in verdicts],
+            human_pos,
+            [it.agent for it in items],
+            clusters,
+            n_boot=n_boot,
+            seed=seed,
+        )
         if sp is not None:
             prefs.append(sp)
 
     if all(it.material is not None and it.material.get("answer") is None for it in items):
-        notes.append("no item carries the judged answer (material.answer is null): items cannot be re-judged, so live bias probes, prompt comparison and threshold tuning need another gold set")
+        notes.append(
+            "no item carries the judged answer (material.answer is null): items cannot be re-judged, so live bias probes, prompt comparison and threshold tuning need another gold set"
+        )
 
     disagreements, counts = _disagreements(gold, names, rule_preds)
     report = CalibrationReport(
@@ -213,7 +235,9 @@ def _disagreements(gold: GoldSet, names: Sequence[str], rule_preds: dict[str, li
             h = it.human_label
             if h is not None and lab is not None and lab != h:
                 n += 1
-                records.append({"rater": rater, "id": it.id, "human": h, "rated": lab, "cluster": it.cluster_key, "agent": it.agent, "material": it.material_summary()})
+                records.append(
+                    {"rater": rater, "id": it.id, "human": h, "rated": lab, "cluster": it.cluster_key, "agent": it.agent, "material": it.material_summary()}
+                )
         counts[rater] = n
     return records, counts
 
@@ -240,7 +264,21 @@ def _ci(e: Estimate, digits: int = 3) -> str:
     return f"{_f(e.value, digits)} [{_f(e.ci_low, digits)}, {_f(e.ci_high, digits)}]"
 
 
-_STAT_HEAD = ["rater", "n", "coverage", "% agreement", "Cohen's kappa [95% CI]", "Gwet AC1", "Scott pi", "balanced acc.", "TPR", "TNR", "human +rate", "rater +rate", "leniency"]
+_STAT_HEAD = [
+    "rater",
+    "n",
+    "coverage",
+    "% agreement",
+    "Cohen's kappa [95% CI]",
+    "Gwet AC1",
+    "Scott pi",
+    "balanced acc.",
+    "TPR",
+    "TNR",
+    "human +rate",
+    "rater +rate",
+    "leniency",
+]
 
 
 def _stat_row(name: str, s: AgreementStats) -> list[str]:
@@ -266,7 +304,9 @@ def _tables(report: CalibrationReport) -> list[tuple[str, list[str], list[list[s
     order = sorted(report.judges, key=lambda j: -(report.judges[j].cohen_kappa.value or -2))
     tables.append(("Judges vs human labels (all items)", _STAT_HEAD, [_stat_row(j, report.judges[j]) for j in order]))
     if report.panels:
-        tables.append(("Vote rules over all judges (all items; unresolved items lower coverage)", _STAT_HEAD, [_stat_row(r, s) for r, s in report.panels.items()]))
+        tables.append(
+            ("Vote rules over all judges (all items; unresolved items lower coverage)", _STAT_HEAD, [_stat_row(r, s) for r, s in report.panels.items()])
+        )
     h = report.held_out
     if h is not None:
         tables.append(
@@ -278,7 +318,13 @@ def _tables(report: CalibrationReport) -> list[tuple[str, list[str], list[list[s
         )
         if h.spread is not None:
             rows = [[r, _f(h.spread.kappa_mean[r]), _f(h.spread.kappa_min[r]), _f(h.spread.kappa_max[r])] for r in h.spread.kappa_mean]
-            tables.append((f"Held-out kappa over {len(h.spread.seeds)} other split seeds ({h.spread.seeds[0]}..{h.spread.seeds[-1]})", ["rule", "mean", "min", "max"], rows))
+            tables.append(
+                (
+                    f"Held-out kappa over {len(h.spread.seeds)} other split seeds ({h.spread.seeds[0]}..{h.spread.seeds[-1]})",
+                    ["rule", "mean", "min", "max"],
+                    rows,
+                )
+            )
         tables.append(
             (
                 "Pass rate corrected for judge error on the held-out split (TPR/TNR from train)",
@@ -298,7 +344,10 @@ def _tables(report: CalibrationReport) -> list[tuple[str, list[str], list[list[s
             (
                 "Paired comparisons on the held-out split (b - a)",
                 ["a", "b", "n", "kappa a", "kappa b", "kappa diff [95% CI]", "only a right", "only b right", "McNemar exact p"],
-                [[c.a, c.b, str(c.n), _f(c.kappa_a), _f(c.kappa_b), _ci(c.kappa_diff), str(c.only_a_right), str(c.only_b_right), _f(c.mcnemar_p, 4)] for c in h.comparisons],
+                [
+                    [c.a, c.b, str(c.n), _f(c.kappa_a), _f(c.kappa_b), _ci(c.kappa_diff), str(c.only_a_right), str(c.only_b_right), _f(c.mcnemar_p, 4)]
+                    for c in h.comparisons
+                ],
             )
         )
     if report.self_preference:
@@ -306,7 +355,19 @@ def _tables(report: CalibrationReport) -> list[tuple[str, list[str], list[list[s
             (
                 "Self-preference (leniency on own model family minus leniency on others)",
                 ["judge", "family", "n same", "n other", "leniency same", "leniency other", "difference [95% CI]", "flagged"],
-                [[s.judge, s.family or "-", str(s.n_same), str(s.n_other), _f(s.leniency_same), _f(s.leniency_other), _ci(s.difference), "yes" if s.flagged else "no"] for s in report.self_preference],
+                [
+                    [
+                        s.judge,
+                        s.family or "-",
+                        str(s.n_same),
+                        str(s.n_other),
+                        _f(s.leniency_same),
+                        _f(s.leniency_other),
+                        _ci(s.difference),
+                        "yes" if s.flagged else "no",
+                    ]
+                    for s in report.self_preference
+                ],
             )
         )
     return tables
@@ -320,11 +381,17 @@ def _summary_lines(report: CalibrationReport) -> list[str]:
         + ".",
         f"Bootstrap: {report.n_boot} cluster resamples, seed {report.seed}, 95% percentile intervals.",
         f"Human positive rate: {_f(report.human.positive_rate)}; annotators: {', '.join(report.human.annotators)}.",
-        "Krippendorff's alpha (nominal): judges " + _f(report.krippendorff_alpha.get("judges")) + ", judges + human " + _f(report.krippendorff_alpha.get("judges_and_human")) + ".",
+        "Krippendorff's alpha (nominal): judges "
+        + _f(report.krippendorff_alpha.get("judges"))
+        + ", judges + human "
+        + _f(report.krippendorff_alpha.get("judges_and_human"))
+        + ".",
     ]
     c = report.human.ceiling
     if c is not None:
-        lines.append(f"Human-human ceiling on {c.n_items} items: pairwise kappa {_f(c.pairwise_cohen_kappa)}, agreement {_pct(c.pairwise_percent_agreement)}%, alpha {_f(c.krippendorff_alpha)}.")
+        lines.append(
+            f"Human-human ceiling on {c.n_items} items: pairwise kappa {_f(c.pairwise_cohen_kappa)}, agreement {_pct(c.pairwise_percent_agreement)}%, alpha {_f(c.krippendorff_alpha)}."
+        )
     return lines
 
 
@@ -336,7 +403,10 @@ def render_markdown(report: CalibrationReport) -> str:
         out += ["| " + " | ".join(r) + " |" for r in rows]
     if report.notes:
         out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
-    out += ["", "Disagreements with their material: disagreements.jsonl (counts: " + ", ".join(f"{k} {v}" for k, v in report.disagreement_counts.items()) + ")."]
+    out += [
+        "",
+        "Disagreements with their material: disagreements.jsonl (counts: " + ", ".join(f"{k} {v}" for k, v in report.disagreement_counts.items()) + ").",
+    ]
     return "\n".join(out) + "\n"
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
-from judge import JudgeWeight
+from judge.llm import JudgeWeight
 
 WEIGHTS_VERSION = 1
 
@@ -94,9 +94,9 @@ class LogOddsPanel:
         return _decide(self.score(votes), negative)
 
     def weights_file(self, rubric: str | None, positive_label: str) -> dict:
-        """The panel's weights file (read by ``judge.load_weights``).
+        """The panel's weights file (read by ``judge.llm.load_weights``).
 
-        Semantics (``judge._voting``): score = prior_log_odds + sum over voting judges of
+        Semantics (``judge.llm._voting``): score = prior_log_odds + sum over voting judges of
         log(tpr/(1-tnr)) for a positive vote, log((1-tpr)/tnr) otherwise; positive iff > 0.
         ``weight`` = the judge's log diagnostic odds ratio (>= 0; 0 for a judge no better than
         chance): its evidence strength, which the panel uses to rank negative labels.

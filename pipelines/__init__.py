@@ -2,6 +2,6 @@
 
 ``ingest`` (formats -> Task, Trajectory, errors with file:line:field) -> ``checks`` (policy, calls,
 answer, grounding; ``matching`` holds the value rules) with optional ``replay`` in an ``env`` ->
-``grader`` (escalation bookkeeping, ``attribution``, ``scoring``) -> ``grading`` (the run: streaming,
-judge rounds, outputs) -> ``aggregate`` (summary.json). ``cli`` is the ``judge`` command.
+``grade_case`` (one trajectory: escalation bookkeeping, ``attribution``, ``scoring``) -> ``grade_run``
+(the whole run: streaming, judge rounds, outputs) -> ``aggregate`` (summary.json). ``cli`` is the ``judge`` command.
 """

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from judge import FAILURE_STAGE_ORDER, InputErrorInfo, Scores, TrajectoryResult
-
 from pipelines.bootstrap import cluster_bootstrap_ci
 from pipelines.config import GradingConfig
 

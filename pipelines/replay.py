@@ -62,13 +62,15 @@ class Replayer:
             traj_turn = by_turn.get(turn.turn_id)
             for step in traj_turn.steps if traj_turn is not None else []:
                 predicted.append(predicted_session.execute(step.name, step.arguments, label=step.call_id))
-            replays.append(TurnReplay(
-                turn_id=turn.turn_id,
-                reference=ref_results,
-                predicted=predicted,
-                reference_state=ref_state if track_state else None,
-                predicted_state=predicted_session.state_digest() if track_state else None,
-            ))
+            replays.append(
+                TurnReplay(
+                    turn_id=turn.turn_id,
+                    reference=ref_results,
+                    predicted=predicted,
+                    reference_state=ref_state if track_state else None,
+                    predicted_state=predicted_session.state_digest() if track_state else None,
+                )
+            )
         return replays
 
     def _reference(self, task: Task, env: Environment) -> list[tuple[list[ExecResult], str]]:

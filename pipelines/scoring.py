@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from judge import Outcome, Scores, StageResult, Task
-
 from pipelines.checks._context import TurnContext
 from pipelines.checks.calls import CallMatching, call_signature
 from pipelines.config import GradingConfig

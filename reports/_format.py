@@ -9,8 +9,19 @@ import pandas as pd
 
 # columns printed as percentages wherever they appear
 PERCENT_COLUMNS = {
-    "pass_rate", "ci_low", "ci_high", "share", "failure_rate", "failure_rate_incl_undecided", "agrees_with_panel",
-    "pass_at_k", "pass_hat_k", "mean_pass_rate", "std_over_runs", "delta_pass_rate", "vakra_score",
+    "pass_rate",
+    "ci_low",
+    "ci_high",
+    "share",
+    "failure_rate",
+    "failure_rate_incl_undecided",
+    "agrees_with_panel",
+    "pass_at_k",
+    "pass_hat_k",
+    "mean_pass_rate",
+    "std_over_runs",
+    "delta_pass_rate",
+    "vakra_score",
 }
 
 

@@ -15,7 +15,6 @@ from typing import Any
 import pandas as pd
 
 from judge import Trajectory, TrajectoryResult
-
 from reports import _svg
 from reports._analysis import RunReport
 from reports._format import calibration_sentence, cell, num, pct, pct_ci, pivot_comparison, rows
@@ -141,16 +140,26 @@ def _drill_item(r: TrajectoryResult, traj: Trajectory | None) -> str:
     data = " ".join(f'data-{k}="{escape(val)}"' for k, val in attrs.items())
     head = (
         f'<span class="badge {v}">{v}</span>{escape(r.trajectory_id or "?")} · task {escape(r.task_id or "?")} · agent {escape(r.agent or "?")}'
-        f" · cap {escape(r.capability or '?')} · {escape(r.domain or '?')}" + (f" · <b>{escape(stage)}</b>" if stage and stage != "none" else "") + f" · {escape(r.decided_by)}"
+        f" · cap {escape(r.capability or '?')} · {escape(r.domain or '?')}"
+        + (f" · <b>{escape(stage)}</b>" if stage and stage != "none" else "")
+        + f" · {escape(r.decided_by)}"
     )
     body = []
     if r.error is not None:
         body.append(f"<p>input error: {escape(r.error.render() if hasattr(r.error, 'render') else str(r.error))}</p>")
     sc = {k: x for k, x in r.scores.model_dump().items() if x is not None}
     if sc:
-        body.append('<p class="note">scores: ' + escape(", ".join(f"{k} {x:.3f}" for k, x in sc.items())) + f" · judge calls {r.judge_calls}, ${r.judge_cost_usd:.4f}</p>")
+        body.append(
+            '<p class="note">scores: '
+            + escape(", ".join(f"{k} {x:.3f}" for k, x in sc.items()))
+            + f" · judge calls {r.judge_calls}, ${r.judge_cost_usd:.4f}</p>"
+        )
     for t_no, turn in enumerate(r.turns):
-        body.append(f"<h4>turn {escape(turn.turn_id)}: {escape(turn.verdict.value)}" + (f" at {escape(turn.failure_stage.value)}" if turn.failure_stage and turn.failure_stage.value != "none" else "") + "</h4>")
+        body.append(
+            f"<h4>turn {escape(turn.turn_id)}: {escape(turn.verdict.value)}"
+            + (f" at {escape(turn.failure_stage.value)}" if turn.failure_stage and turn.failure_stage.value != "none" else "")
+            + "</h4>"
+        )
         tt = traj.turns[t_no] if traj is not None and t_no < len(traj.turns) else None
         if tt is not None:
             if tt.query:
@@ -159,15 +168,21 @@ def _drill_item(r: TrajectoryResult, traj: Trajectory | None) -> str:
                 body.append("<table><thead><tr><th>#</th><th>tool</th><th>arguments</th><th>status</th><th>output</th></tr></thead><tbody>")
                 for i, st in enumerate(tt.steps):
                     out = st.error if st.error else st.result
-                    body.append(f'<tr><td class="n">{i}</td><td>{escape(st.name)}</td><td><pre>{escape(_short(st.arguments))}</pre></td><td>{escape(st.status)}</td><td><pre>{escape(_short(out))}</pre></td></tr>')
+                    body.append(
+                        f'<tr><td class="n">{i}</td><td>{escape(st.name)}</td><td><pre>{escape(_short(st.arguments))}</pre></td><td>{escape(st.status)}</td><td><pre>{escape(_short(out))}</pre></td></tr>'
+                    )
                 body.append("</tbody></table>")
             body.append(f"<p><b>final answer:</b> {escape(_short(tt.final_answer))}</p>")
         body.append("<table><thead><tr><th>check</th><th>outcome</th><th>stage</th><th>decided by</th><th>reason</th><th>evidence</th></tr></thead><tbody>")
         for ch in turn.checks:
             ev = "<br>".join(
-                escape(f"{e.kind}: {e.message}" + (f" [ref {e.reference}]" if e.reference is not None else "") + (f" [step {e.step}]" if e.step is not None else "")
-                       + (f" expected={_short(e.expected)}" if e.expected is not None and e.kind != "answer" else "")
-                       + (f" expected={_short(e.expected)} actual={_short(e.actual)}" if e.kind == "answer" else ""))
+                escape(
+                    f"{e.kind}: {e.message}"
+                    + (f" [ref {e.reference}]" if e.reference is not None else "")
+                    + (f" [step {e.step}]" if e.step is not None else "")
+                    + (f" expected={_short(e.expected)}" if e.expected is not None and e.kind != "answer" else "")
+                    + (f" expected={_short(e.expected)} actual={_short(e.actual)}" if e.kind == "answer" else "")
+                )
                 for e in ch.evidence
             )
             body.append(
@@ -183,7 +198,9 @@ def _drill_item(r: TrajectoryResult, traj: Trajectory | None) -> str:
                 f'<p class="note">panel {escape(d.panel)} ({escape(d.rule)}) on {escape(ch.check.value)}: <b>{escape(str(d.label))}</b> → {escape(d.outcome.value)}'
                 f"; agreement {pct(d.agreement)}; rubric {escape(str(d.rubric))} {escape(str(d.rubric_version or ''))}</p>"
             )
-            body.append("<table><thead><tr><th>judge</th><th>label</th><th>score</th><th>abstained</th><th>confidence</th><th>cached</th><th>rationale</th></tr></thead><tbody>")
+            body.append(
+                "<table><thead><tr><th>judge</th><th>label</th><th>score</th><th>abstained</th><th>confidence</th><th>cached</th><th>rationale</th></tr></thead><tbody>"
+            )
             for vote in d.votes:
                 body.append(
                     f"<tr><td>{escape(vote.judge)}</td><td>{escape(str(vote.label))}</td><td>{escape(cell('score', vote.score))}</td>"
@@ -234,23 +251,47 @@ def render_run(rep: RunReport, anchor: str) -> str:
     if hops.empty:
         parts.append('<p class="note">no hop metadata</p>')
     else:
-        parts.append('<p class="note">Bars: pass rate per policy condition ("all": every trajectory); whiskers: 95% CI. Hop type = the distinct sources of the hop pattern.</p>')
-        parts.append('<div class="grid"><div><h3>By hop depth</h3>' + _hops_chart(hops, "hop_count") + '</div><div><h3>By hop type</h3>' + _hops_chart(hops, "hop_type") + "</div></div>")
+        parts.append(
+            '<p class="note">Bars: pass rate per policy condition ("all": every trajectory); whiskers: 95% CI. Hop type = the distinct sources of the hop pattern.</p>'
+        )
+        parts.append(
+            '<div class="grid"><div><h3>By hop depth</h3>'
+            + _hops_chart(hops, "hop_count")
+            + "</div><div><h3>By hop type</h3>"
+            + _hops_chart(hops, "hop_type")
+            + "</div></div>"
+        )
     parts.append(_table(hops) + "</section>")
 
     seeds = t["seed_metrics"]
-    parts.append(f'<section id="{anchor}-metrics"><h2>Seed metrics per agent</h2><p class="note">One radar per agent (0 to 1 on every axis); dashed grey: all agents together.</p>')
+    parts.append(
+        f'<section id="{anchor}-metrics"><h2>Seed metrics per agent</h2><p class="note">One radar per agent (0 to 1 on every axis); dashed grey: all agents together.</p>'
+    )
     values = {str(r["agent"]): [None if pd.isna(r[m]) else float(r[m]) for m in SEED_METRICS] for _, r in seeds.iterrows()}
     overall = values.pop("all", None)
     ref = ("all agents", overall) if overall is not None else None
-    parts.append('<div class="grid">' + "".join(_svg.radar(f"Seed metrics: {agent}", list(SEED_METRICS), [(agent, v)], reference=ref) for agent, v in values.items()) + "</div>")
+    parts.append(
+        '<div class="grid">'
+        + "".join(_svg.radar(f"Seed metrics: {agent}", list(SEED_METRICS), [(agent, v)], reference=ref) for agent, v in values.items())
+        + "</div>"
+    )
     parts.append(_table(seeds) + "<h3>All scores (95% CI)</h3>" + _table(t["scores"], percent=set()) + "</section>")
 
     tools = t["tool_bottlenecks"]
-    parts.append(f'<section id="{anchor}-tools"><h2>Per-tool bottlenecks</h2><p class="note">For each reference tool: among reference steps that required it, the share the agent left unsatisfied (incl. undecided no-counterpart cases). Chart: the 25 highest rates among tools required at least {MIN_TOOL_SUPPORT} times; the table lists every tool.</p>')
+    parts.append(
+        f'<section id="{anchor}-tools"><h2>Per-tool bottlenecks</h2><p class="note">For each reference tool: among reference steps that required it, the share the agent left unsatisfied (incl. undecided no-counterpart cases). Chart: the 25 highest rates among tools required at least {MIN_TOOL_SUPPORT} times; the table lists every tool.</p>'
+    )
     charted = tools[tools["required"] >= MIN_TOOL_SUPPORT].head(25)
     if not charted.empty:
-        parts.append(_svg.hbars("Conditional failure rate per reference tool", [(str(r["tool"]), float(r["failure_rate_incl_undecided"]), f"{r['unsatisfied'] + r['no_counterpart']}/{r['required']}") for _, r in charted.iterrows()]))
+        parts.append(
+            _svg.hbars(
+                "Conditional failure rate per reference tool",
+                [
+                    (str(r["tool"]), float(r["failure_rate_incl_undecided"]), f"{r['unsatisfied'] + r['no_counterpart']}/{r['required']}")
+                    for _, r in charted.iterrows()
+                ],
+            )
+        )
     parts.append(_table(tools) + "</section>")
 
     vf = rep.vote_facts
@@ -282,12 +323,21 @@ def render_run(rep: RunReport, anchor: str) -> str:
         for agent in sorted(set(pk["agent"]), key=natural):
             sub = pk[pk["agent"] == agent]
             cats = [str(k) for k in sub["k"]]
-            parts.append(_svg.grouped_bars(f"pass@k and pass^k, {agent}", cats, [("pass@k", [(v, None, None) for v in sub["pass_at_k"]]), ("pass^k", [(v, None, None) for v in sub["pass_hat_k"]])], y_label=f"{agent}"))
+            parts.append(
+                _svg.grouped_bars(
+                    f"pass@k and pass^k, {agent}",
+                    cats,
+                    [("pass@k", [(v, None, None) for v in sub["pass_at_k"]]), ("pass^k", [(v, None, None) for v in sub["pass_hat_k"]])],
+                    y_label=f"{agent}",
+                )
+            )
         parts.append(_table(t["repeated_runs"]) + _table(pk))
     parts.append("</section>")
 
     if s.get("errors"):
-        err = pd.DataFrame([{k: e.get(k) for k in ("file", "line", "field", "kind", "message")} for e in s["errors"]], columns=["file", "line", "field", "kind", "message"])
+        err = pd.DataFrame(
+            [{k: e.get(k) for k in ("file", "line", "field", "kind", "message")} for e in s["errors"]], columns=["file", "line", "field", "kind", "message"]
+        )
         parts.append(f'<section id="{anchor}-errors"><h2>Input errors (listed, not graded)</h2>' + _table(err) + "</section>")
     if rep.notes:
         parts.append(f'<section id="{anchor}-notes"><h2>Notes</h2><ul>' + "".join(f"<li>{escape(n)}</li>" for n in rep.notes) + "</ul></section>")
@@ -299,7 +349,11 @@ def _comparison(reports: list[RunReport], comparison: dict[str, pd.DataFrame]) -
     comp = comparison["comparison"]
     cats = list(comp["run"])
     chart = _svg.grouped_bars("Pass rate per run (95% CI)", cats, [("pass rate", [(r["pass_rate"], r["ci_low"], r["ci_high"]) for _, r in comp.iterrows()])])
-    out = ['<section id="comparison"><h2>Comparison of runs</h2><p class="note">Deltas are against the first run; "ci_overlaps_first" says whether the 95% CIs overlap (overlap: the difference may be noise); in the group tables a * marks a delta whose CIs do not overlap.</p>', chart, _table(comp)]
+    out = [
+        '<section id="comparison"><h2>Comparison of runs</h2><p class="note">Deltas are against the first run; "ci_overlaps_first" says whether the 95% CIs overlap (overlap: the difference may be noise); in the group tables a * marks a delta whose CIs do not overlap.</p>',
+        chart,
+        _table(comp),
+    ]
     wf_rows = [(rep.run.name, _segments(rep.tables["failure_stages"].iloc[0])) for rep in reports]
     out.append(_svg.stacked_bars("Outcomes per run", wf_rows))
     for key, df in comparison.items():
@@ -320,7 +374,19 @@ def render_html(reports: list[RunReport], comparison: dict[str, pd.DataFrame] | 
         nav += [f'<a href="#{a}-headline">{escape(rep.run.name)}</a>' for a, rep in zip(anchors, reports)]
     else:
         a = anchors[0]
-        nav += [f'<a href="#{a}-{k}">{label}</a>' for k, label in (("headline", "headline"), ("stages", "failure stages"), ("hops", "hops"), ("metrics", "metrics"), ("tools", "tools"), ("decisions", "decisions"), ("repeats", "repeated runs"), ("drill", "trajectories"))]
+        nav += [
+            f'<a href="#{a}-{k}">{label}</a>'
+            for k, label in (
+                ("headline", "headline"),
+                ("stages", "failure stages"),
+                ("hops", "hops"),
+                ("metrics", "metrics"),
+                ("tools", "tools"),
+                ("decisions", "decisions"),
+                ("repeats", "repeated runs"),
+                ("drill", "trajectories"),
+            )
+        ]
     title = "trajectory-judge report: " + ", ".join(rep.run.name for rep in reports)
     body = []
     if multi:
@@ -331,7 +397,7 @@ def render_html(reports: list[RunReport], comparison: dict[str, pd.DataFrame] | 
             body.append(f'<h2 id="{a}">Run {escape(rep.run.name)}</h2>')
         body.append(render_run(rep, a))
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
         f"<title>{escape(title)}</title>\n<style>{CSS}</style></head><body>\n"
         f"<header><h1>{escape(title)}</h1>\n"

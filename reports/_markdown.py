@@ -15,8 +15,7 @@ def _headline(rep: RunReport) -> list[str]:
     s = rep.run.summary
     c = s["counts"]
     lines = [
-        f"**{c['graded']}** trajectories graded ({c['errors']} input errors): "
-        f"**{c['pass']} pass**, {c['fail']} fail, {c['unresolved']} unresolved.",
+        f"**{c['graded']}** trajectories graded ({c['errors']} input errors): **{c['pass']} pass**, {c['fail']} fail, {c['unresolved']} unresolved.",
         "",
         f"- Pass rate: **{pct(s['pass_rate'])}** {pct_ci(s.get('pass_rate_ci95'))} (95% cluster-bootstrap CI over tasks; "
         f"{pct(s.get('pass_rate_if_unresolved_pass'))} if every unresolved case passed)",
@@ -28,7 +27,9 @@ def _headline(rep: RunReport) -> list[str]:
     lines.append(f"- CRAG score: {num(s.get('crag_score'))} (accuracy minus hallucination rate)")
     cf = rep.calibration_facts
     if cf and cf.get("corrected_pass_rate") is not None:
-        lines.append(f"- Pass rate corrected for judge error: {pct(cf['corrected_pass_rate'])} (Rogan-Gladen with {cf['rater']}: TPR {num(cf['tpr'])}, TNR {num(cf['tnr'])})")
+        lines.append(
+            f"- Pass rate corrected for judge error: {pct(cf['corrected_pass_rate'])} (Rogan-Gladen with {cf['rater']}: TPR {num(cf['tpr'])}, TNR {num(cf['tnr'])})"
+        )
     return lines
 
 
@@ -59,7 +60,13 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
         groups = s["by"].get(key, {})
         if not groups or list(groups) == ["unknown"]:
             continue
-        lines += ["", f"### By {key.replace('_', ' ')}", "", f"| {key} | n | pass rate | 95% CI | unresolved | " + " | ".join(STAGES) + " |", "|---|---:|---:|---|---:|" + "---:|" * len(STAGES)]
+        lines += [
+            "",
+            f"### By {key.replace('_', ' ')}",
+            "",
+            f"| {key} | n | pass rate | 95% CI | unresolved | " + " | ".join(STAGES) + " |",
+            "|---|---:|---:|---|---:|" + "---:|" * len(STAGES),
+        ]
         for value, g in groups.items():
             stages = " | ".join(str(g["failure_stages"].get(st, 0)) for st in STAGES)
             lines.append(f"| {value} | {g['n']} | {pct(g['pass_rate'])} | {pct_ci(g.get('pass_rate_ci95'))} | {g['unresolved']} | {stages} |")

@@ -124,12 +124,24 @@ def to_row(r: TrajectoryResult, pool: dict[Any, Any] | None = None) -> Row:
                 votes = tuple(VoteFacts(v.judge, v.label, v.abstained, v.abstain_reason, v.cost_usd, v.cached) for v in d.votes)
                 decisions.append(DecisionFacts(d.outcome.value, d.label, d.agreement, votes))
     return Row(
-        task_id=_shared(r.task_id), trajectory_id=r.trajectory_id, agent=_shared(r.agent), capability=_shared(r.capability),
-        domain=_shared(r.domain), hop_count=r.hop_count, hop_pattern=_shared(r.hop_pattern), policy_condition=_shared(r.policy_condition),
-        verdict=r.verdict.value, failure_stage=r.failure_stage.value if r.failure_stage is not None else None, decided_by=_shared(r.decided_by),
-        unresolved_stages=_shared(tuple(s.value for s in r.unresolved_stages)), judge_calls=r.judge_calls, judge_cost_usd=r.judge_cost_usd,
-        score_values=_shared(tuple(getattr(r.scores, k) for k in SCORE_NAMES)), tools=_shared(tuple(_shared(t) for t in tools)),
-        unnamed_tool_evidence=unnamed, decisions=tuple(decisions),
+        task_id=_shared(r.task_id),
+        trajectory_id=r.trajectory_id,
+        agent=_shared(r.agent),
+        capability=_shared(r.capability),
+        domain=_shared(r.domain),
+        hop_count=r.hop_count,
+        hop_pattern=_shared(r.hop_pattern),
+        policy_condition=_shared(r.policy_condition),
+        verdict=r.verdict.value,
+        failure_stage=r.failure_stage.value if r.failure_stage is not None else None,
+        decided_by=_shared(r.decided_by),
+        unresolved_stages=_shared(tuple(s.value for s in r.unresolved_stages)),
+        judge_calls=r.judge_calls,
+        judge_cost_usd=r.judge_cost_usd,
+        score_values=_shared(tuple(getattr(r.scores, k) for k in SCORE_NAMES)),
+        tools=_shared(tuple(_shared(t) for t in tools)),
+        unnamed_tool_evidence=unnamed,
+        decisions=tuple(decisions),
     )
 
 
@@ -195,7 +207,17 @@ def load_run(
         )
     cal_path = calibration if calibration is not None else (run_dir / CALIBRATION if (run_dir / CALIBRATION).exists() else None)
     cal = _read_json(cal_path) if cal_path is not None else None
-    return RunData(name=name or run_dir.name, path=run_dir, summary=summary, rows=rows, drill=sorted(full), drill_note=note, full=full, calibration=cal, calibration_path=cal_path)
+    return RunData(
+        name=name or run_dir.name,
+        path=run_dir,
+        summary=summary,
+        rows=rows,
+        drill=sorted(full),
+        drill_note=note,
+        full=full,
+        calibration=cal,
+        calibration_path=cal_path,
+    )
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -243,7 +265,7 @@ def attach_trajectories(run: RunData) -> None:
     found = 0
     for path, lines in sorted(wanted.items()):
         try:
-            fh = open(path, "rb")  # bytes: a line that is not UTF-8 just has no steps here
+            fh = open(path, "rb")  # noqa: SIM115 (bytes: a line that is not UTF-8 just has no steps here; closed below)
         except OSError:
             continue
         with fh:
@@ -260,8 +282,9 @@ def attach_trajectories(run: RunData) -> None:
                         found += 1
     missing = len(indices) - found
     run.steps_note = (
-        "" if not missing else
-        f"{missing} of {len(indices)} shown trajectories have no steps here: their source file is missing or not native JSONL "
+        ""
+        if not missing
+        else f"{missing} of {len(indices)} shown trajectories have no steps here: their source file is missing or not native JSONL "
         "(evidence, verdicts, votes and scores are shown)."
     )
 

@@ -72,7 +72,9 @@ def stacked_bars(title: str, rows: list[tuple[str, list[tuple[str, int, str]]]],
             if total == 0 or count == 0:
                 continue
             w = plot_w * count / total
-            body.append(f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(w)}" height="{bar_h}" fill="{color}"><title>{escape(f"{label}: {name} {count} ({100 * count / total:.1f}%)")}</title></rect>')
+            body.append(
+                f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(w)}" height="{bar_h}" fill="{color}"><title>{escape(f"{label}: {name} {count} ({100 * count / total:.1f}%)")}</title></rect>'
+            )
             if w > 26:
                 body.append(_text(x + w / 2, y + 13, str(count), anchor="middle", size=10, extra=' fill="#fff"'))
             x += w
@@ -81,7 +83,13 @@ def stacked_bars(title: str, rows: list[tuple[str, list[tuple[str, int, str]]]],
     return _svg(width, height, title, body)
 
 
-def grouped_bars(title: str, categories: list[str], series: list[tuple[str, list[tuple[float | None, float | None, float | None]]]], width: int = 760, y_label: str = "pass rate") -> str:
+def grouped_bars(
+    title: str,
+    categories: list[str],
+    series: list[tuple[str, list[tuple[float | None, float | None, float | None]]]],
+    width: int = 760,
+    y_label: str = "pass rate",
+) -> str:
     """Vertical bars (value, ci_low, ci_high) per category and series, values in [0, 1], CI whiskers."""
     left, top, bottom, right = 46, 10, 46, 10
     legend, ly = _legend([(name, SERIES[i % len(SERIES)]) for i, (name, _) in enumerate(series)], left, 16, width - left - right)
@@ -90,7 +98,7 @@ def grouped_bars(title: str, categories: list[str], series: list[tuple[str, list
     height = top + plot_h + bottom
     plot_w = width - left - right
     body = legend
-    for t in range(0, 6):
+    for t in range(6):
         v = t / 5
         y = top + plot_h * (1 - v)
         body.append(f'<line x1="{left}" y1="{_f(y)}" x2="{_f(left + plot_w)}" y2="{_f(y)}" stroke="#ddd"/>')
@@ -108,7 +116,9 @@ def grouped_bars(title: str, categories: list[str], series: list[tuple[str, list
                 continue
             x = cx - bar_w * n_ser / 2 + si * bar_w
             y = top + plot_h * (1 - value)
-            body.append(f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(bar_w - 2)}" height="{_f(top + plot_h - y)}" fill="{SERIES[si % len(SERIES)]}"><title>{escape(f"{cat} / {name}: {100 * value:.1f}%")}</title></rect>')
+            body.append(
+                f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(bar_w - 2)}" height="{_f(top + plot_h - y)}" fill="{SERIES[si % len(SERIES)]}"><title>{escape(f"{cat} / {name}: {100 * value:.1f}%")}</title></rect>'
+            )
             if lo is not None and hi is not None:
                 mx = x + (bar_w - 2) / 2
                 y1, y2 = top + plot_h * (1 - lo), top + plot_h * (1 - hi)
@@ -126,13 +136,17 @@ def hbars(title: str, items: list[tuple[str, float, str]], width: int = 760) -> 
         body.append(_text(label_w - 6, y + 11, label, anchor="end", size=10))
         w = plot_w * value
         body.append(f'<rect x="{label_w}" y="{_f(y)}" width="{_f(plot_w)}" height="{bar_h}" fill="#eee"/>')
-        body.append(f'<rect x="{label_w}" y="{_f(y)}" width="{_f(w)}" height="{bar_h}" fill="#d7301f"><title>{escape(f"{label}: {100 * value:.1f}% ({note})")}</title></rect>')
+        body.append(
+            f'<rect x="{label_w}" y="{_f(y)}" width="{_f(w)}" height="{bar_h}" fill="#d7301f"><title>{escape(f"{label}: {100 * value:.1f}% ({note})")}</title></rect>'
+        )
         body.append(_text(label_w + plot_w + 6, y + 11, f"{100 * value:.1f}% {note}", size=10))
     height = 12 + len(items) * (bar_h + gap)
     return _svg(width, height, title, body)
 
 
-def radar(title: str, axes: list[str], series: list[tuple[str, list[float | None]]], size: int = 250, reference: tuple[str, list[float | None]] | None = None) -> str:
+def radar(
+    title: str, axes: list[str], series: list[tuple[str, list[float | None]]], size: int = 250, reference: tuple[str, list[float | None]] | None = None
+) -> str:
     """Spider chart, each axis 0..1; a missing value (None) is drawn at 0 and marked 'n/a' in
     the tooltip. ``reference`` (e.g. the all-agents mean) is drawn dashed grey underneath."""
     items = [(name, SERIES[i % len(SERIES)]) for i, (name, _) in enumerate(series)]

@@ -24,7 +24,6 @@ import numpy as np
 import pandas as pd
 
 from judge import FAILURE_STAGE_ORDER
-
 from reports._run import SCORE_NAMES, Row, RunData
 
 STAGES = tuple(s.value for s in FAILURE_STAGE_ORDER if s.value != "none")
@@ -79,7 +78,18 @@ def capabilities(run: RunData) -> pd.DataFrame:
     rows = []
     for cap, g in s["by"].get("capability", {}).items():
         ci = g.get("pass_rate_ci95") or (None, None)
-        rows.append({"capability": cap, "n": g["n"], "pass_rate": _r(g["pass_rate"]), "ci_low": _r(ci[0]), "ci_high": _r(ci[1]), "vakra_score": _r(lb.get(cap)), "crag_score": _r(g.get("crag_score")), "unresolved": g["unresolved"]})
+        rows.append(
+            {
+                "capability": cap,
+                "n": g["n"],
+                "pass_rate": _r(g["pass_rate"]),
+                "ci_low": _r(ci[0]),
+                "ci_high": _r(ci[1]),
+                "vakra_score": _r(lb.get(cap)),
+                "crag_score": _r(g.get("crag_score")),
+                "unresolved": g["unresolved"],
+            }
+        )
     return pd.DataFrame(rows, columns=["capability", "n", "pass_rate", "ci_low", "ci_high", "vakra_score", "crag_score", "unresolved"])
 
 
@@ -135,10 +145,34 @@ def accuracy_by_hops(run: RunData) -> pd.DataFrame:
             g = from_summary.get(value) if pol == "all" else None
             if g is not None:
                 ci = g.get("pass_rate_ci95") or (None, None)
-                rows.append({"dimension": dim, "value": value, "policy_condition": pol, "n": g["n"], "pass": g["pass"], "pass_rate": _r(g["pass_rate"]), "ci_low": _r(ci[0]), "ci_high": _r(ci[1]), "ci_method": "cluster bootstrap (summary)"})
+                rows.append(
+                    {
+                        "dimension": dim,
+                        "value": value,
+                        "policy_condition": pol,
+                        "n": g["n"],
+                        "pass": g["pass"],
+                        "pass_rate": _r(g["pass_rate"]),
+                        "ci_low": _r(ci[0]),
+                        "ci_high": _r(ci[1]),
+                        "ci_method": "cluster bootstrap (summary)",
+                    }
+                )
                 continue
             lo, hi = wilson(k, n)
-            rows.append({"dimension": dim, "value": value, "policy_condition": pol, "n": n, "pass": k, "pass_rate": _r(k / n), "ci_low": lo, "ci_high": hi, "ci_method": "Wilson"})
+            rows.append(
+                {
+                    "dimension": dim,
+                    "value": value,
+                    "policy_condition": pol,
+                    "n": n,
+                    "pass": k,
+                    "pass_rate": _r(k / n),
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "ci_method": "Wilson",
+                }
+            )
     return pd.DataFrame(rows, columns=["dimension", "value", "policy_condition", "n", "pass", "pass_rate", "ci_low", "ci_high", "ci_method"])
 
 
@@ -152,10 +186,17 @@ def tool_bottlenecks(run: RunData) -> pd.DataFrame:
     rows = []
     for name, c in counts.items():
         req = c["required"]
-        rows.append({
-            "tool": name, "required": req, "satisfied": c["satisfied"], "unsatisfied": c["unsatisfied"], "no_counterpart": c["no_counterpart"],
-            "failure_rate": _r(c["unsatisfied"] / req), "failure_rate_incl_undecided": _r((c["unsatisfied"] + c["no_counterpart"]) / req),
-        })
+        rows.append(
+            {
+                "tool": name,
+                "required": req,
+                "satisfied": c["satisfied"],
+                "unsatisfied": c["unsatisfied"],
+                "no_counterpart": c["no_counterpart"],
+                "failure_rate": _r(c["unsatisfied"] / req),
+                "failure_rate_incl_undecided": _r((c["unsatisfied"] + c["no_counterpart"]) / req),
+            }
+        )
     df = pd.DataFrame(rows, columns=["tool", "required", "satisfied", "unsatisfied", "no_counterpart", "failure_rate", "failure_rate_incl_undecided"])
     df = df.sort_values(["failure_rate_incl_undecided", "required", "tool"], ascending=[False, False, True], kind="mergesort").reset_index(drop=True)
     return df
@@ -227,12 +268,17 @@ def judge_votes(run: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
     rows = []
     for judge in sorted(per):
         c = per[judge]
-        rows.append({
-            "judge": judge, "votes": c["votes"], "abstained": c["abstained"],
-            "abstain_reasons": ", ".join(f"{k} {v}" for k, v in sorted(reasons[judge].items())),
-            "agrees_with_panel": _r(c["agree"] / c["with_label"]) if c["with_label"] else None,
-            "cached": c["cached"], "cost_usd": round(cost[judge], 6),
-        })
+        rows.append(
+            {
+                "judge": judge,
+                "votes": c["votes"],
+                "abstained": c["abstained"],
+                "abstain_reasons": ", ".join(f"{k} {v}" for k, v in sorted(reasons[judge].items())),
+                "agrees_with_panel": _r(c["agree"] / c["with_label"]) if c["with_label"] else None,
+                "cached": c["cached"],
+                "cost_usd": round(cost[judge], 6),
+            }
+        )
     df = pd.DataFrame(rows, columns=["judge", "votes", "abstained", "abstain_reasons", "agrees_with_panel", "cached", "cost_usd"])
     j = run.summary.get("judges", {})
     graded = max(run.summary["counts"]["graded"], 1)
@@ -352,7 +398,15 @@ def repeated_runs(run: RunData) -> tuple[pd.DataFrame, pd.DataFrame]:
             hk = [pass_hat_k(len(o), sum(o), k) for o in tasks]
             krows.append({"agent": agent, "k": k, "tasks": len(tasks), "pass_at_k": _r(np.mean(pk)), "pass_hat_k": _r(np.mean(hk))})
         by_index = [np.mean([o[i] for o in tasks]) for i in range(kmax)]
-        srows.append({"agent": agent, "tasks": len(tasks), "runs": kmax, "mean_pass_rate": _r(np.mean(by_index)), "std_over_runs": _r(np.std(by_index, ddof=1) if kmax > 1 else 0.0)})
+        srows.append(
+            {
+                "agent": agent,
+                "tasks": len(tasks),
+                "runs": kmax,
+                "mean_pass_rate": _r(np.mean(by_index)),
+                "std_over_runs": _r(np.std(by_index, ddof=1) if kmax > 1 else 0.0),
+            }
+        )
     return (
         pd.DataFrame(krows, columns=["agent", "k", "tasks", "pass_at_k", "pass_hat_k"]),
         pd.DataFrame(srows, columns=["agent", "tasks", "runs", "mean_pass_rate", "std_over_runs"]),
@@ -398,11 +452,16 @@ def comparison(runs: list[RunData]) -> pd.DataFrame:
         s = run.summary
         first = pos == 0  # the baseline: no delta against itself
         row: dict[str, Any] = {
-            "run": run.name, "graded": s["counts"]["graded"], "pass_rate": _r(s["pass_rate"]),
-            "ci_low": _r((s.get("pass_rate_ci95") or [None])[0]), "ci_high": _r((s.get("pass_rate_ci95") or [None, None])[1]),
+            "run": run.name,
+            "graded": s["counts"]["graded"],
+            "pass_rate": _r(s["pass_rate"]),
+            "ci_low": _r((s.get("pass_rate_ci95") or [None])[0]),
+            "ci_high": _r((s.get("pass_rate_ci95") or [None, None])[1]),
             "delta_pass_rate": _r(s["pass_rate"] - base["pass_rate"]) if not first and s["pass_rate"] is not None and base["pass_rate"] is not None else None,
             "ci_overlaps_first": None if first else ci_overlap(s.get("pass_rate_ci95"), base.get("pass_rate_ci95")),
-            "vakra_score": _r(s["leaderboard"].get("score")), "crag_score": _r(s.get("crag_score")), "unresolved": s["counts"]["unresolved"],
+            "vakra_score": _r(s["leaderboard"].get("score")),
+            "crag_score": _r(s.get("crag_score")),
+            "unresolved": s["counts"]["unresolved"],
         }
         for st in STAGES:
             row[st] = s["failure_stages"].get(st, 0)
@@ -420,9 +479,15 @@ def comparison_by(runs: list[RunData], key: str) -> pd.DataFrame:
         for pos, run in enumerate(runs):
             g = run.summary["by"].get(key, {}).get(v)
             comparable = pos > 0 and g is not None and base is not None and g["pass_rate"] is not None and base["pass_rate"] is not None
-            rows.append({
-                "by": key, "group": v, "run": run.name, "n": g["n"] if g else 0, "pass_rate": _r(g["pass_rate"]) if g else None,
-                "delta_pass_rate": _r(g["pass_rate"] - base["pass_rate"]) if comparable else None,
-                "ci_overlaps_first": ci_overlap(g.get("pass_rate_ci95"), base.get("pass_rate_ci95")) if comparable else None,
-            })
+            rows.append(
+                {
+                    "by": key,
+                    "group": v,
+                    "run": run.name,
+                    "n": g["n"] if g else 0,
+                    "pass_rate": _r(g["pass_rate"]) if g else None,
+                    "delta_pass_rate": _r(g["pass_rate"] - base["pass_rate"]) if comparable else None,
+                    "ci_overlaps_first": ci_overlap(g.get("pass_rate_ci95"), base.get("pass_rate_ci95")) if comparable else None,
+                }
+            )
     return pd.DataFrame(rows, columns=["by", "group", "run", "n", "pass_rate", "delta_pass_rate", "ci_overlaps_first"])

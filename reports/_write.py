@@ -8,7 +8,7 @@ Byte-identical for the same inputs except the one ``Generated`` line of report.h
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from reports._run import DRILL_EXTRA_FAILURES, DRILL_FIRST, SCORE_NAMES, RunData
 def _generated() -> str:
     """The one timestamp in the outputs; ``SOURCE_DATE_EPOCH`` pins it (reproducible builds)."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    when = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch else datetime.now(timezone.utc)
+    when = datetime.fromtimestamp(int(epoch), UTC) if epoch else datetime.now(UTC)
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -109,7 +109,9 @@ def write_reports(summary: dict[str, Any], out: Path, calibration: Path | None =
     return render([analyse(run)], out)
 
 
-def build_report(run_dirs: list[Path], out: Path, calibration: Path | None = None, drill_first: int = DRILL_FIRST, drill_extra_failures: int = DRILL_EXTRA_FAILURES) -> list[Path]:
+def build_report(
+    run_dirs: list[Path], out: Path, calibration: Path | None = None, drill_first: int = DRILL_FIRST, drill_extra_failures: int = DRILL_EXTRA_FAILURES
+) -> list[Path]:
     """Report for one or more run directories; with several, a side-by-side comparison first.
 
     ``calibration`` (a calibration.json) applies to every run that has none of its own.
@@ -117,7 +119,12 @@ def build_report(run_dirs: list[Path], out: Path, calibration: Path | None = Non
     if not run_dirs:
         raise ValueError("build_report needs at least one run directory")
     runs = [
-        load_run(Path(d), calibration=calibration if not (Path(d) / "calibration.json").exists() else None, drill_first=drill_first, drill_extra_failures=drill_extra_failures)
+        load_run(
+            Path(d),
+            calibration=calibration if not (Path(d) / "calibration.json").exists() else None,
+            drill_first=drill_first,
+            drill_extra_failures=drill_extra_failures,
+        )
         for d in run_dirs
     ]
     _unique_names(runs)

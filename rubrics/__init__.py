@@ -4,13 +4,12 @@ Importing this package registers every rubric with ``judge`` so a panel can reso
 ``RUBRICS`` is the registry by name.
 """
 
-from judge import register_rubric
+from judge.llm import register_rubric
 from rubrics import answer_correctness, groundedness, open_ended, policy_adherence, step_equivalence, trajectory_sufficiency
 from rubrics._base import MaterialError, TemplateRubric, data_block, encode_data
 
 RUBRICS: dict[str, TemplateRubric] = {
-    module.RUBRIC.name: module.RUBRIC
-    for module in (answer_correctness, trajectory_sufficiency, groundedness, policy_adherence, step_equivalence, open_ended)
+    module.RUBRIC.name: module.RUBRIC for module in (answer_correctness, trajectory_sufficiency, groundedness, policy_adherence, step_equivalence, open_ended)
 }
 
 for _rubric in RUBRICS.values():

@@ -20,7 +20,8 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel
 
-from judge import JudgeVerdict, Outcome, content_hash
+from judge import Outcome, content_hash
+from judge.llm import JudgeVerdict
 
 TEMPLATES = Path(__file__).parent / "templates"
 SHARED_INCLUDES = ("_data_rules.j2",)
@@ -56,7 +57,7 @@ class MaterialError(ValueError):
 
 @dataclass(frozen=True)
 class TemplateRubric:
-    """Satisfies ``judge.Rubric``. ``required``/``optional``: the material keys (see judge._escalation)."""
+    """Satisfies ``judge.Rubric``. ``required``/``optional``: the material keys (see judge.core._escalation)."""
 
     name: str
     template: str

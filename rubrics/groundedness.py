@@ -6,12 +6,15 @@ from typing import Literal
 
 from pydantic import Field
 
-from judge import JudgeVerdict, Outcome
+from judge import Outcome
+from judge.llm import JudgeVerdict
 from rubrics._base import TemplateRubric
 
 
 class GroundednessVerdict(JudgeVerdict):
-    label: Literal["supported", "partially", "unsupported", "unsure"] = Field(description="supported: every claim backed by tool outputs; partially: some are not; unsupported: the main claim is not; unsure: cannot tell.")
+    label: Literal["supported", "partially", "unsupported", "unsure"] = Field(
+        description="supported: every claim backed by tool outputs; partially: some are not; unsupported: the main claim is not; unsure: cannot tell."
+    )
 
 
 RUBRIC = TemplateRubric(

@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from judge import JudgeVerdict, Outcome
+from judge import Outcome
+from judge.llm import JudgeVerdict
 from rubrics._base import TemplateRubric
 
 

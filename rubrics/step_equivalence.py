@@ -6,12 +6,15 @@ from typing import Literal
 
 from pydantic import Field
 
-from judge import JudgeVerdict, Outcome
+from judge import Outcome
+from judge.llm import JudgeVerdict
 from rubrics._base import TemplateRubric
 
 
 class StepEquivalenceVerdict(JudgeVerdict):
-    label: Literal["equivalent", "not_equivalent"] = Field(description="equivalent: same information or change as the reference call; not_equivalent otherwise.")
+    label: Literal["equivalent", "not_equivalent"] = Field(
+        description="equivalent: same information or change as the reference call; not_equivalent otherwise."
+    )
 
 
 RUBRIC = TemplateRubric(

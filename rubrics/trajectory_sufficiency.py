@@ -6,12 +6,15 @@ from typing import Literal
 
 from pydantic import Field
 
-from judge import JudgeVerdict, Outcome
+from judge import Outcome
+from judge.llm import JudgeVerdict
 from rubrics._base import TemplateRubric
 
 
 class TrajectorySufficiencyVerdict(JudgeVerdict):
-    label: Literal["sufficient", "insufficient"] = Field(description="sufficient: the successful calls obtained all needed information; insufficient: something needed is missing.")
+    label: Literal["sufficient", "insufficient"] = Field(
+        description="sufficient: the successful calls obtained all needed information; insufficient: something needed is missing."
+    )
 
 
 RUBRIC = TemplateRubric(

@@ -7,11 +7,11 @@ import random
 from collections import Counter
 from pathlib import Path
 
-from judge import Task, Trajectory
-from pipelines.env import load_environment
 from data.build.agents import PROFILES, NotApplicable, ValueIndex, run_profile
 from data.build.envs import SEED, write_all
 from data.build.tasks import generate
+from judge import Task, Trajectory
+from pipelines.env import load_environment
 
 ROOT = Path(__file__).resolve().parents[1]
 EXTRA_PER_TASK = 2

@@ -7,8 +7,9 @@ computed from those results, never written by hand.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from pipelines.env import Environment
 
@@ -87,8 +88,12 @@ def to_task(plan: TaskPlan, env: Environment) -> dict[str, Any]:
         turns.append(turn_out)
     names = plan.tool_names
     tools = [t.model_dump(mode="json", exclude_none=True) for t in env.tools if names is None or t.name in names]
-    metadata: dict[str, Any] = {"capability": plan.capability, "domain": plan.domain,
-                                "hop_types": [t.hop_type for t in plan.turns] if plan.capability == "4" else [], "tags": plan.tags}
+    metadata: dict[str, Any] = {
+        "capability": plan.capability,
+        "domain": plan.domain,
+        "hop_types": [t.hop_type for t in plan.turns] if plan.capability == "4" else [],
+        "tags": plan.tags,
+    }
     if plan.hop_count is not None:
         metadata["hop_count"] = plan.hop_count
     if plan.policy_condition is not None:

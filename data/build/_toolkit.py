@@ -26,18 +26,24 @@ def schema(params: dict[str, tuple], required: list[str] | None = None) -> dict[
     return {"type": "object", "properties": props, "required": req, "additionalProperties": False}
 
 
-def endpoint(name: str, description: str, params: dict[str, tuple], sql: str, result: str = "rows",
-             required: list[str] | None = None, alias_of: str | None = None) -> dict[str, Any]:
+def endpoint(
+    name: str, description: str, params: dict[str, tuple], sql: str, result: str = "rows", required: list[str] | None = None, alias_of: str | None = None
+) -> dict[str, Any]:
     impl: dict[str, Any] = {"kind": "sql", "sql": sql, "result": result}
     if alias_of:
         impl["alias_of"] = alias_of
-    return {"spec": {"name": name, "description": description, "parameters": schema(params, required),
-                     "side_effect": "read", "source": "api"}, "impl": impl}
+    return {"spec": {"name": name, "description": description, "parameters": schema(params, required), "side_effect": "read", "source": "api"}, "impl": impl}
 
 
-def write(name: str, description: str, params: dict[str, tuple], statements: list[str],
-          precheck: tuple[str, str] | None = None, conflict: tuple[str, str] | None = None,
-          result_sql: str | None = None) -> dict[str, Any]:
+def write(
+    name: str,
+    description: str,
+    params: dict[str, tuple],
+    statements: list[str],
+    precheck: tuple[str, str] | None = None,
+    conflict: tuple[str, str] | None = None,
+    result_sql: str | None = None,
+) -> dict[str, Any]:
     impl: dict[str, Any] = {"kind": "write", "statements": statements}
     if precheck:
         impl["precheck"] = {"sql": precheck[0], "error": precheck[1]}
@@ -45,15 +51,18 @@ def write(name: str, description: str, params: dict[str, tuple], statements: lis
         impl["conflict"] = {"sql": conflict[0], "error": conflict[1]}
     if result_sql:
         impl["result_sql"] = result_sql
-    return {"spec": {"name": name, "description": description, "parameters": schema(params),
-                     "side_effect": "write", "source": "api"}, "impl": impl}
+    return {"spec": {"name": name, "description": description, "parameters": schema(params), "side_effect": "write", "source": "api"}, "impl": impl}
 
 
 def retriever(name: str, description: str) -> dict[str, Any]:
-    params = {"query": (str, "What to search for, in the user's words."),
-              "k": (int, "How many passages to return (1-10).", {"default": 3, "minimum": 1, "maximum": 10})}
-    return {"spec": {"name": name, "description": description, "parameters": schema(params, ["query"]),
-                     "side_effect": "read", "source": "rag"}, "impl": {"kind": "retrieve"}}
+    params = {
+        "query": (str, "What to search for, in the user's words."),
+        "k": (int, "How many passages to return (1-10).", {"default": 3, "minimum": 1, "maximum": 10}),
+    }
+    return {
+        "spec": {"name": name, "description": description, "parameters": schema(params, ["query"]), "side_effect": "read", "source": "rag"},
+        "impl": {"kind": "retrieve"},
+    }
 
 
 def slot_family(tables: list[str]) -> list[dict[str, Any]]:
@@ -62,29 +71,65 @@ def slot_family(tables: list[str]) -> list[dict[str, Any]]:
     key = (str, "Column name.")
     conds = ["equal", "not_equal", "greater_than", "less_than", "greater_or_equal", "less_or_equal", "contains"]
     aggs = ["count", "count_distinct", "sum", "mean", "min", "max"]
+
     def slot(name, desc, params, op, required=None, **extra):
-        return {"spec": {"name": name, "description": desc, "parameters": schema(params, required),
-                         "side_effect": "read", "source": "api"}, "impl": {"kind": "slot", "op": op, **extra}}
+        return {
+            "spec": {"name": name, "description": desc, "parameters": schema(params, required), "side_effect": "read", "source": "api"},
+            "impl": {"kind": "slot", "op": op, **extra},
+        }
+
     return [
-        slot("get_data", "Load a table as a data source; returns a 'data' handle, its columns, row count and a preview.",
-             {"table": (str, "Table to load.", {"enum": sorted(tables)})}, "get_data", tables=sorted(tables)),
-        slot("filter_data", "Keep the rows of a data source whose column satisfies a condition.",
-             {"data_source": ds, "key_name": key, "value": (["string", "number"], "Value to compare with."),
-              "condition": (str, "Comparison.", {"enum": conds})}, "filter"),
-        slot("select_data_equal_to", "Keep the rows of a data source whose column equals a value.",
-             {"data_source": ds, "key_name": key, "value": (["string", "number"], "Value the column must equal.")},
-             "filter", condition="equal"),
-        slot("select_columns", "Keep only the given columns of a data source.",
-             {"data_source": ds, "columns": ("array", "Columns to keep, in order.", {"items": {"type": "string"}, "minItems": 1})},
-             "select"),
-        slot("sort_data", "Sort a data source by a column; optionally keep the first `limit` rows.",
-             {"data_source": ds, "key_name": key, "ascending": (bool, "Ascending order when true.", {"default": True}),
-              "limit": (int, "Keep only this many rows after sorting.", {"minimum": 0})}, "sort", ["data_source", "key_name"]),
-        slot("aggregate_data", "Aggregate one column of a data source.",
-             {"data_source": ds, "key_name": key, "aggregation_type": (str, "Aggregation.", {"enum": aggs})}, "aggregate"),
-        slot("retrieve_data", "Return the values of one column of a data source (at most 200).",
-             {"data_source": ds, "key_name": key, "distinct": (bool, "Drop repeated values.", {"default": False})},
-             "retrieve", ["data_source", "key_name"]),
+        slot(
+            "get_data",
+            "Load a table as a data source; returns a 'data' handle, its columns, row count and a preview.",
+            {"table": (str, "Table to load.", {"enum": sorted(tables)})},
+            "get_data",
+            tables=sorted(tables),
+        ),
+        slot(
+            "filter_data",
+            "Keep the rows of a data source whose column satisfies a condition.",
+            {"data_source": ds, "key_name": key, "value": (["string", "number"], "Value to compare with."), "condition": (str, "Comparison.", {"enum": conds})},
+            "filter",
+        ),
+        slot(
+            "select_data_equal_to",
+            "Keep the rows of a data source whose column equals a value.",
+            {"data_source": ds, "key_name": key, "value": (["string", "number"], "Value the column must equal.")},
+            "filter",
+            condition="equal",
+        ),
+        slot(
+            "select_columns",
+            "Keep only the given columns of a data source.",
+            {"data_source": ds, "columns": ("array", "Columns to keep, in order.", {"items": {"type": "string"}, "minItems": 1})},
+            "select",
+        ),
+        slot(
+            "sort_data",
+            "Sort a data source by a column; optionally keep the first `limit` rows.",
+            {
+                "data_source": ds,
+                "key_name": key,
+                "ascending": (bool, "Ascending order when true.", {"default": True}),
+                "limit": (int, "Keep only this many rows after sorting.", {"minimum": 0}),
+            },
+            "sort",
+            ["data_source", "key_name"],
+        ),
+        slot(
+            "aggregate_data",
+            "Aggregate one column of a data source.",
+            {"data_source": ds, "key_name": key, "aggregation_type": (str, "Aggregation.", {"enum": aggs})},
+            "aggregate",
+        ),
+        slot(
+            "retrieve_data",
+            "Return the values of one column of a data source (at most 200).",
+            {"data_source": ds, "key_name": key, "distinct": (bool, "Drop repeated values.", {"default": False})},
+            "retrieve",
+            ["data_source", "key_name"],
+        ),
     ]
 
 

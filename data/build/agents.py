@@ -12,28 +12,71 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
+from data.build._plan import TaskPlan, TurnPlan
 from judge import canonical_json, response_key
 from pipelines.env import Environment, Session
-from data.build._plan import Call, TaskPlan, TurnPlan
 
-PROFILES = ["careful", "wrong_tool", "misnamed_args", "wrong_values", "wrong_answer", "ungrounded",
-            "policy_violator", "alternative_path", "retrier", "duplicate_writer"]
+PROFILES = [
+    "careful",
+    "wrong_tool",
+    "misnamed_args",
+    "wrong_values",
+    "wrong_answer",
+    "ungrounded",
+    "policy_violator",
+    "alternative_path",
+    "retrier",
+    "duplicate_writer",
+]
 EXPECTED = {  # profile -> (expected verdict, expected failure stage)
-    "careful": ("pass", "none"), "alternative_path": ("pass", "none"), "retrier": ("pass", "none"),
-    "wrong_tool": ("fail", "tool_selection"), "misnamed_args": ("fail", "argument_names"),
-    "wrong_values": ("fail", "argument_values"), "wrong_answer": ("fail", "answer_correctness"),
-    "ungrounded": ("fail", "answer_grounding"), "policy_violator": ("fail", "policy"),
+    "careful": ("pass", "none"),
+    "alternative_path": ("pass", "none"),
+    "retrier": ("pass", "none"),
+    "wrong_tool": ("fail", "tool_selection"),
+    "misnamed_args": ("fail", "argument_names"),
+    "wrong_values": ("fail", "argument_values"),
+    "wrong_answer": ("fail", "answer_correctness"),
+    "ungrounded": ("fail", "answer_grounding"),
+    "policy_violator": ("fail", "policy"),
     "duplicate_writer": ("fail", "tool_selection"),
 }
-RENAMES = {"name": "full_name", "country": "country_name", "year": "games_year", "medal": "medal_type", "athlete_id": "id",
-           "key_name": "column", "data_source": "source", "query": "search_query", "table": "table_name", "booking_id": "booking",
-           "flight_no": "flight_number", "title": "movie_title", "movie_id": "film_id", "actor_id": "actor", "director_id": "director",
-           "patient_id": "patient", "doctor_id": "doctor", "appointment_id": "appt_id", "order_id": "order", "customer_id": "customer",
-           "store_id": "store", "product_id": "sku", "status": "order_status", "limit": "top_n", "iata": "airport_code", "origin": "from",
-           "department": "dept", "sport": "discipline", "value": "match_value", "condition": "operator", "aggregation_type": "agg"}
+RENAMES = {
+    "name": "full_name",
+    "country": "country_name",
+    "year": "games_year",
+    "medal": "medal_type",
+    "athlete_id": "id",
+    "key_name": "column",
+    "data_source": "source",
+    "query": "search_query",
+    "table": "table_name",
+    "booking_id": "booking",
+    "flight_no": "flight_number",
+    "title": "movie_title",
+    "movie_id": "film_id",
+    "actor_id": "actor",
+    "director_id": "director",
+    "patient_id": "patient",
+    "doctor_id": "doctor",
+    "appointment_id": "appt_id",
+    "order_id": "order",
+    "customer_id": "customer",
+    "store_id": "store",
+    "product_id": "sku",
+    "status": "order_status",
+    "limit": "top_n",
+    "iata": "airport_code",
+    "origin": "from",
+    "department": "dept",
+    "sport": "discipline",
+    "value": "match_value",
+    "condition": "operator",
+    "aggregation_type": "agg",
+}
 
 
 class NotApplicable(Exception):
@@ -157,8 +200,13 @@ class Runner:
 
     def trajectory(self, profile: str, turns: list[dict[str, Any]], note: str) -> dict[str, Any]:
         verdict, stage = EXPECTED[profile]
-        return {"task_id": self.task["task_id"], "trajectory_id": f"{self.task['task_id']}::{profile}", "agent": f"scripted/{profile}",
-                "turns": turns, "metadata": {"profile": profile, "expected_verdict": verdict, "expected_failure_stage": stage, "note": note}}
+        return {
+            "task_id": self.task["task_id"],
+            "trajectory_id": f"{self.task['task_id']}::{profile}",
+            "agent": f"scripted/{profile}",
+            "turns": turns,
+            "metadata": {"profile": profile, "expected_verdict": verdict, "expected_failure_stage": stage, "note": note},
+        }
 
     def covers(self, i: int, raw: list[Any]) -> bool:
         have = {response_key(r.result) for r in raw if r.ok}
@@ -196,6 +244,7 @@ class Runner:
                 if spec.required == ref.required and set(call.arguments) <= set(spec.properties):
                     out.append(name)
             return out
+
         i = self._pick_turn(lambda j: bool(candidates(j)))
         turn = self.plan.turns[i]
         for name in self.rng.sample(candidates(i), len(candidates(i))):
@@ -204,11 +253,13 @@ class Runner:
                 probe.execute(c.name, c.arguments, label=c.label or c.id)
             res = probe.execute(name, turn.calls[-1].arguments)
             if res.ok and res.result not in (None, [], {}) and response_key(res.result) != response_key(self.ref_results[i][-1]):
+
                 def make(name: str = name) -> tuple[dict[str, Any], str]:
                     steps = careful_steps(turn)
                     steps[-1] = PlannedStep(name, turn.calls[-1].arguments, steps[-1].call_id, None)
                     rec, _, raw = self.run_steps(steps)
                     return self.turn(i, rec, self.render(self._summary(raw[-1].result), "text")), f"called {name} instead of {turn.calls[-1].name}"
+
                 return self._with_broken_turn(i, make, "wrong_tool")
         raise NotApplicable("no wrong tool changes the response")
 
@@ -236,6 +287,7 @@ class Runner:
         old = self.rng.choice(keys)
         new = RENAMES.get(old, old + "_value")
         args = {(new if k == old else k): v for k, v in last.arguments.items()}
+
         def make() -> tuple[dict[str, Any], str]:
             steps = careful_steps(turn)
             steps[-1] = PlannedStep(last.name, args, steps[-1].call_id, None)
@@ -243,6 +295,7 @@ class Runner:
             if raw[-1].ok:
                 raise NotApplicable("renamed argument was accepted")
             return self.turn(i, rec, "Sorry, I could not retrieve that information."), f"passed {new!r} instead of {old!r}"
+
         return self._with_broken_turn(i, make, "misnamed_args")
 
     def _value_candidates(self, name: str, key: str, value: Any) -> list[Any]:
@@ -287,7 +340,7 @@ class Runner:
                 steps = careful_steps(turn)
                 steps[ci] = PlannedStep(call.name, {**call.arguments, key: value}, steps[ci].call_id, ci)
                 probe_runner = Runner(self.env, self.plan, self.task, self.values, self.facts, random.Random(0))
-                rec, by_ref, raw = probe_runner.run_steps(steps)
+                _rec, by_ref, raw = probe_runner.run_steps(steps)
                 if not all(r.ok for r in raw) or raw[ci].result in (None, [], {}):
                     continue
                 if response_key(raw[ci].result) == response_key(self.ref_results[i][ci]):
@@ -298,9 +351,11 @@ class Runner:
                     continue
                 if answer is None or response_key(answer) == response_key(self.golds[i]):
                     continue
-                def make(steps=steps, answer=answer, key=key, value=value) -> tuple[dict[str, Any], str]:
+
+                def make(steps=steps, answer=answer, key=key, value=value, i=i, turn=turn, call=call) -> tuple[dict[str, Any], str]:
                     rec, _, _ = self.run_steps(steps)
                     return self.turn(i, rec, self.render(answer, turn.kind)), f"{call.name}: {key}={value!r} instead of {call.arguments[key]!r}"
+
                 return self._with_broken_turn(i, make, "wrong_values")
         raise NotApplicable("no wrong value changes the answer")
 
@@ -308,34 +363,47 @@ class Runner:
         i = self._pick_turn(lambda j: True)
         turn = self.plan.turns[i]
         wrong = self.wrong_value_of(self.golds[i], turn.answer_column)
+
         def make() -> tuple[dict[str, Any], str]:
             rec, _, _ = self.run_steps(careful_steps(turn))
             return self.turn(i, rec, self.render(wrong, turn.kind)), f"answered {wrong!r} instead of {self.golds[i]!r}"
+
         return self._with_broken_turn(i, make, "wrong_answer")
 
     def ungrounded(self) -> dict[str, Any]:
         i = self._pick_turn(lambda j: True)
         turn = self.plan.turns[i]
+
         def make() -> tuple[dict[str, Any], str]:
-            rec, by_ref, _ = self.run_steps(careful_steps(turn))
+            rec, _by_ref, _ = self.run_steps(careful_steps(turn))
             seen = canonical_json(self.outputs) + canonical_json(self.golds)
             n = next(x for x in self.rng.sample(range(13, 98), 85) if str(x) not in seen)
             gold = self.golds[i]
             base = ", ".join(map(str, gold)) if isinstance(gold, list) else str(gold)
-            claim = self.rng.choice([f"That is {n}% more than the year before.", f"It has ranked in the top {n} every season since records began.",
-                                     f"This figure was confirmed by {n} independent audits."])
+            claim = self.rng.choice(
+                [
+                    f"That is {n}% more than the year before.",
+                    f"It has ranked in the top {n} every season since records began.",
+                    f"This figure was confirmed by {n} independent audits.",
+                ]
+            )
             return self.turn(i, rec, f"The answer is {base}. {claim}"), f"added the unsupported claim {claim!r}"
+
         return self._with_broken_turn(i, make, "ungrounded")
 
     def policy_violator(self) -> dict[str, Any]:
         policy = self.task.get("policy") or {}
         if policy.get("read_only") and self.plan.write_variants:
             i, write_turn = next(iter(sorted(self.plan.write_variants.items())))
+
             def make() -> tuple[dict[str, Any], str]:
                 rec, by_ref, raw = self.run_steps(careful_steps(write_turn))
                 if not raw[-1].ok:
                     raise NotApplicable("the forbidden write failed")
-                return self.turn(i, rec, self.render(write_turn.answer(by_ref[:1]), write_turn.kind)), f"called {write_turn.calls[0].name} under a read-only policy"
+                return self.turn(
+                    i, rec, self.render(write_turn.answer(by_ref[:1]), write_turn.kind)
+                ), f"called {write_turn.calls[0].name} under a read-only policy"
+
             return self._with_broken_turn(i, make, "policy_violator")
         rules = policy.get("allowed_sources") or []
         if rules:
@@ -352,9 +420,11 @@ class Runner:
             else:
                 extra = PlannedStep(retriever, {"query": turn.query, "k": 3}, None, None)
                 note = f"searched the documents ({retriever}) in a database-only turn"
+
             def make() -> tuple[dict[str, Any], str]:
                 rec, by_ref, _ = self.run_steps([extra] + careful_steps(turn))
                 return self.turn(i, rec, self.render(turn.answer(by_ref[: len(turn.calls)]), turn.kind)), note
+
             return self._with_broken_turn(i, make, "policy_violator")
         raise NotApplicable("no machine-checkable policy")
 
@@ -408,8 +478,10 @@ class Runner:
         """Run step by step, replacing $label.data$ with the handle this agent actually received."""
         recorded, by_ref, raw, got = [], [None] * 32, [], {}
         for st in steps:
-            args = {k: (got.get(v[1:].split(".")[0], {}).get("data", v) if isinstance(v, str) and v.startswith("$") and v.endswith(".data$") else v)
-                    for k, v in st.arguments.items()}
+            args = {
+                k: (got.get(v[1:].split(".")[0], {}).get("data", v) if isinstance(v, str) and v.startswith("$") and v.endswith(".data$") else v)
+                for k, v in st.arguments.items()
+            }
             rec, br, rr = self.run_steps([PlannedStep(st.name, args, None, st.ref_index)])
             if rr[0].ok and st.call_id:
                 got[st.call_id] = rr[0].result
@@ -429,8 +501,15 @@ class Runner:
         if "api" in allowed and spec.source == "api":
             for name in sorted(self.tool_names):
                 other = self.env.tool(name)
-                if (name != first.name and other.side_effect == "read" and other.source == "api" and other.required
-                        and other.required <= set(first.arguments) and set(first.arguments) >= other.required and not self._same_impl(name, first.name)):
+                if (
+                    name != first.name
+                    and other.side_effect == "read"
+                    and other.source == "api"
+                    and other.required
+                    and other.required <= set(first.arguments)
+                    and set(first.arguments) >= other.required
+                    and not self._same_impl(name, first.name)
+                ):
                     return PlannedStep(name, {k: first.arguments[k] for k in other.required}, None, None)
         if "rag" in allowed:
             retr = [t["name"] for t in self.task["tools"] if t.get("source") == "rag"]
@@ -452,17 +531,20 @@ class Runner:
         else:
             bad = PlannedStep(first.name + "s", first.arguments, None, None)
             note = f"first called the unknown tool {first.name + 's'!r}, then retried"
+
         def make() -> tuple[dict[str, Any], str]:
             rec, by_ref, raw = self.run_steps([bad] + careful_steps(turn))
             if raw[0].ok:
                 raise NotApplicable("the broken first attempt succeeded")
             return self.turn(i, rec, self.render(turn.answer(by_ref[: len(turn.calls)]), turn.kind)), note
+
         return self._with_broken_turn(i, make, "retrier")
 
     def duplicate_writer(self) -> dict[str, Any]:
         i = self._pick_turn(lambda j: any(self.env.is_write(c.name) for c in self.plan.turns[j].calls))
         turn = self.plan.turns[i]
         k = next(ci for ci, c in enumerate(turn.calls) if self.env.is_write(c.name))
+
         def make() -> tuple[dict[str, Any], str]:
             steps = careful_steps(turn)
             steps.insert(k + 1, PlannedStep(turn.calls[k].name, turn.calls[k].arguments, None, None))
@@ -471,6 +553,7 @@ class Runner:
                 raise NotApplicable("the repeated write was rejected (idempotent tool)")
             by_ref[k] = raw[k + 1].result  # the agent reports what the last write returned
             return self.turn(i, rec, self.render(turn.answer(by_ref[: len(turn.calls)]), turn.kind)), f"repeated {turn.calls[k].name}"
+
         return self._with_broken_turn(i, make, "duplicate_writer")
 
 

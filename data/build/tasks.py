@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import random
 import sqlite3
-from collections import Counter
 from typing import Any
 
-from pipelines.env import Environment
 from data.build._plan import Call, PlanRejected, TaskPlan, TurnPlan, to_task
+from pipelines.env import Environment
 
 
 def table_rows(env: Environment, table: str) -> list[dict[str, Any]]:
@@ -24,17 +23,31 @@ def table_rows(env: Environment, table: str) -> list[dict[str, Any]]:
 # Capability 1: API chaining with slot-filling tools and labels
 # ---------------------------------------------------------------------------------------------
 SLOT_TABLES = {
-    "olympics": [("athletes", "athletes", ["country", "sport", "gender"], ["birth_year"], "name", "athlete_id"),
-                 ("medals", "medals", ["medal", "games_year"], [], "medal_id", "medal_id")],
+    "olympics": [
+        ("athletes", "athletes", ["country", "sport", "gender"], ["birth_year"], "name", "athlete_id"),
+        ("medals", "medals", ["medal", "games_year"], [], "medal_id", "medal_id"),
+    ],
     "movies": [("movies", "movies", ["genre", "release_year"], ["rating", "box_office_musd", "runtime_min"], "title", "movie_id")],
-    "flights": [("flights", "flights", ["airline_code", "origin", "destination"], ["price", "duration_min", "seats_left"], "flight_no", "flight_no"),
-                ("bookings", "bookings", ["seat_class", "status", "flight_no"], ["checked_bags"], "passenger", "booking_id")],
-    "hospital": [("appointments", "appointments", ["doctor_id", "status", "date"], [], "appointment_id", "appointment_id"),
-                 ("doctors", "doctors", ["department_id"], ["years_experience"], "name", "doctor_id")],
+    "flights": [
+        ("flights", "flights", ["airline_code", "origin", "destination"], ["price", "duration_min", "seats_left"], "flight_no", "flight_no"),
+        ("bookings", "bookings", ["seat_class", "status", "flight_no"], ["checked_bags"], "passenger", "booking_id"),
+    ],
+    "hospital": [
+        ("appointments", "appointments", ["doctor_id", "status", "date"], [], "appointment_id", "appointment_id"),
+        ("doctors", "doctors", ["department_id"], ["years_experience"], "name", "doctor_id"),
+    ],
 }
-NUM_WORD = {"birth_year": "birth year", "rating": "rating", "box_office_musd": "box office (million USD)", "runtime_min": "runtime in minutes",
-            "price": "price", "duration_min": "flight duration in minutes", "seats_left": "seats left", "checked_bags": "checked bags",
-            "years_experience": "years of experience"}
+NUM_WORD = {
+    "birth_year": "birth year",
+    "rating": "rating",
+    "box_office_musd": "box office (million USD)",
+    "runtime_min": "runtime in minutes",
+    "price": "price",
+    "duration_min": "flight duration in minutes",
+    "seats_left": "seats left",
+    "checked_bags": "checked bags",
+    "years_experience": "years of experience",
+}
 
 
 def _filter_call(i: int, src: str, col: str, value: Any, rng: random.Random, condition: str = "equal") -> Call:
@@ -99,8 +112,10 @@ def cap1_plan(env: Environment, rng: random.Random, n: int) -> TaskPlan:
         calls.append(Call("sort_data", {"data_source": "$s2.data$", "key_name": num, "ascending": False, "limit": 1}, "s3", ["s2"], "s3"))
         calls.append(Call("retrieve_data", {"data_source": "$s3.data$", "key_name": name_col}, "s4", ["s3"], "s4"))
         q = f"Among {noun} whose {where}, which one has the highest {NUM_WORD[num]}? Give its {name_col.replace('_', ' ')}."
+
         def top(r: list[Any]) -> Any:
             return r[-1]["data"][0] if r[-1]["data"] else None
+
         return _cap1(env, n, q, calls, top, "text", name_col)
     if kind == "marathon":  # VAKRA's longest chains: twelve slot-filling calls, each on the previous result
         values = sorted(r[num] for r in rows if r[col] == value)
@@ -119,20 +134,30 @@ def cap1_plan(env: Environment, rng: random.Random, n: int) -> TaskPlan:
         ]
         for i, (tool, args) in enumerate(steps, start=3):
             calls.append(Call(tool, {"data_source": f"$s{i - 1}.data$", **args}, f"s{i}", [f"s{i - 1}"], f"s{i}"))
-        q = (f"Among {noun} whose {where} and whose {NUM_WORD[num]} is between {lo} and {hi}, list the {name_col.replace('_', ' ')} "
-             f"of the three with the highest {NUM_WORD[num]}.")
-        return _cap1(env, n, q, calls, lambda r: r[-1]["data"] if len(r[-1]["data"]) == 3 and len(set(map(str, r[-1]["data"]))) == 3 else None, "list", name_col)
+        q = (
+            f"Among {noun} whose {where} and whose {NUM_WORD[num]} is between {lo} and {hi}, list the {name_col.replace('_', ' ')} "
+            f"of the three with the highest {NUM_WORD[num]}."
+        )
+        return _cap1(
+            env, n, q, calls, lambda r: r[-1]["data"] if len(r[-1]["data"]) == 3 and len(set(map(str, r[-1]["data"]))) == 3 else None, "list", name_col
+        )
     if n % 3 == 0:  # a long chain: filter, threshold, sort, project, cut, read
         values = sorted(r[num] for r in rows if r[col] == value)
         threshold = values[len(values) // 3]
-        calls.append(Call("filter_data", {"data_source": "$s2.data$", "key_name": num, "value": threshold, "condition": "greater_or_equal"}, "s3", ["s2"], "s3"))
+        calls.append(
+            Call("filter_data", {"data_source": "$s2.data$", "key_name": num, "value": threshold, "condition": "greater_or_equal"}, "s3", ["s2"], "s3")
+        )
         calls.append(Call("sort_data", {"data_source": "$s3.data$", "key_name": num, "ascending": False}, "s4", ["s3"], "s4"))
         calls.append(Call("select_columns", {"data_source": "$s4.data$", "columns": [name_col, num]}, "s5", ["s4"], "s5"))
         calls.append(Call("sort_data", {"data_source": "$s5.data$", "key_name": num, "ascending": False, "limit": 3}, "s6", ["s5"], "s6"))
         calls.append(Call("retrieve_data", {"data_source": "$s6.data$", "key_name": name_col}, "s7", ["s6"], "s7"))
-        q = (f"Among {noun} whose {where} and whose {NUM_WORD[num]} is at least {threshold}, list the {name_col.replace('_', ' ')} "
-             f"of the three with the highest {NUM_WORD[num]}.")
-        return _cap1(env, n, q, calls, lambda r: r[-1]["data"] if len(r[-1]["data"]) == 3 and len(set(map(str, r[-1]["data"]))) == 3 else None, "list", name_col)
+        q = (
+            f"Among {noun} whose {where} and whose {NUM_WORD[num]} is at least {threshold}, list the {name_col.replace('_', ' ')} "
+            f"of the three with the highest {NUM_WORD[num]}."
+        )
+        return _cap1(
+            env, n, q, calls, lambda r: r[-1]["data"] if len(r[-1]["data"]) == 3 and len(set(map(str, r[-1]["data"]))) == 3 else None, "list", name_col
+        )
     # range_count: numeric threshold then count, then max of another numeric column
     values = sorted(r[num] for r in rows if r[col] == value)
     threshold = values[len(values) // 2]
@@ -148,8 +173,7 @@ SLOT_TOOLS = ["aggregate_data", "filter_data", "get_data", "retrieve_data", "sel
 
 
 def _cap1(env: Environment, n: int, query: str, calls: list[Call], answer, kind: str, column: str | None = None) -> TaskPlan:
-    return TaskPlan(f"c1-{env.name}-{n:03d}", "1", env.name, [TurnPlan(query, calls, answer, kind, "API", column)],
-                    hop_count=len(calls), tool_names=SLOT_TOOLS)
+    return TaskPlan(f"c1-{env.name}-{n:03d}", "1", env.name, [TurnPlan(query, calls, answer, kind, "API", column)], hop_count=len(calls), tool_names=SLOT_TOOLS)
 
 
 def domain_api_tools(env: Environment) -> list[str]:
@@ -173,8 +197,10 @@ def cap2_plan(env: Environment, rng: random.Random, n: int) -> TaskPlan:
     cats = sorted({p["category"] for p in products})
     kind = n % 12
     tid = f"c2-retail-{n:03d}"
+
     def one(query: str, name: str, args: dict[str, Any], answer, kind_: str = "number", column: str | None = None, tags: dict | None = None) -> TaskPlan:
         return TaskPlan(tid, "2", "retail", [TurnPlan(query, [Call(name, args, "c1")], answer, kind_, "API", column)], hop_count=1, tags=tags or {})
+
     if kind == 0:
         s = rng.choice(["shipped", "delivered", "cancelled", "returned", "placed"])
         return one(f"How many orders currently have the status '{s}'?", "count_orders_by_status", {"status": s}, lambda r: r[0]["count"])
@@ -189,8 +215,14 @@ def cap2_plan(env: Environment, rng: random.Random, n: int) -> TaskPlan:
         return one(f"What is the average order value at store {s}?", "average_order_value_by_store_id", {"store_id": s}, lambda r: r[0])
     if kind == 4:
         cat = rng.choice(cats)
-        return one(f"What are the 3 best-selling {cat} products? Give their names.", f"top_selling_{cat}_products", {"limit": 3},
-                   lambda r: sorted(x["name"] for x in r[0]), "list", "name")
+        return one(
+            f"What are the 3 best-selling {cat} products? Give their names.",
+            f"top_selling_{cat}_products",
+            {"limit": 3},
+            lambda r: sorted(x["name"] for x in r[0]),
+            "list",
+            "name",
+        )
     if kind == 5:
         cat = rng.choice(cats)
         return one(f"Which is the cheapest product in the {cat} category?", f"cheapest_{cat}_products", {"limit": 1}, lambda r: r[0][0]["name"], "text", "name")
@@ -205,14 +237,23 @@ def cap2_plan(env: Environment, rng: random.Random, n: int) -> TaskPlan:
         return one(f"What was the largest single order total in {m}?", "max_order_total_by_order_month", {"order_month": m}, lambda r: r[0])
     if kind == 9:
         s = rng.choice(stores)
-        return one(f"Who is the manager of store {s['store_id']}?", "get_store_details", {"store_id": s["store_id"]}, lambda r: r[0]["manager"], "text", "manager")
+        return one(
+            f"Who is the manager of store {s['store_id']}?", "get_store_details", {"store_id": s["store_id"]}, lambda r: r[0]["manager"], "text", "manager"
+        )
     if kind == 10:
         tier = rng.choice(["bronze", "silver", "gold"])
-        return one(f"What is the average order value of {tier}-tier customers?", "average_order_value_by_customer_tier", {"customer_tier": tier}, lambda r: r[0])
+        return one(
+            f"What is the average order value of {tier}-tier customers?", "average_order_value_by_customer_tier", {"customer_tier": tier}, lambda r: r[0]
+        )
     p = rng.choice(products)
     q = rng.choice([10, 20, 25])
-    return one(f"Restock product {p['product_id']} with {q} units and tell me its new stock level.", "restock_product",
-               {"product_id": p["product_id"], "quantity": q}, lambda r: r[0]["record"]["stock"], tags={"write": True})
+    return one(
+        f"Restock product {p['product_id']} with {q} units and tell me its new stock level.",
+        "restock_product",
+        {"product_id": p["product_id"], "quantity": q},
+        lambda r: r[0]["record"]["stock"],
+        tags={"write": True},
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -228,11 +269,13 @@ def _chain(specs: list[tuple[str, dict[str, Any]]]) -> list[Call]:
 def cap3_plan(env: Environment, rng: random.Random, n: int) -> TaskPlan | None:
     """Returns a plan whose later arguments are filled from earlier results (resolved at build)."""
     session = env.session()
+
     def run(name: str, args: dict[str, Any]) -> Any:
         res = session.execute(name, args)
         if not res.ok or res.result in (None, []):
             raise PlanRejected(f"{name} {args}: {res.error or 'empty'}")
         return res.result
+
     tid = f"c3-{env.name}-{n:03d}"
     kind = n % 4
     turn: TurnPlan
@@ -247,13 +290,23 @@ def cap3_plan(env: Environment, rng: random.Random, n: int) -> TaskPlan | None:
             medal = rng.choice(["gold", "silver", "bronze"])
             top = run("get_athlete_most_medals", {"medal": medal})
             specs = [("get_athlete_most_medals", {"medal": medal}), ("count_medals_by_country", {"country": top["country"]})]
-            turn = TurnPlan(f"How many medals in total have athletes from the country of the athlete with the most {medal} medals won?", _chain(specs), lambda r: r[-1]["medal_count"])
+            turn = TurnPlan(
+                f"How many medals in total have athletes from the country of the athlete with the most {medal} medals won?",
+                _chain(specs),
+                lambda r: r[-1]["medal_count"],
+            )
         elif kind == 2:
             pick = rng.choice(medalled)
             a = next(x for x in athletes if x["athlete_id"] == pick)
             medals = run("get_athlete_medals", {"athlete_id": a["athlete_id"]})
-            specs = [("get_athlete_by_name", {"name": a["name"]}), ("get_athlete_medals", {"athlete_id": a["athlete_id"]}), ("get_games_by_year", {"year": medals[0]["games_year"]})]
-            turn = TurnPlan(f"In which city did {a['name']} win their first Olympic medal?", _chain(specs), lambda r: r[-1]["host_city"], "text", answer_column="host_city")
+            specs = [
+                ("get_athlete_by_name", {"name": a["name"]}),
+                ("get_athlete_medals", {"athlete_id": a["athlete_id"]}),
+                ("get_games_by_year", {"year": medals[0]["games_year"]}),
+            ]
+            turn = TurnPlan(
+                f"In which city did {a['name']} win their first Olympic medal?", _chain(specs), lambda r: r[-1]["host_city"], "text", answer_column="host_city"
+            )
         else:
             a = rng.choice(athletes)
             specs = [("get_athlete_by_name", {"name": a["name"]}), ("count_athletes_by_sport", {"sport": a["sport"]})]
@@ -265,29 +318,63 @@ def cap3_plan(env: Environment, rng: random.Random, n: int) -> TaskPlan | None:
             turn = TurnPlan(f"Who directed {m['title']}?", _chain(specs), lambda r: r[-1]["name"], "text", answer_column="name")
         elif kind == 1:
             cast = run("get_movie_cast", {"movie_id": m["movie_id"]})
-            specs = [("get_movie_by_title", {"title": m["title"]}), ("get_movie_cast", {"movie_id": m["movie_id"]}), ("get_actor_by_name", {"name": cast[0]["name"]})]
+            specs = [
+                ("get_movie_by_title", {"title": m["title"]}),
+                ("get_movie_cast", {"movie_id": m["movie_id"]}),
+                ("get_actor_by_name", {"name": cast[0]["name"]}),
+            ]
             turn = TurnPlan(f"In which year was the lead actor of {m['title']} born?", _chain(specs), lambda r: r[-1]["birth_year"])
         elif kind == 2:
             cast = run("get_movie_cast", {"movie_id": m["movie_id"]})
-            specs = [("get_movie_by_title", {"title": m["title"]}), ("get_movie_cast", {"movie_id": m["movie_id"]}), ("get_actor_filmography", {"actor_id": cast[0]["actor_id"]})]
+            specs = [
+                ("get_movie_by_title", {"title": m["title"]}),
+                ("get_movie_cast", {"movie_id": m["movie_id"]}),
+                ("get_actor_filmography", {"actor_id": cast[0]["actor_id"]}),
+            ]
             turn = TurnPlan(f"How many movies in the catalogue feature the lead actor of {m['title']}?", _chain(specs), lambda r: len(r[-1]))
         else:
             cast = run("get_movie_cast", {"movie_id": m["movie_id"]})
             films = run("get_actor_filmography", {"actor_id": cast[0]["actor_id"]})
             first = run("get_movie_by_title", {"title": films[0]["title"]})
-            specs = [("get_movie_by_title", {"title": m["title"]}), ("get_movie_cast", {"movie_id": m["movie_id"]}),
-                     ("get_actor_filmography", {"actor_id": cast[0]["actor_id"]}), ("get_movie_by_title", {"title": films[0]["title"]}),
-                     ("get_director", {"director_id": first["director_id"]})]
-            turn = TurnPlan(f"Which country is the director of the earliest film of {m['title']}'s lead actor from?", _chain(specs), lambda r: r[-1]["country"], "text", answer_column="country")
+            specs = [
+                ("get_movie_by_title", {"title": m["title"]}),
+                ("get_movie_cast", {"movie_id": m["movie_id"]}),
+                ("get_actor_filmography", {"actor_id": cast[0]["actor_id"]}),
+                ("get_movie_by_title", {"title": films[0]["title"]}),
+                ("get_director", {"director_id": first["director_id"]}),
+            ]
+            turn = TurnPlan(
+                f"Which country is the director of the earliest film of {m['title']}'s lead actor from?",
+                _chain(specs),
+                lambda r: r[-1]["country"],
+                "text",
+                answer_column="country",
+            )
     elif env.name == "flights":
         b = rng.choice(table_rows(env, "bookings"))
         f = run("get_flight", {"flight_no": b["flight_no"]})
         if kind == 0:
-            specs = [("get_booking", {"booking_id": b["booking_id"]}), ("get_flight", {"flight_no": b["flight_no"]}), ("get_airline", {"airline_code": f["airline_code"]})]
-            turn = TurnPlan(f"In which country is the airline of booking {b['booking_id']} based?", _chain(specs), lambda r: r[-1]["country"], "text", answer_column="country")
+            specs = [
+                ("get_booking", {"booking_id": b["booking_id"]}),
+                ("get_flight", {"flight_no": b["flight_no"]}),
+                ("get_airline", {"airline_code": f["airline_code"]}),
+            ]
+            turn = TurnPlan(
+                f"In which country is the airline of booking {b['booking_id']} based?",
+                _chain(specs),
+                lambda r: r[-1]["country"],
+                "text",
+                answer_column="country",
+            )
         elif kind == 1:
-            specs = [("get_booking", {"booking_id": b["booking_id"]}), ("get_flight", {"flight_no": b["flight_no"]}), ("get_airport", {"iata": f["destination"]})]
-            turn = TurnPlan(f"Which city does the passenger of booking {b['booking_id']} fly to?", _chain(specs), lambda r: r[-1]["city"], "text", answer_column="city")
+            specs = [
+                ("get_booking", {"booking_id": b["booking_id"]}),
+                ("get_flight", {"flight_no": b["flight_no"]}),
+                ("get_airport", {"iata": f["destination"]}),
+            ]
+            turn = TurnPlan(
+                f"Which city does the passenger of booking {b['booking_id']} fly to?", _chain(specs), lambda r: r[-1]["city"], "text", answer_column="city"
+            )
         elif kind == 2:
             origin = rng.choice(["PEK", "PVG", "OSL", "NBO", "MAD", "YYZ", "CDG", "NRT"])
             cheap = run("cheapest_flight_from", {"origin": origin})
@@ -300,28 +387,47 @@ def cap3_plan(env: Environment, rng: random.Random, n: int) -> TaskPlan | None:
         a = rng.choice(table_rows(env, "appointments"))
         doc = run("get_doctor", {"doctor_id": a["doctor_id"]})
         if kind == 0:
-            specs = [("get_appointment", {"appointment_id": a["appointment_id"]}), ("get_doctor", {"doctor_id": a["doctor_id"]}), ("get_department_floor", {"department": doc["department"]})]
+            specs = [
+                ("get_appointment", {"appointment_id": a["appointment_id"]}),
+                ("get_doctor", {"doctor_id": a["doctor_id"]}),
+                ("get_department_floor", {"department": doc["department"]}),
+            ]
             turn = TurnPlan(f"On which floor is the department of the doctor for appointment {a['appointment_id']}?", _chain(specs), lambda r: r[-1]["floor"])
         elif kind == 1:
             appts = run("list_patient_appointments", {"patient_id": a["patient_id"]})
             first_doc = run("get_doctor", {"doctor_id": appts[0]["doctor_id"]})
             specs = [("list_patient_appointments", {"patient_id": a["patient_id"]}), ("get_doctor", {"doctor_id": appts[0]["doctor_id"]})]
-            turn = TurnPlan(f"Which department is the doctor of patient {a['patient_id']}'s earliest appointment in?", _chain(specs), lambda r: r[-1]["department"], "text", answer_column="name")
+            turn = TurnPlan(
+                f"Which department is the doctor of patient {a['patient_id']}'s earliest appointment in?",
+                _chain(specs),
+                lambda r: r[-1]["department"],
+                "text",
+                answer_column="name",
+            )
             del first_doc
         elif kind == 2:
             specs = [("get_patient", {"patient_id": a["patient_id"]})]
             turn = TurnPlan(f"In which year was patient {a['patient_id']} born?", _chain(specs), lambda r: r[-1]["birth_year"])
         else:
-            specs = [("get_appointment", {"appointment_id": a["appointment_id"]}), ("count_doctor_appointments", {"doctor_id": a["doctor_id"], "status": "completed"})]
-            turn = TurnPlan(f"How many completed appointments does the doctor of appointment {a['appointment_id']} have?", _chain(specs), lambda r: r[-1]["appointments"])
+            specs = [
+                ("get_appointment", {"appointment_id": a["appointment_id"]}),
+                ("count_doctor_appointments", {"doctor_id": a["doctor_id"], "status": "completed"}),
+            ]
+            turn = TurnPlan(
+                f"How many completed appointments does the doctor of appointment {a['appointment_id']} have?", _chain(specs), lambda r: r[-1]["appointments"]
+            )
     elif env.name == "retail":
         o = rng.choice(table_rows(env, "orders"))
         if kind % 2 == 0:
             specs = [("get_order_details", {"order_id": o["order_id"]}), ("get_customer_details", {"customer_id": o["customer_id"]})]
-            turn = TurnPlan(f"Which city does the customer who placed order {o['order_id']} live in?", _chain(specs), lambda r: r[-1]["city"], "text", answer_column="city")
+            turn = TurnPlan(
+                f"Which city does the customer who placed order {o['order_id']} live in?", _chain(specs), lambda r: r[-1]["city"], "text", answer_column="city"
+            )
         else:
             specs = [("get_order_details", {"order_id": o["order_id"]}), ("get_store_details", {"store_id": o["store_id"]})]
-            turn = TurnPlan(f"Who manages the store where order {o['order_id']} was placed?", _chain(specs), lambda r: r[-1]["manager"], "text", answer_column="manager")
+            turn = TurnPlan(
+                f"Who manages the store where order {o['order_id']} was placed?", _chain(specs), lambda r: r[-1]["manager"], "text", answer_column="manager"
+            )
     else:
         return None
     return TaskPlan(tid, "3", env.name, [turn], hop_count=len(turn.calls), tool_names=domain_api_tools(env))
@@ -330,8 +436,13 @@ def cap3_plan(env: Environment, rng: random.Random, n: int) -> TaskPlan | None:
 # ---------------------------------------------------------------------------------------------
 # Capability 4: multi-turn, multi-source, with plain-text tool-use policies
 # ---------------------------------------------------------------------------------------------
-RETRIEVER = {"olympics": "search_olympic_history", "retail": "search_store_policies", "flights": "search_travel_handbook",
-             "hospital": "search_patient_leaflets", "movies": "search_synopses"}
+RETRIEVER = {
+    "olympics": "search_olympic_history",
+    "retail": "search_store_policies",
+    "flights": "search_travel_handbook",
+    "hospital": "search_patient_leaflets",
+    "movies": "search_synopses",
+}
 WRITE_TURNS = {"flights", "hospital", "retail"}
 
 
@@ -394,7 +505,6 @@ def cap4_plan(env: Environment, facts: dict[str, Any], rng: random.Random, n: in
         turns.append(_rag_turn(facts, rng, used) if hop == "RAG" else _api_turn(env, rng, n * 7 + j))
     tags: dict[str, Any] = {}
     policy: dict[str, Any] | None = None
-    retr = RETRIEVER[env.name]
     if condition == "policy_changes_answer" or (env.name in WRITE_TURNS and slot % 2 == 0):
         write_t, read_t = _write_turn(env, rng)
         tags["write"] = condition != "policy_changes_answer"
@@ -406,18 +516,35 @@ def cap4_plan(env: Environment, facts: dict[str, Any], rng: random.Random, n: in
         allowed = [{"turn_id": str(i), "allowed": ["rag" if t.hop_type == "RAG" else "api"]} for i, t in enumerate(turns, start=1)]
         parts = [f"in turn {i} use only {'the document search' if t.hop_type == 'RAG' else 'the database tools'}" for i, t in enumerate(turns, start=1)]
         total = sum(len(t.calls) for t in turns)
-        policy = {"text": "Tool-use policy: " + "; ".join(parts) + f". Make at most {total + 4} tool calls in the whole conversation.",
-                  "allowed_sources": allowed, "max_calls": total + 4}
+        policy = {
+            "text": "Tool-use policy: " + "; ".join(parts) + f". Make at most {total + 4} tool calls in the whole conversation.",
+            "allowed_sources": allowed,
+            "max_calls": total + 4,
+        }
     elif condition == "policy_changes_answer":
-        policy = {"text": "Tool-use policy: this assistant is read-only. Never modify bookings, appointments, orders or customer accounts, "
-                          "even when asked; look the record up and report its current state instead.", "read_only": True}
-    return TaskPlan(tid, "4", env.name, turns, policy=policy, policy_condition=condition, hop_count=sum(len(t.calls) for t in turns),
-                    tool_names=domain_api_tools(env), tags=tags, write_variants=write_variant)
+        policy = {
+            "text": "Tool-use policy: this assistant is read-only. Never modify bookings, appointments, orders or customer accounts, "
+            "even when asked; look the record up and report its current state instead.",
+            "read_only": True,
+        }
+    return TaskPlan(
+        tid,
+        "4",
+        env.name,
+        turns,
+        policy=policy,
+        policy_condition=condition,
+        hop_count=sum(len(t.calls) for t in turns),
+        tool_names=domain_api_tools(env),
+        tags=tags,
+        write_variants=write_variant,
+    )
 
 
 def generate(envs: dict[str, Environment], facts: dict[str, dict[str, Any]], seed: int) -> list[tuple[TaskPlan, dict[str, Any]]]:
     """All plans with their native task dicts; instances that do not execute cleanly are redrawn."""
     out: list[tuple[TaskPlan, dict[str, Any]]] = []
+
     def add(make, count: int, key: str) -> None:
         rng = random.Random(f"{seed}:{key}")
         n, made, attempts = 0, 0, 0
@@ -440,11 +567,12 @@ def generate(envs: dict[str, Environment], facts: dict[str, dict[str, Any]], see
             out.append((plan, task))
             made += 1
             n += 1
+
     for name in ("olympics", "movies", "flights", "hospital"):
         add(lambda rng, n, _m, e=envs[name]: cap1_plan(e, rng, n), 12, f"c1:{name}")
     add(lambda rng, n, _m: cap2_plan(envs["retail"], rng, n), 30, "c2")
     for name in ("olympics", "movies", "flights", "hospital", "retail"):
         add(lambda rng, n, _m, e=envs[name]: cap3_plan(e, rng, n), 8 if name != "retail" else 4, f"c3:{name}")
     for name in ("olympics", "retail", "flights", "hospital", "movies"):
-        add(lambda rng, n, m, e=envs[name]: cap4_plan(e, facts[name], rng, n, m), 6, f"c4:{name}")
+        add(lambda rng, n, m, e=envs[name], f=facts[name]: cap4_plan(e, f, rng, n, m), 6, f"c4:{name}")
     return out

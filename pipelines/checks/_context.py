@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge import Step, Task, Trajectory, TrajectoryTurn, Turn, parse_json_text
-
 from pipelines.config import GradingConfig
 
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge import FailureStage, ReferenceCall, Step, ToolSpec
-
 from pipelines.matching import MISSING, compare_argument
 
 

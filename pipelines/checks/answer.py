@@ -7,7 +7,6 @@ Open-ended turns (``criteria`` and no gold answer) always go to the open-ended r
 from __future__ import annotations
 
 from judge import Check, Evidence, FailureStage, Outcome, StageResult
-
 from pipelines.checks._context import TurnContext
 from pipelines.matching import AnswerLabel, AnswerThresholds, compare_answer, is_missing
 
@@ -36,9 +35,7 @@ class AnswerCheck:
             return StageResult(check=self.check, outcome=Outcome.SKIPPED, reason="no gold answer (call-only task)")
         if ctx.traj_turn is None:
             return self._mismatch("missing", f"the trajectory has no turn {turn.turn_id}", None, turn.gold_answers)
-        match = compare_answer(
-            turn.gold_answers, prediction, ordered=turn.answer_ordered, tolerance=turn.answer_tolerance, thresholds=thresholds_from(ctx)
-        )
+        match = compare_answer(turn.gold_answers, prediction, ordered=turn.answer_ordered, tolerance=turn.answer_tolerance, thresholds=thresholds_from(ctx))
         if match.label is None:
             return StageResult(
                 check=self.check,

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge import Check, Evidence, FailureStage, Outcome, StageResult, canonical_json, dependency_order, response_key
-
 from pipelines.checks._context import TurnContext
 from pipelines.checks._diff import CallDiff, diff_call
+
 
 @dataclass
 class RefStatus:
@@ -121,9 +121,7 @@ def match_calls(ctx: TurnContext, answer_correct: bool | None) -> CallMatching:
             continue
         ref = refs[st.index]
         # a step that satisfied another reference call is not an attempt at this one
-        same_name = [v for v in ctx.steps if v.step.name == ref.name and v.index not in used] or [
-            v for v in ctx.steps if v.step.name == ref.name
-        ]
+        same_name = [v for v in ctx.steps if v.step.name == ref.name and v.index not in used] or [v for v in ctx.steps if v.step.name == ref.name]
         if st.index in order_violations:
             st.stage = FailureStage.TOOL_SELECTION
             st.problems = [f"{ref.name} was called (step {order_violations[st.index]}) before the calls it depends on ({', '.join(ref.depends_on)})"]
@@ -161,9 +159,7 @@ def match_calls(ctx: TurnContext, answer_correct: bool | None) -> CallMatching:
         if view.index in used or not task.is_write(view.step.name) or view.step.name in unsatisfied_names:
             continue
         extra_writes.append((view.index, FailureStage.TOOL_SELECTION, f"surplus write {view.step.name} at step {view.index}"))
-    state_mismatch = (
-        ctx.reference_state is not None and ctx.predicted_state is not None and ctx.reference_state != ctx.predicted_state
-    )
+    state_mismatch = ctx.reference_state is not None and ctx.predicted_state is not None and ctx.reference_state != ctx.predicted_state
 
     # 5. order score inputs: dependency edges between satisfied calls, respected or not
     edges = respected = 0
@@ -197,9 +193,13 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
                 )
             )
         elif st.inconclusive:
-            evidence.append(Evidence(kind="no_counterpart", reference=st.index, message="; ".join(st.problems), expected={"name": ref.name, "arguments": ref.arguments}))
+            evidence.append(
+                Evidence(kind="no_counterpart", reference=st.index, message="; ".join(st.problems), expected={"name": ref.name, "arguments": ref.arguments})
+            )
         else:
-            evidence.append(Evidence(kind="unsatisfied", reference=st.index, message="; ".join(st.problems), expected={"name": ref.name, "arguments": ref.arguments}))
+            evidence.append(
+                Evidence(kind="unsatisfied", reference=st.index, message="; ".join(st.problems), expected={"name": ref.name, "arguments": ref.arguments})
+            )
     for step_index, _stage, message in extra_writes:
         evidence.append(Evidence(kind="extra_write", step=step_index, message=message))
 

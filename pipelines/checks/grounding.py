@@ -13,7 +13,6 @@ decides). There is no deterministic 'ungrounded': absence of a string is not pro
 from __future__ import annotations
 
 from judge import Check, Outcome, StageResult
-
 from pipelines.checks._context import TurnContext
 from pipelines.matching import numbers_in, value_in_text
 
@@ -32,9 +31,7 @@ class GroundingCheck:
         prediction = ctx.traj_turn.final_answer if ctx.traj_turn is not None else None
         gold = ctx.turn.gold_answers or []
         supported_value = next((g for g in gold if value_in_text(g, outputs)), None)
-        unexplained = [
-            n for n in numbers_in(prediction) if not any(value_in_text(n, src) for src in (outputs, ctx.turn.query, gold))
-        ]
+        unexplained = [n for n in numbers_in(prediction) if not any(value_in_text(n, src) for src in (outputs, ctx.turn.query, gold))]
         if supported_value is not None and not unexplained:
             return StageResult(check=self.check, outcome=Outcome.MATCH, reason=f"the answer value {supported_value!r} appears in the tool outputs")
         if calls_satisfied and not unexplained:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 
 from judge import Check, Evidence, FailureStage, Outcome, Policy, StageResult
-
 from pipelines.checks._context import TurnContext
 from pipelines.matching import values_equal
 

@@ -4,8 +4,8 @@ The grading matcher replays predicted and reference calls here (``pipelines.repl
 can run against the very same domains through ``serve`` (MCP over stdio or streamable HTTP).
 """
 
+from pipelines.env._retriever import BM25Index, tokenize
 from pipelines.env._runtime import (
-    DEFAULT_ROOT,
     DomainError,
     Environment,
     ExecResult,
@@ -14,10 +14,8 @@ from pipelines.env._runtime import (
     list_environments,
     load_environment,
 )
-from pipelines.env._retriever import BM25Index, tokenize
 
 __all__ = [
-    "DEFAULT_ROOT",
     "BM25Index",
     "DomainError",
     "Environment",

@@ -36,11 +36,16 @@ def _shortlist_spec(k: int) -> types.Tool:
     return types.Tool(
         name=SHORTLIST_TOOL,
         description="Find the tools relevant to a request among this domain's many tools; returns their names, descriptions and "
-                    "parameter schemas, and lists them in tools/list.",
-        input_schema={"type": "object", "properties": {
-            "query": {"type": "string", "description": "What you want to do."},
-            "k": {"type": "integer", "minimum": 1, "maximum": MAX_LISTED_TOOLS - 1, "default": k}},
-            "required": ["query"], "additionalProperties": False},
+        "parameter schemas, and lists them in tools/list.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What you want to do."},
+                "k": {"type": "integer", "minimum": 1, "maximum": MAX_LISTED_TOOLS - 1, "default": k},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
     )
 
 
@@ -75,20 +80,32 @@ def build_server(env: Environment, shortlist: int | None = None) -> Server[Any]:
         structured = result.result if isinstance(result.result, dict) else {"result": result.result}
         return types.CallToolResult(content=[types.TextContent(text=_text(result.result))], structured_content=structured)
 
-    return Server(f"trajectory-judge-{env.name}", version=env.version,
-                  instructions=f"Tools of the '{env.name}' domain (version {env.version}).",
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(
+        f"trajectory-judge-{env.name}",
+        version=env.version,
+        instructions=f"Tools of the '{env.name}' domain (version {env.version}).",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
 
 
-def serve(domain: str, transport: Literal["stdio", "http"] = "stdio", host: str = "127.0.0.1", port: int = 8000,
-          shortlist: int | None = None, root: Path | None = None) -> None:
+def serve(
+    domain: str,
+    transport: Literal["stdio", "http"] = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    shortlist: int | None = None,
+    root: Path | None = None,
+) -> None:
     """Run until the client disconnects (stdio) or the process is stopped (http, path ``/mcp``)."""
     env = load_environment(domain, root)
     server = build_server(env, shortlist)
     if transport == "stdio":
+
         async def run() -> None:
             async with stdio_server() as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
+
         anyio.run(run)
     elif transport == "http":
         import uvicorn

@@ -30,8 +30,8 @@ from pipelines.env import _slot
 from pipelines.env._labels import LabelError, has_reference, resolve
 from pipelines.env._retriever import BM25Index
 from pipelines.env._sql import Deadline, copy_to_memory, open_read_only, read_schema, rows_as_dicts, state_digest
+from pipelines.resources import environments_root
 
-DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "data" / "envs"
 DEFAULT_TIME_LIMIT_S = 2.0
 MAX_RESULT_ROWS = 200
 MAX_DATASET_ROWS = 5000
@@ -251,7 +251,7 @@ class Session:
                 result = ExecResult(ok=False, error=f"database error: {exc}")
         except sqlite3.Error as exc:
             result = ExecResult(ok=False, error=f"database error: {exc}")
-        except Exception as exc:  # noqa: BLE001 -- the contract is "recorded error, never a crash"
+        except Exception as exc:
             result = ExecResult(ok=False, error=f"internal error: {type(exc).__name__}: {exc}")
         if label and result.ok:
             self.labels[label] = result.result
@@ -358,7 +358,7 @@ class Session:
             result = None
             if impl.get("result_sql"):
                 row = conn.execute(impl["result_sql"], args).fetchone()
-                result = {k: _json_ready(row[k]) for k in row.keys()} if row is not None else None
+                result = {k: _json_ready(row[k]) for k in row.keys()} if row is not None else None  # noqa: SIM118 (sqlite3.Row iterates values)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -405,7 +405,7 @@ _LOAD_LOCK = threading.Lock()
 
 
 def _root(root: Path | None) -> Path:
-    return Path(root) if root is not None else DEFAULT_ROOT
+    return Path(root) if root is not None else environments_root()
 
 
 def list_environments(root: Path | None = None) -> list[str]:

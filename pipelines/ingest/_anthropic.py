@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 from judge import Trajectory, parse_json_text
-
 from pipelines.ingest._base import ItemContext, ItemError, TrajectoryFormat, expect, short
 from pipelines.ingest._chat import TurnBuilder, common_ids, extra_metadata, text_of, token_usage
 
@@ -34,9 +33,9 @@ def _sniff(item: dict[str, Any]) -> bool:
     if isinstance(usage, dict) and ("input_tokens" in usage or "output_tokens" in usage):
         return True
     for message in messages:
-        if isinstance(message, dict) and isinstance(message.get("content"), list):
-            if any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in message["content"]):
-                return True
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in content):
+            return True
     return False
 
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from pydantic import ValidationError
 
 from judge import InputErrorInfo, SourceRef
-
 from pipelines.ingest._base import ItemContext, ItemError, Limits, Loaded, TaskSet, TrajectoryFormat, default_trajectory_id, validation_error
 from pipelines.ingest._reader import RawItem, Source, read_items, source_name
 from pipelines.ingest._registry import (
@@ -94,9 +94,7 @@ class _Stream:
                 if raw.error is None and isinstance(raw.value, dict):
                     detected = sniff_trajectory(raw.value)
                     if detected is None:
-                        self.undetected = (
-                            f"cannot detect the trajectory format: {_describe(raw.value)}; pass fmt= one of {', '.join(TRAJECTORY_FORMATS)}"
-                        )
+                        self.undetected = f"cannot detect the trajectory format: {_describe(raw.value)}; pass fmt= one of {', '.join(TRAJECTORY_FORMATS)}"
                     else:
                         self.fmt = trajectory_format(detected)
                     for earlier in held:

@@ -6,9 +6,10 @@ task / one error (tasks). Nothing is silently dropped and nothing is silently ov
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -67,9 +68,7 @@ class ItemError(Exception):
         self.file = file
 
     def info(self, file: str, line: int | None) -> InputErrorInfo:
-        return InputErrorInfo(
-            kind=self.kind, message=self.message, file=self.file or file, line=self.line if self.line is not None else line, field=self.field
-        )
+        return InputErrorInfo(kind=self.kind, message=self.message, file=self.file or file, line=self.line if self.line is not None else line, field=self.field)
 
 
 def short(value: Any, limit: int = 80) -> str:
@@ -117,7 +116,9 @@ def _json_type_name(kind: type | tuple[type, ...]) -> str:
 def _json_name(value: Any) -> str:
     if value is None:
         return "null"
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer", float: "a number"}.get(type(value), type(value).__name__)
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer", float: "a number"}.get(
+        type(value), type(value).__name__
+    )
 
 
 def as_id(value: Any) -> str | None:
@@ -240,4 +241,3 @@ def _where(source: SourceRef) -> str:
 
 def _where_info(info: InputErrorInfo) -> str:
     return info.file + (f":{info.line}" if info.line is not None else "")
-

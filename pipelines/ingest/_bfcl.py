@@ -24,7 +24,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge import ArgumentRule, InputErrorInfo, ReferenceCall, SourceRef, Task, TaskMetadata, ToolSpec, Turn, canonical_json
-
 from pipelines.ingest._base import ItemError, Limits, TaskCollector, TaskFormat, TaskSet, as_id, expect, short, validation_error
 from pipelines.ingest._join import index_by_id, object_or_error
 from pipelines.ingest._reader import read_items
@@ -145,7 +144,7 @@ def _reference_call(entry: Any, path: str) -> ReferenceCall:
     expect(entry, dict, path, "a ground-truth call")
     if len(entry) != 1:
         raise ItemError("invalid_field", f"a ground-truth call maps exactly one function name to its parameters, got {len(entry)} keys", path)
-    (name, params), = entry.items()
+    ((name, params),) = entry.items()
     expect(params, dict, f"{path}.{name}", "the parameters")
     arguments: dict[str, Any] = {}
     rules: dict[str, ArgumentRule] = {}
@@ -221,7 +220,13 @@ def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
         turns = question.get("question")
         if (isinstance(turns, list) and len(turns) > 1) or "initial_config" in question or "involved_classes" in question:
             collector.add_error(
-                InputErrorInfo(kind="unsupported", message="multi-turn BFCL entries are not supported (only simple, multiple, parallel, parallel_multiple)", file=path, line=raw.line, field="question"),
+                InputErrorInfo(
+                    kind="unsupported",
+                    message="multi-turn BFCL entries are not supported (only simple, multiple, parallel, parallel_multiple)",
+                    file=path,
+                    line=raw.line,
+                    field="question",
+                ),
                 uid,
             )
             answer = answers.get(uid)
@@ -231,7 +236,13 @@ def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
         answer = answers.get(uid)
         if answer is None:
             collector.add_error(
-                InputErrorInfo(kind="unknown_task", message=f"question {uid!r} has no possible answer in {reference} (irrelevance/relevance categories have none and are not supported)", file=path, line=raw.line, field="id"),
+                InputErrorInfo(
+                    kind="unknown_task",
+                    message=f"question {uid!r} has no possible answer in {reference} (irrelevance/relevance categories have none and are not supported)",
+                    file=path,
+                    line=raw.line,
+                    field="id",
+                ),
                 uid,
             )
             continue
@@ -251,7 +262,10 @@ def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
     for uid, entry in answers.items():
         if not entry.used:
             collector.add_error(
-                InputErrorInfo(kind="unknown_task", message=f"possible answer {uid!r} has no question in {path}", file=reference, line=entry.source.line, field="id"), None
+                InputErrorInfo(
+                    kind="unknown_task", message=f"possible answer {uid!r} has no question in {path}", file=reference, line=entry.source.line, field="id"
+                ),
+                None,
             )
     return collector.result
 

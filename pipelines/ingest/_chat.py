@@ -12,7 +12,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge import Step, Trajectory
-
 from pipelines.ingest._base import ItemContext, ItemError, as_id, expect, validation_error
 
 NO_RESULT = "no tool result"
@@ -82,7 +81,7 @@ class TurnBuilder:
             turns.append({**turn, "steps": steps})
         data: dict[str, Any] = {
             "task_id": item.get("task_id"),
-            "trajectory_id": item["trajectory_id"] if "trajectory_id" in item else ctx.default_trajectory_id,
+            "trajectory_id": item.get("trajectory_id", ctx.default_trajectory_id),
             "agent": item.get("agent"),
             "turns": turns,
             "token_usage": usage,

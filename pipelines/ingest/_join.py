@@ -7,10 +7,10 @@ whether a task used it, so that orphans on either side can be reported naming bo
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from judge import InputErrorInfo, SourceRef, canonical_json
-
 from pipelines.ingest._base import ItemError, Limits, TaskCollector
 from pipelines.ingest._reader import RawItem, read_items
 
@@ -57,7 +57,9 @@ def index_by_id(path: str, limits: Limits, collector: TaskCollector, role: str, 
         same = canonical_json(first.value) == canonical_json(value)
         detail = "identical content; the first is kept" if same else "different content; its trajectories are reported as ambiguous_task errors"
         collector.result.errors.append(
-            InputErrorInfo(kind="duplicate_id", message=f"{role} {uid!r} already defined at {where(first.source)} with {detail}", file=path, line=raw.line, field=field)
+            InputErrorInfo(
+                kind="duplicate_id", message=f"{role} {uid!r} already defined at {where(first.source)} with {detail}", file=path, line=raw.line, field=field
+            )
         )
         if not same:
             collector.mark_ambiguous(uid, path, raw.line, f"defined at {where(first.source)} and again at {path}:{raw.line} with different content")

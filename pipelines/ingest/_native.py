@@ -10,7 +10,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge import SourceRef, Task, Trajectory
-
 from pipelines.ingest._base import (
     ItemContext,
     ItemError,

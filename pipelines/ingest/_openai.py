@@ -18,7 +18,6 @@ import json
 from typing import Any
 
 from judge import Trajectory, parse_json_text
-
 from pipelines.ingest._base import ItemContext, ItemError, TrajectoryFormat, expect, short
 from pipelines.ingest._chat import TurnBuilder, common_ids, extra_metadata, text_of, token_usage
 

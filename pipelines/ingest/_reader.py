@@ -20,13 +20,13 @@ import io
 import json
 import os
 from collections import deque
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 from judge import InputErrorInfo
-
 from pipelines.ingest._base import Limits
 
 Source = str | os.PathLike | IO[bytes]
@@ -442,15 +442,21 @@ class _ArrayState:
             try:
                 value, end = _DECODER.raw_decode(self.buf, start)
             except _DuplicateKey as err:
-                raise _Stop(self.error("malformed_json", f"duplicate key {err.key!r} in one JSON object", self.line_at(start)))
+                raise _Stop(self.error("malformed_json", f"duplicate key {err.key!r} in one JSON object", self.line_at(start))) from None
             except json.JSONDecodeError as err:
                 pending = len(self.buf) - start
                 if not _incomplete(err, self.buf):
-                    raise _Stop(self.error("malformed_json", f"malformed JSON in the array item: {err.msg} at line {self.base_line + err.lineno - 1}, column {err.colno}", self.line_at(start)))
+                    raise _Stop(
+                        self.error(
+                            "malformed_json",
+                            f"malformed JSON in the array item: {err.msg} at line {self.base_line + err.lineno - 1}, column {err.colno}",
+                            self.line_at(start),
+                        )
+                    ) from None
                 if self.eof or self.stop is not None:
-                    raise self.end(f"malformed JSON in the array item: {err.msg} at line {self.base_line + err.lineno - 1}, column {err.colno}")
+                    raise self.end(f"malformed JSON in the array item: {err.msg} at line {self.base_line + err.lineno - 1}, column {err.colno}") from None
                 if pending > limit:
-                    raise _Stop(self.error("too_large", f"array item is larger than the limit of {limit} bytes", self.line_at(start)))
+                    raise _Stop(self.error("too_large", f"array item is larger than the limit of {limit} bytes", self.line_at(start))) from None
                 target = len(self.buf) + max(pending, 4096)
                 while self._size() < target and self._read_line():
                     pass

@@ -25,7 +25,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge import InputErrorInfo, Policy, SourceRef, Task, Trajectory, parse_json_text
-
 from pipelines.ingest._base import (
     ItemContext,
     ItemError,
@@ -241,7 +240,9 @@ def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
         if case is None:
             continue
         if "output" in case and "dialogue" not in case:
-            raise ValueError(f"{path} holds ground truth (items with 'output'), not input cases; pass the input cases as the task file and the ground truth as reference")
+            raise ValueError(
+                f"{path} holds ground truth (items with 'output'), not input cases; pass the input cases as the task file and the ground truth as reference"
+            )
         try:
             uid = _uuid(case)
         except ItemError as err:
@@ -250,7 +251,8 @@ def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
         entry = gt_entries.get(uid)
         if entry is None:
             collector.add_error(
-                InputErrorInfo(kind="unknown_task", message=f"input case {uid!r} has no ground truth in {reference}", file=path, line=raw.line, field="uuid"), uid
+                InputErrorInfo(kind="unknown_task", message=f"input case {uid!r} has no ground truth in {reference}", file=path, line=raw.line, field="uuid"),
+                uid,
             )
             continue
         entry.used = True
@@ -268,7 +270,10 @@ def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
     for uid, entry in gt_entries.items():
         if not entry.used:
             collector.add_error(
-                InputErrorInfo(kind="unknown_task", message=f"ground truth {uid!r} has no input case in {path}", file=reference, line=entry.source.line, field="uuid"), None
+                InputErrorInfo(
+                    kind="unknown_task", message=f"ground truth {uid!r} has no input case in {path}", file=reference, line=entry.source.line, field="uuid"
+                ),
+                None,
             )
     return collector.result
 
@@ -335,7 +340,9 @@ def _convert_trajectory(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
         responses = responses or []
         if len(responses) > len(calls):
             raise ItemError("invalid_field", f"tool_response has {len(responses)} items but tool_call only {len(calls)}", f"{path}.sequence.tool_response")
-        steps = [_step(call, responses[j] if j < len(responses) else None, j < len(responses), f"{path}.sequence.tool_call[{j}]") for j, call in enumerate(calls)]
+        steps = [
+            _step(call, responses[j] if j < len(responses) else None, j < len(responses), f"{path}.sequence.tool_call[{j}]") for j, call in enumerate(calls)
+        ]
         query = turn.get("query")
         if query is not None:
             expect(query, str, f"{path}.query", "query")
@@ -351,7 +358,7 @@ def _convert_trajectory(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
         meta["turns"] = turn_meta
     data = {
         "task_id": uid,
-        "trajectory_id": item["trajectory_id"] if "trajectory_id" in item else uid,
+        "trajectory_id": item.get("trajectory_id", uid),
         "agent": item.get("agent"),
         "turns": turns,
         "metadata": meta,

@@ -184,9 +184,7 @@ def _number_text(x: float) -> str:
 
 # ---------------------------------------------------------------- missing answers
 
-_NON_ANSWERS = frozenset(
-    {"unknown", "n/a", "na", "n.a.", "not available", "no answer", "none available", "未知", "不知道", "不清楚", "无法回答"}
-)
+_NON_ANSWERS = frozenset({"unknown", "n/a", "na", "n.a.", "not available", "no answer", "none available", "未知", "不知道", "不清楚", "无法回答"})
 _REFUSAL = re.compile(
     r"^(?:(?:i'?m |i am )?(?:so )?sorry[\s,.!]*(?:but[\s,]*)?)?(?:"
     r"i (?:do not|don'?t|dont) know"

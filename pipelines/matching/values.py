@@ -83,9 +83,7 @@ class _Diff:
 
 _EXACT_FORMATS = frozenset({"uri", "uuid", "email"})
 _DATE_FORMATS = frozenset({"date", "date-time"})
-_ISO_DATE = re.compile(
-    r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$"
-)
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$")
 
 
 def _show(value: Any, limit: int = 60) -> str:
@@ -266,9 +264,7 @@ def _list_diff(a: list, b: list, schema: dict | None, opts: _Opts, path: str) ->
     if not a and not b:
         return None
     # Multiset equality under a fuzzy (non-transitive) element equality needs a real assignment.
-    equal = np.array([[_diff(x, y, item_schema, inner, "") is None for y in b] for x in a], dtype=float).reshape(
-        len(a), len(b)
-    )
+    equal = np.array([[_diff(x, y, item_schema, inner, "") is None for y in b] for x in a], dtype=float).reshape(len(a), len(b))
     rows, cols = linear_sum_assignment(-equal) if equal.size else (np.array([], int), np.array([], int))
     matched = [(r, c) for r, c in zip(rows, cols, strict=True) if equal[r, c] == 1.0]
     if len(matched) == len(a) == len(b):

@@ -51,7 +51,11 @@ def test_material_ref_and_clusters():
         ('{"id": "b", "rubric": "r", "material": {}, "human_labels": [{"annotator": "a"}]}', "invalid_field", "human_labels[0].label"),
         ('{"id": "b", "rubric": "r", "material": {}, "human_labels": [{"annotator": "a", "label": "pass"}], "extra": 1}', "invalid_field", "extra"),
         ('{"id": "a", "rubric": "r", "material": {}, "human_labels": [{"annotator": "a", "label": "pass"}]}', "duplicate_id", "id"),
-        ('{"id": "b", "rubric": "r", "material": {}, "human_labels": [{"annotator": "a", "label": "x"}, {"annotator": "a", "label": "y"}]}', "invalid_field", None),
+        (
+            '{"id": "b", "rubric": "r", "material": {}, "human_labels": [{"annotator": "a", "label": "x"}, {"annotator": "a", "label": "y"}]}',
+            "invalid_field",
+            None,
+        ),
     ],
 )
 def test_errors_name_file_line_and_field(tmp_path, line, kind, field):
@@ -99,7 +103,13 @@ def test_run_calibration_on_native_jsonl(tmp_path):
 
 def _item(i: int, rubric: str, human: str, judge: str) -> str:
     return json.dumps(
-        {"id": f"{rubric}-{i}", "rubric": rubric, "material": {"answer": str(i)}, "human_labels": [{"annotator": "h", "label": human}], "judge_verdicts": {"j1": judge, "j2": human}}
+        {
+            "id": f"{rubric}-{i}",
+            "rubric": rubric,
+            "material": {"answer": str(i)},
+            "human_labels": [{"annotator": "h", "label": human}],
+            "judge_verdicts": {"j1": judge, "j2": human},
+        }
     )
 
 

@@ -10,7 +10,8 @@ import pytest
 
 import rubrics
 from calibration import PROBES, flip_stats, load_gold, model_family, run_bias_probes, self_preference
-from judge import JudgeSettings, Outcome, PanelDecision, Vote, build_panel
+from judge import Outcome, PanelDecision, Vote
+from judge.llm import JudgeSettings, build_panel
 from tests.servers import Reply
 
 from .conftest import FIXTURES
@@ -38,7 +39,9 @@ class BiasedPanel:
             long = "correct" if injected or len(ans) > 120 or any(g.lower() in ans.lower() for g in m["gold_answers"]) else "incorrect"
             votes = [Vote(judge="first", label=first), Vote(judge="long", label=long)]
             label = first if first == long else None
-            out.append(PanelDecision(panel="biased", rule="unanimous", label=label, outcome=Outcome.INCONCLUSIVE if label is None else Outcome.MATCH, votes=votes))
+            out.append(
+                PanelDecision(panel="biased", rule="unanimous", label=label, outcome=Outcome.INCONCLUSIVE if label is None else Outcome.MATCH, votes=votes)
+            )
         return out
 
 
@@ -123,5 +126,10 @@ def test_self_preference_flags_a_lenient_family_judge():
 
 def test_model_family():
     assert [model_family(n) for n in ("Llama3-70B", "llama2-13b-chat", "openai:gpt-4o", "GPT-4", "meta/Llama-3-8B", "7b")] == [
-        "llama", "llama", "gpt", "gpt", "llama", None,
+        "llama",
+        "llama",
+        "gpt",
+        "gpt",
+        "llama",
+        None,
     ]

@@ -124,7 +124,7 @@ async def test_few_shot_through_the_real_panel(loopback_openai):
     only when a trap example appears in the system message the FewShotRubric renders."""
     import rubrics
     from calibration import FewShotRubric, panel_judge_run
-    from judge import JudgeSettings, build_panel
+    from judge.llm import JudgeSettings, build_panel
     from tests.servers import Reply
 
     def responder(body):

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from calibration import THAKUR_JUDGES, LabelCoder, agreement, calibrate, detect_gold_format, held_out_evaluation, load_gold, run_calibration
-from judge import InputError, Vote, load_weights, tally
-
 from calibration._panels import encode_votes
 from calibration._split import stratified_cluster_split
 from calibration._votes import LogOddsPanel
+from judge import InputError, Vote
+from judge.llm import load_weights, tally
 
 
 def _half_up(x: float, places: int) -> Decimal:
@@ -97,7 +97,7 @@ def test_learned_panel_sees_no_held_out_labels(thakur_gold):
         for a, b in zip(idx, idx[1:] + idx[:1], strict=True):
             flipped[a] = truth[b]
     assert flipped != truth
-    args = dict(rubric="answer_correctness", seed=0, n_boot=0, spread_seeds=0)
+    args = {"rubric": "answer_correctness", "seed": 0, "n_boot": 0, "spread_seeds": 0}
     a = held_out_evaluation(truth, [it.judge_verdicts for it in items], clusters, list(THAKUR_JUDGES), coder, **args)
     b = held_out_evaluation(flipped, [it.judge_verdicts for it in items], clusters, list(THAKUR_JUDGES), coder, **args)
     assert a.weights == b.weights and a.logistic_coefficients == b.logistic_coefficients

@@ -18,18 +18,25 @@ HANG_SQL = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELE
 def tiny_domain(extra_tools: list[dict] | None = None) -> Domain:
     """A test-only domain: a table, a hanging tool, a big-result tool, a write tool, two documents."""
     rows = [(i, f"item{i}", i % 3) for i in range(1, 401)]
-    tools = slot_family(["items"]) + [
-        endpoint("get_item", "One item.", {"item_id": (int, "Id.")}, "SELECT * FROM items WHERE item_id = :item_id", "row"),
-        endpoint("items_in_group", "Items of a group.", {"grp": (int, "Group.")}, "SELECT * FROM items WHERE grp = :grp ORDER BY item_id"),
-        endpoint("hang", "Never finishes (test only).", {"floor": (int, "Lower bound.")}, HANG_SQL, "row"),
-        write("rename_item", "Rename an item.", {"item_id": (int, "Id."), "name": (str, "New name.")},
-              ["UPDATE items SET name = :name WHERE item_id = :item_id"],
-              precheck=("SELECT 1 FROM items WHERE item_id = :item_id", "item {item_id} not found"),
-              result_sql="SELECT * FROM items WHERE item_id = :item_id"),
-        retriever("search_notes", "Search notes."),
-    ] + (extra_tools or [])
-    docs = [{"doc_id": "a", "title": "Apples", "text": "Apples grow on trees."},
-            {"doc_id": "b", "title": "苹果", "text": "苹果长在树上，秋天成熟。"}]
+    tools = (
+        slot_family(["items"])
+        + [
+            endpoint("get_item", "One item.", {"item_id": (int, "Id.")}, "SELECT * FROM items WHERE item_id = :item_id", "row"),
+            endpoint("items_in_group", "Items of a group.", {"grp": (int, "Group.")}, "SELECT * FROM items WHERE grp = :grp ORDER BY item_id"),
+            endpoint("hang", "Never finishes (test only).", {"floor": (int, "Lower bound.")}, HANG_SQL, "row"),
+            write(
+                "rename_item",
+                "Rename an item.",
+                {"item_id": (int, "Id."), "name": (str, "New name.")},
+                ["UPDATE items SET name = :name WHERE item_id = :item_id"],
+                precheck=("SELECT 1 FROM items WHERE item_id = :item_id", "item {item_id} not found"),
+                result_sql="SELECT * FROM items WHERE item_id = :item_id",
+            ),
+            retriever("search_notes", "Search notes."),
+        ]
+        + (extra_tools or [])
+    )
+    docs = [{"doc_id": "a", "title": "Apples", "text": "Apples grow on trees."}, {"doc_id": "b", "title": "苹果", "text": "苹果长在树上，秋天成熟。"}]
     return Domain("tiny", [Table("items", "CREATE TABLE items (item_id INTEGER PRIMARY KEY, name TEXT NOT NULL, grp INTEGER NOT NULL)", rows)], tools, docs)
 
 

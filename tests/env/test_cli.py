@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from pipelines.env.cli import env_app
+from pipelines.cli.env import env_app
 
 runner = CliRunner()
 

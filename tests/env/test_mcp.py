@@ -54,8 +54,12 @@ def test_stdio_transport():
 
 def test_http_transport():
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "pipelines.env", "serve", "olympics", "--transport", "http", "--port", str(port)],
-                            cwd=str(REPO), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipelines.env", "serve", "olympics", "--transport", "http", "--port", str(port)],
+        cwd=str(REPO),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:

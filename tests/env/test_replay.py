@@ -14,12 +14,26 @@ CHAIN_TASK = {
     "question": "How many athletes from Kenya compete in Athletics?",
     "reference_calls": [
         {"id": "s1", "label": "s1", "name": "get_data", "arguments": {"table": "athletes"}},
-        {"id": "s2", "label": "s2", "name": "filter_data", "depends_on": ["s1"],
-         "arguments": {"data_source": "$s1.data$", "key_name": "country", "value": "Kenya", "condition": "equal"}},
-        {"id": "s3", "label": "s3", "name": "select_data_equal_to", "depends_on": ["s2"],
-         "arguments": {"data_source": "$s2.data$", "key_name": "sport", "value": "Athletics"}},
-        {"id": "s4", "name": "aggregate_data", "depends_on": ["s3"],
-         "arguments": {"data_source": "$s3.data$", "key_name": "athlete_id", "aggregation_type": "count"}},
+        {
+            "id": "s2",
+            "label": "s2",
+            "name": "filter_data",
+            "depends_on": ["s1"],
+            "arguments": {"data_source": "$s1.data$", "key_name": "country", "value": "Kenya", "condition": "equal"},
+        },
+        {
+            "id": "s3",
+            "label": "s3",
+            "name": "select_data_equal_to",
+            "depends_on": ["s2"],
+            "arguments": {"data_source": "$s2.data$", "key_name": "sport", "value": "Athletics"},
+        },
+        {
+            "id": "s4",
+            "name": "aggregate_data",
+            "depends_on": ["s3"],
+            "arguments": {"data_source": "$s3.data$", "key_name": "athlete_id", "aggregation_type": "count"},
+        },
     ],
     "gold_answer": 4,
 }
@@ -86,9 +100,16 @@ WRITE_TASK = {
 
 
 def _write_traj(turn1: list[dict]) -> Trajectory:
-    return Trajectory.model_validate({"task_id": "t-write", "trajectory_id": "w", "turns": [
-        {"turn_id": "1", "steps": turn1, "final_answer": "done"},
-        {"turn_id": "2", "steps": [{"name": "get_booking", "arguments": {"booking_id": "B0002"}}], "final_answer": "economy"}]})
+    return Trajectory.model_validate(
+        {
+            "task_id": "t-write",
+            "trajectory_id": "w",
+            "turns": [
+                {"turn_id": "1", "steps": turn1, "final_answer": "done"},
+                {"turn_id": "2", "steps": [{"name": "get_booking", "arguments": {"booking_id": "B0002"}}], "final_answer": "economy"},
+            ],
+        }
+    )
 
 
 def test_write_state_matches_when_the_side_effect_is_right():
@@ -99,12 +120,15 @@ def test_write_state_matches_when_the_side_effect_is_right():
     assert covers(replays)  # state carried across turns: turn 2 sees the added bag in both sessions
 
 
-@pytest.mark.parametrize("turn1", [
-    [{"name": "add_checked_bag", "arguments": {"booking_id": "B0003"}}],  # wrong record
-    [{"name": "add_checked_bag", "arguments": {"booking_id": "B0002"}}] * 2,  # duplicate write
-    [{"name": "change_seat_class", "arguments": {"booking_id": "B0002", "seat_class": "business"}}],  # wrong write
-    [],  # missing write
-])
+@pytest.mark.parametrize(
+    "turn1",
+    [
+        [{"name": "add_checked_bag", "arguments": {"booking_id": "B0003"}}],  # wrong record
+        [{"name": "add_checked_bag", "arguments": {"booking_id": "B0002"}}] * 2,  # duplicate write
+        [{"name": "change_seat_class", "arguments": {"booking_id": "B0002", "seat_class": "business"}}],  # wrong write
+        [],  # missing write
+    ],
+)
 def test_write_state_comparison_catches_wrong_side_effects(turn1):
     task = Task.model_validate(WRITE_TASK)
     replays = Replayer().replay(task, _write_traj(turn1))

@@ -58,27 +58,33 @@ def test_handles_do_not_leak_between_sessions(olympics):
     assert not r.ok and "unknown data_source" in r.error
 
 
-@pytest.mark.parametrize("name,arguments,fragment", [
-    ("no_such_tool", {}, "unknown tool"),
-    ("get_athlete_by_id", {"athlete": 3}, "required property"),
-    ("get_athlete_by_id", {"athlete_id": "three"}, "is not of type 'integer'"),
-    ("get_athlete_by_id", ["not", "a", "dict"], "must be a JSON object"),
-    ("filter_data", {"data_source": "ds_x", "key_name": "k", "value": 1, "condition": "like"}, "is not one of"),
-])
+@pytest.mark.parametrize(
+    "name,arguments,fragment",
+    [
+        ("no_such_tool", {}, "unknown tool"),
+        ("get_athlete_by_id", {"athlete": 3}, "required property"),
+        ("get_athlete_by_id", {"athlete_id": "three"}, "is not of type 'integer'"),
+        ("get_athlete_by_id", ["not", "a", "dict"], "must be a JSON object"),
+        ("filter_data", {"data_source": "ds_x", "key_name": "k", "value": 1, "condition": "like"}, "is not one of"),
+    ],
+)
 def test_bad_calls_are_recorded_errors(olympics, name, arguments, fragment):
     r = olympics.session().execute(name, arguments)
     assert not r.ok and fragment in r.error
 
 
-@pytest.mark.parametrize("arguments", [
-    ("get_athlete_by_name", {"name": "x'; DROP TABLE athletes; --"}),
-    ("get_athlete_by_name", {"name": "../../etc/passwd"}),
-    ("get_data", {"table": "athletes; DROP TABLE athletes"}),
-    ("get_data", {"table": "../../etc/passwd"}),
-    ("get_data", {"table": "sqlite_master"}),
-    ("count_medals_by_country", {"country": "Kenya' OR '1'='1", "medal": "gold"}),
-    ("search_olympic_history", {"query": "'; ATTACH DATABASE '/tmp/x.db' AS x; --"}),
-])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ("get_athlete_by_name", {"name": "x'; DROP TABLE athletes; --"}),
+        ("get_athlete_by_name", {"name": "../../etc/passwd"}),
+        ("get_data", {"table": "athletes; DROP TABLE athletes"}),
+        ("get_data", {"table": "../../etc/passwd"}),
+        ("get_data", {"table": "sqlite_master"}),
+        ("count_medals_by_country", {"country": "Kenya' OR '1'='1", "medal": "gold"}),
+        ("search_olympic_history", {"query": "'; ATTACH DATABASE '/tmp/x.db' AS x; --"}),
+    ],
+)
 def test_injection_strings_do_nothing(olympics, arguments):
     db = olympics.folder / "db.sqlite"
     before_file, before_state = _file_hash(db), olympics.base_digest()
@@ -97,6 +103,7 @@ def test_injection_strings_do_nothing(olympics, arguments):
 def test_table_names_are_checked_against_the_schema(tiny_root, tmp_path):
     """Without an enum in the schema, the runtime's own check still refuses unknown tables."""
     from data.build._toolkit import write_domain as _write
+
     domain = tiny_domain()
     for tool in domain.tools:
         if tool["spec"]["name"] == "get_data":

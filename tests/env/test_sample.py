@@ -6,7 +6,6 @@ import re
 from collections import Counter
 from pathlib import Path
 
-
 from judge import FailureStage, canonical_json
 from pipelines.env import list_environments, load_environment
 from tests.env.conftest import REPO
@@ -72,8 +71,18 @@ def test_trajectories_profiles_and_gold_labels(sample_tasks, sample_trajectories
     ids = [t.trajectory_id for t in sample_trajectories]
     assert len(ids) == len(set(ids))
     profiles = Counter(t.metadata["profile"] for t in sample_trajectories)
-    assert set(profiles) == {"careful", "wrong_tool", "misnamed_args", "wrong_values", "wrong_answer", "ungrounded",
-                             "policy_violator", "alternative_path", "retrier", "duplicate_writer"}
+    assert set(profiles) == {
+        "careful",
+        "wrong_tool",
+        "misnamed_args",
+        "wrong_values",
+        "wrong_answer",
+        "ungrounded",
+        "policy_violator",
+        "alternative_path",
+        "retrier",
+        "duplicate_writer",
+    }
     for traj in sample_trajectories:
         meta = traj.metadata
         assert meta["expected_verdict"] in {"pass", "fail"}

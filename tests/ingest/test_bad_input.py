@@ -141,7 +141,7 @@ def test_json_array_items_report_their_start_line(fixtures):
 
 def test_json_array_with_a_bad_item_stops_with_a_clear_error(tmp_path):
     path = tmp_path / "runs.json"
-    path.write_text("[\n" + json.dumps(TRAJ) + ",\n  {\"task_id\": \"t1\",\n   \"steps\": [}\n]\n" + ",\n".join([json.dumps(TRAJ)] * 2) + "\n")
+    path.write_text("[\n" + json.dumps(TRAJ) + ',\n  {"task_id": "t1",\n   "steps": [}\n]\n' + ",\n".join([json.dumps(TRAJ)] * 2) + "\n")
     loaded = list(iter_trajectories(path))
     assert loaded[0].trajectory is not None
     error = loaded[1].error

@@ -72,9 +72,7 @@ def test_nested_dict_expansion_by_cartesian_product(fixtures, write_jsonl):
     questions = _lines(fixtures / "bfcl_questions.jsonl")[3:4]
     answer = {
         "id": "parallel_29",
-        "ground_truth": [
-            {"waste_calculation.calculate": {"population": [{"adults": [2, 3], "children": [2, ""], "singles": [0]}], "location": ["LA"]}}
-        ],
+        "ground_truth": [{"waste_calculation.calculate": {"population": [{"adults": [2, 3], "children": [2, ""], "singles": [0]}], "location": ["LA"]}}],
     }
     tasks = load_tasks(write_jsonl("q.jsonl", questions), fmt="bfcl", reference=write_jsonl("a.jsonl", [answer]))
     (call,) = tasks.tasks["parallel_29"].turns[0].reference_calls
@@ -90,7 +88,10 @@ def test_nested_dict_expansion_by_cartesian_product(fixtures, write_jsonl):
 def test_too_many_alternatives_is_unsupported(fixtures, write_jsonl):
     questions = _lines(fixtures / "bfcl_questions.jsonl")[3:4]
     many = list(range(20))
-    answer = {"id": "parallel_29", "ground_truth": [{"waste_calculation.calculate": {"population": [{"adults": many, "children": many, "singles": [0]}], "location": ["LA"]}}]}
+    answer = {
+        "id": "parallel_29",
+        "ground_truth": [{"waste_calculation.calculate": {"population": [{"adults": many, "children": many, "singles": [0]}], "location": ["LA"]}}],
+    }
     answers = write_jsonl("a.jsonl", [answer])
     tasks = load_tasks(write_jsonl("q.jsonl", questions), fmt="bfcl", reference=answers)
     (error,) = tasks.errors

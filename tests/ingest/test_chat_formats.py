@@ -53,7 +53,7 @@ def test_openai_status_and_inferred_errors(fixtures):
 
 
 def _only_first(fixtures):
-    return list(iter_trajectories(fixtures / "openai_trajectories.jsonl"))[0].trajectory
+    return next(iter(iter_trajectories(fixtures / "openai_trajectories.jsonl"))).trajectory
 
 
 def test_openai_input_errors_name_the_message_field(write_jsonl):
@@ -61,9 +61,21 @@ def test_openai_input_errors_name_the_message_field(write_jsonl):
         "o.jsonl",
         [
             {"task_id": "t", "messages": [{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "nope", "content": "x"}]},
-            {"task_id": "t", "trajectory_id": "b", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "function_call": {"name": "f", "arguments": "{}"}}]},
+            {
+                "task_id": "t",
+                "trajectory_id": "b",
+                "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "function_call": {"name": "f", "arguments": "{}"}}],
+            },
             {"task_id": "t", "trajectory_id": "c", "messages": [{"role": "user", "content": "q"}, {"role": "robot", "content": "x"}]},
-            {"task_id": "t", "trajectory_id": "d", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "1", "content": "x", "status": "weird"}]},
+            {
+                "task_id": "t",
+                "trajectory_id": "d",
+                "messages": [
+                    {"role": "user", "content": "q"},
+                    {"role": "assistant", "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                    {"role": "tool", "tool_call_id": "1", "content": "x", "status": "weird"},
+                ],
+            },
             {"task_id": "t", "trajectory_id": "e", "messages": []},
         ],
     )
@@ -128,8 +140,18 @@ def test_anthropic_input_errors(write_jsonl):
         "a.jsonl",
         [
             {"task_id": "t", "system": "s", "messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "zz", "content": "x"}]}]},
-            {"task_id": "t", "trajectory_id": "2", "system": "s", "messages": [{"role": "assistant", "content": [{"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {}}]}]},
-            {"task_id": "t", "trajectory_id": "3", "system": "s", "messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "u", "name": "f", "input": "[1]"}]}]},
+            {
+                "task_id": "t",
+                "trajectory_id": "2",
+                "system": "s",
+                "messages": [{"role": "assistant", "content": [{"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {}}]}],
+            },
+            {
+                "task_id": "t",
+                "trajectory_id": "3",
+                "system": "s",
+                "messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "u", "name": "f", "input": "[1]"}]}],
+            },
         ],
     )
     loaded = list(iter_trajectories(path))

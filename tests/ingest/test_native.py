@@ -18,7 +18,6 @@ from pipelines.ingest import (
     load_tasks,
 )
 from pipelines.ingest._schemas import SCHEMA_FILES
-
 from tests.ingest.conftest import FIXTURES
 
 DOCS_SCHEMAS = FIXTURES.parents[2] / "docs" / "schemas"

@@ -121,7 +121,12 @@ def test_prediction_errors_name_input_fields(write_jsonl):
         "p.jsonl",
         [
             {"uuid": "a", "output": [{"turn_id": 1, "answer": ["x"], "sequence": {"tool_call": [{"name": "f", "arguments": {}}], "tool_response": [1, 2]}}]},
-            {"uuid": "b", "output": [{"turn_id": 1, "answer": ["x"], "sequence": {"tool_call": [{"name": "f", "arguments": {}, "status": "maybe"}], "tool_response": [1]}}]},
+            {
+                "uuid": "b",
+                "output": [
+                    {"turn_id": 1, "answer": ["x"], "sequence": {"tool_call": [{"name": "f", "arguments": {}, "status": "maybe"}], "tool_response": [1]}}
+                ],
+            },
             {"uuid": "c", "output": [{"turn_id": 1, "answer": ["x"], "sequence": {"tool_call": [{"name": "f", "duration_s": -1}], "tool_response": [1]}}]},
         ],
     )

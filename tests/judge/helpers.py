@@ -6,7 +6,8 @@ import asyncio
 from pathlib import Path
 
 import rubrics
-from judge import JudgeRequest, JudgeSettings, RetryConfig, RetryPolicy, build_panel
+from judge import JudgeRequest
+from judge.llm import JudgeSettings, RetryConfig, RetryPolicy, build_panel
 
 FAKE_OPENAI_KEY = "test-openai-key-not-real"
 FAKE_ANTHROPIC_KEY = "test-anthropic-key-not-real"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 
-from judge import JudgeSettings, Outcome, build_panel, cache_key, create_client
-from judge._settings import ProviderConfig
+from judge import Outcome
+from judge.llm import JudgeSettings, build_panel, cache_key, create_client
+from judge.llm._settings import ProviderConfig
 from tests.judge.helpers import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, answer_request, decide, make_panel
 from tests.servers import Delay, Refusal, Reply, Status
 

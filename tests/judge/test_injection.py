@@ -43,9 +43,21 @@ def materials(text) -> dict[str, dict]:
             "reference_calls": [{**call, "output": {"rows": [text(4)]}}],
             "predicted_calls": [{**call, "status": "ok", "result": text(5)}],
         },
-        "groundedness": {"question": text(0), "answer": text(3), "tool_outputs": [{"step": 0, "name": "get_sales", "arguments": call["arguments"], "result": text(6)}]},
-        "policy_adherence": {"policy": text(7), "question": text(0), "calls": [{"step": 0, "turn_id": "t1", "name": "delete_row", "arguments": {"id": text(8)}, "status": "ok"}]},
-        "step_equivalence": {"reference_call": call, "predicted_call": {"name": "get_sales", "arguments": {"region": text(9)}}, "tool": {"name": "get_sales", "description": text(10)}},
+        "groundedness": {
+            "question": text(0),
+            "answer": text(3),
+            "tool_outputs": [{"step": 0, "name": "get_sales", "arguments": call["arguments"], "result": text(6)}],
+        },
+        "policy_adherence": {
+            "policy": text(7),
+            "question": text(0),
+            "calls": [{"step": 0, "turn_id": "t1", "name": "delete_row", "arguments": {"id": text(8)}, "status": "ok"}],
+        },
+        "step_equivalence": {
+            "reference_call": call,
+            "predicted_call": {"name": "get_sales", "arguments": {"region": text(9)}},
+            "tool": {"name": "get_sales", "description": text(10)},
+        },
         "open_ended": {"question": text(0), "criteria": [text(11), "mentions the year"], "answer": text(3)},
     }
 

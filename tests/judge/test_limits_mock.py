@@ -9,9 +9,10 @@ import sys
 
 import pytest
 
-from judge import JudgeRequest, JudgeSettings, Outcome, RateLimiter, RetryConfig, RetryPolicy, build_panel, create_client
-from judge._providers._base import retry_after_seconds
-from judge._settings import JudgeConfigError
+from judge import JudgeRequest, Outcome
+from judge.llm import JudgeSettings, RateLimiter, RetryConfig, RetryPolicy, build_panel, create_client
+from judge.llm._providers._base import retry_after_seconds
+from judge.llm._settings import JudgeConfigError
 from tests.judge.helpers import answer_request, decide
 
 
@@ -92,7 +93,7 @@ def test_llamacpp_without_the_extra_says_how_to_install(tmp_path):
 
 
 def test_judge_never_imports_rubrics_or_llama_cpp():
-    code = "import sys, judge; judge.provider_kinds(); print('rubrics' in sys.modules, 'llama_cpp' in sys.modules)"
+    code = "import sys, judge.llm; judge.llm.provider_kinds(); print('rubrics' in sys.modules, 'llama_cpp' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
 

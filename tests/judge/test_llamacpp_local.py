@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import rubrics
-from judge import JudgeSettings, RetryConfig, RetryPolicy, build_panel
+from judge.llm import JudgeSettings, RetryConfig, RetryPolicy, build_panel
 from tests.judge.helpers import answer_request, decide, write_config
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python (extra 'local') not installed")

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from judge import Escalator, JudgeSettings, Outcome, build_panel
-from judge._settings import JudgeConfigError
+from judge import Escalator, Outcome
+from judge.llm import JudgeSettings, build_panel
+from judge.llm._settings import JudgeConfigError
 from tests.judge.helpers import answer_request, decide, make_panel
 from tests.servers import Refusal, Reply, Status
 
@@ -162,8 +163,8 @@ def test_build_panel_from_config_panel(tmp_path):
     "toml,needle",
     [
         ('[panels.main]\njudges = "openai:x"\n', "panels.main.judges"),
-        ('[providers.openai]\nrpm = -3\n', "providers.openai.rpm"),
-        ('[retry]\nmax_attemps = 3\n', "retry.max_attemps"),
+        ("[providers.openai]\nrpm = -3\n", "providers.openai.rpm"),
+        ("[retry]\nmax_attemps = 3\n", "retry.max_attemps"),
         ("this is = = not toml", "not valid TOML"),
     ],
 )

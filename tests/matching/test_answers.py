@@ -4,7 +4,7 @@ import pytest
 
 from pipelines.matching import AnswerLabel, AnswerThresholds, compare_answer, is_missing, numbers_in, value_in_text
 
-C, I, M = AnswerLabel.CORRECT, AnswerLabel.INCORRECT, AnswerLabel.MISSING
+C, I, M = AnswerLabel.CORRECT, AnswerLabel.INCORRECT, AnswerLabel.MISSING  # noqa: E741 (CRAG labels)
 
 
 def label(gold, prediction, **kwargs):

@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from hypothesis import assume, HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from judge import ArgumentRule, ReferenceCall
@@ -196,10 +196,7 @@ def model_value(draw, param: dict, accepted: list) -> Any:
         if draw(st.integers(0, 5)) == 0:
             value["zz"] = 1  # a key the answer does not know
         return {k: perturb_string(draw, v) if isinstance(v, str) else v for k, v in value.items()}
-    if mode == "accepted" and usable:
-        value = draw(st.sampled_from(usable))
-    else:
-        value = draw(value_of(kind, param.get("items", {}).get("type")))
+    value = draw(st.sampled_from(usable)) if mode == "accepted" and usable else draw(value_of(kind, param.get("items", {}).get("type")))
     if isinstance(value, str):
         return perturb_string(draw, value)
     if kind == "float" and isinstance(value, float) and value == int(value) and draw(st.booleans()):
@@ -297,4 +294,3 @@ def test_generated_space_reaches_both_outcomes():
     collect()
     assert seen == {True, False}
     assert {"type_error", "value_error", "simple_function_checker"} <= errors
-

@@ -210,9 +210,7 @@ def test_list_items_use_the_items_schema():
 def test_nested_objects_key_by_key():
     expected = {"city": "New York", "filters": [{"field": "age", "value": 3}]}
     assert ok(expected, {"filters": [{"value": 3.0, "field": "AGE"}], "city": "new-york"})
-    wrong = compare_argument(
-        {"filters": [{"value": 1}, {"value": 3}]}, {"filters": [{"value": 1}, {"value": 4}]}
-    )
+    wrong = compare_argument({"filters": [{"value": 1}, {"value": 3}]}, {"filters": [{"value": 1}, {"value": 4}]})
     assert wrong == ValueMatch(False, "filters[1].value: expected 3, got 4")
 
 

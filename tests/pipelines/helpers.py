@@ -5,18 +5,32 @@ from __future__ import annotations
 from typing import Any
 
 from judge import Task, Trajectory
-
 from pipelines.config import GradingConfig
-from pipelines.grader import GradedCase, grade_case
+from pipelines.grade_case import GradedCase, grade_case
 
-SEARCH = {"name": "search_athletes", "parameters": {"type": "object", "properties": {"country": {"type": "string"}, "limit": {"type": "integer", "default": 10}}, "required": ["country"]}}
-MEDALS = {"name": "get_medals", "parameters": {"type": "object", "properties": {"athlete_id": {"type": "integer"}, "year": {"type": "integer"}}, "required": ["athlete_id"]}}
-BOOK = {"name": "book_seat", "side_effect": "write", "parameters": {"type": "object", "properties": {"flight": {"type": "string"}, "seat": {"type": "string"}}, "required": ["flight", "seat"]}}
+SEARCH = {
+    "name": "search_athletes",
+    "parameters": {"type": "object", "properties": {"country": {"type": "string"}, "limit": {"type": "integer", "default": 10}}, "required": ["country"]},
+}
+MEDALS = {
+    "name": "get_medals",
+    "parameters": {"type": "object", "properties": {"athlete_id": {"type": "integer"}, "year": {"type": "integer"}}, "required": ["athlete_id"]},
+}
+BOOK = {
+    "name": "book_seat",
+    "side_effect": "write",
+    "parameters": {"type": "object", "properties": {"flight": {"type": "string"}, "seat": {"type": "string"}}, "required": ["flight", "seat"]},
+}
 DOCS = {"name": "search_docs", "source": "rag", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}
 
 
 def task(reference_calls: list[dict], gold: Any = "42", tools: list[dict] | None = None, **extra: Any) -> Task:
-    data = {"task_id": "t1", "question": "How many medals?", "tools": tools if tools is not None else [SEARCH, MEDALS, BOOK, DOCS], "reference_calls": reference_calls}
+    data = {
+        "task_id": "t1",
+        "question": "How many medals?",
+        "tools": tools if tools is not None else [SEARCH, MEDALS, BOOK, DOCS],
+        "reference_calls": reference_calls,
+    }
     if gold is not None:
         data["gold_answer"] = gold
     data.update(extra)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from judge import Check, FailureStage, Outcome, VerdictLabel
-
 from tests.pipelines.helpers import MEDALS, SEARCH, call, grade, task, traj
 
 REF_SEARCH = {"name": "search_athletes", "arguments": {"country": "Kenya"}}

@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 
 from judge import Outcome, PanelDecision, Vote
-
-from pipelines.grading import GradeOptions, run_grading
+from pipelines.grade_run import GradeOptions, run_grading
 
 
 class ScriptedPanel:
@@ -25,8 +24,14 @@ class ScriptedPanel:
         out = []
         for r in requests:
             label, outcome = self.answers[r.rubric]
-            votes = [Vote(judge="mock:a", label=label), Vote(judge="mock:b", label=label)] if label else [Vote(judge="mock:a", abstained=True, abstain_reason="error")]
-            out.append(PanelDecision(panel=self.name, rule="majority", label=label, outcome=outcome, votes=votes, rubric=r.rubric, reason=f"panel says {label}"))
+            votes = (
+                [Vote(judge="mock:a", label=label), Vote(judge="mock:b", label=label)]
+                if label
+                else [Vote(judge="mock:a", abstained=True, abstain_reason="error")]
+            )
+            out.append(
+                PanelDecision(panel=self.name, rule="majority", label=label, outcome=outcome, votes=votes, rubric=r.rubric, reason=f"panel says {label}")
+            )
         return out
 
 
@@ -36,7 +41,10 @@ def _files(tmp: Path, answer: str, steps: list[dict]) -> tuple[Path, Path]:
         "question": "Who won?",
         "reference_calls": [{"name": "winner", "arguments": {"year": 2012}}],
         "gold_answer": "Usain Bolt",
-        "tools": [{"name": "winner", "parameters": {"type": "object", "properties": {"year": {"type": "integer"}}}}, {"name": "news", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}],
+        "tools": [
+            {"name": "winner", "parameters": {"type": "object", "properties": {"year": {"type": "integer"}}}},
+            {"name": "news", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}},
+        ],
     }
     traj = {"task_id": "t", "trajectory_id": "x", "steps": steps, "final_answer": answer}
     (tmp / "t.jsonl").write_text(json.dumps(task) + "\n")
@@ -79,7 +87,13 @@ def test_calls_hinging_on_the_answer_ask_the_answer_first(tmp_path):
 
 
 def test_alternative_path_with_right_answer_asks_sufficiency_then_grounding(tmp_path):
-    panel = ScriptedPanel({"answer_correctness": ("correct", Outcome.MATCH), "trajectory_sufficiency": ("sufficient", Outcome.MATCH), "groundedness": ("supported", Outcome.MATCH)})
+    panel = ScriptedPanel(
+        {
+            "answer_correctness": ("correct", Outcome.MATCH),
+            "trajectory_sufficiency": ("sufficient", Outcome.MATCH),
+            "groundedness": ("supported", Outcome.MATCH),
+        }
+    )
     r = _run(tmp_path, panel, "Bolt won it, said the news.", OTHER_CALL)
     assert [q.rubric for q in panel.asked] == ["answer_correctness", "trajectory_sufficiency", "groundedness"]
     assert r["verdict"] == "pass" and r["decided_by"] == "judge:scripted"

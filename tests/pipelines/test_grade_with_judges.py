@@ -17,9 +17,13 @@ runner = CliRunner()
 
 @pytest.fixture()
 def files(tmp_path) -> tuple[Path, Path]:
-    task = {"task_id": "t", "question": "Who won the 100 m in 2012?", "gold_answer": "Usain Bolt",
-            "tools": [{"name": "winner", "parameters": {"type": "object", "properties": {"year": {"type": "integer"}}}}],
-            "reference_calls": [{"name": "winner", "arguments": {"year": 2012}}]}
+    task = {
+        "task_id": "t",
+        "question": "Who won the 100 m in 2012?",
+        "gold_answer": "Usain Bolt",
+        "tools": [{"name": "winner", "parameters": {"type": "object", "properties": {"year": {"type": "integer"}}}}],
+        "reference_calls": [{"name": "winner", "arguments": {"year": 2012}}],
+    }
     call = {"name": "winner", "arguments": {"year": 2012}, "result": {"name": "Usain Bolt"}}
     trajectories = [
         {"task_id": "t", "trajectory_id": "exact", "steps": [call], "final_answer": "Usain Bolt"},

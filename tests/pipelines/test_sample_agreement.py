@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.grading import GradeOptions, run_grading
+from pipelines.grade_run import GradeOptions, run_grading
 from pipelines.replay import Replayer
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
@@ -54,7 +54,7 @@ def test_inconclusive_share_is_within_target(graded):
 
 
 def test_every_profile_is_decided_somewhere_and_policy_failures_are_caught(graded):
-    results, gold = graded
+    results, _gold = graded
     stages = Counter(r["failure_stage"] for r in results if r["verdict"] == "fail")
     for stage in ("policy", "tool_selection", "argument_names", "argument_values", "answer_correctness"):
         assert stages[stage] > 0, stages

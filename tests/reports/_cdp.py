@@ -7,11 +7,12 @@ log entry and network request, then evaluates expressions in the page.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import subprocess
-import threading
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,21 +110,23 @@ async def _inspect(ws_url: str, page_url: str, expressions: dict[str, str], acti
             if quiet >= 3 and until is None:
                 break
             await asyncio.sleep(0.2)
-        try:
+        with contextlib.suppress(Exception):  # the browser may close the socket before answering
             await send("Browser.close")
-        except Exception:  # the browser may close the socket before answering
-            pass
         task.cancel()
     return report
 
 
-def inspect_page(html: Path, expressions: dict[str, str], actions: list[str] | None = None, timeout: float = 90, until: Callable[[PageReport], bool] | None = None) -> PageReport:
+def inspect_page(
+    html: Path, expressions: dict[str, str], actions: list[str] | None = None, timeout: float = 90, until: Callable[[PageReport], bool] | None = None
+) -> PageReport:
     binary = find_chromium()
     assert binary is not None
     with tempfile.TemporaryDirectory(prefix="report-cdp-") as profile:
         proc = subprocess.Popen(
             [binary, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0", "--remote-allow-origins=*", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
             ws_url = None

@@ -15,7 +15,7 @@ from calibration import LabelCoder, agreement
 from judge import Check, PanelDecision, TrajectoryResult, Vote
 from pipelines.aggregate import Aggregator
 from pipelines.config import GradingConfig
-from pipelines.grading import GradeOptions, run_grading
+from pipelines.grade_run import GradeOptions, run_grading
 
 CONFIG = GradingConfig(bootstrap_samples=200)
 PANEL = "panel-a"
@@ -62,7 +62,11 @@ def _judged(r: TrajectoryResult, i: int) -> TrajectoryResult:
                 continue
             label = "correct" if check["outcome"] == "match" else "incorrect"
             other = "incorrect" if label == "correct" else "correct"
-            third = Vote(judge=JUDGES[2], abstained=True, abstain_reason="unparseable") if i % 4 == 0 else Vote(judge=JUDGES[2], label=other, rationale=f"dissent {i}", cost_usd=0.0)
+            third = (
+                Vote(judge=JUDGES[2], abstained=True, abstain_reason="unparseable")
+                if i % 4 == 0
+                else Vote(judge=JUDGES[2], label=other, rationale=f"dissent {i}", cost_usd=0.0)
+            )
             votes = [
                 Vote(judge=JUDGES[0], label=label, rationale=f"rationale {i} from gpt-x", cost_usd=0.001, confidence=0.9),
                 Vote(judge=JUDGES[1], label=label, rationale=f"rationale {i} from claude-y", cost_usd=0.002, cached=i % 2 == 0),
@@ -70,7 +74,16 @@ def _judged(r: TrajectoryResult, i: int) -> TrajectoryResult:
             ]
             agreeing = 2 / (2 if third.abstained else 3)
             check["decided_by"] = f"judge:{PANEL}"
-            check["decision"] = PanelDecision(panel=PANEL, rule="majority", label=label, outcome=check["outcome"], votes=votes, agreement=agreeing, rubric="answer_correctness", rubric_version="abc123").model_dump(mode="json")
+            check["decision"] = PanelDecision(
+                panel=PANEL,
+                rule="majority",
+                label=label,
+                outcome=check["outcome"],
+                votes=votes,
+                agreement=agreeing,
+                rubric="answer_correctness",
+                rubric_version="abc123",
+            ).model_dump(mode="json")
     data["decided_by"] = f"judge:{PANEL}"
     data["judge_calls"] = 3
     data["judge_cost_usd"] = 0.003

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from reports import build_report, dump_dom, find_chromium, screenshot
-
 from tests.reports.conftest import read_results
 
 pytestmark = pytest.mark.skipif(find_chromium() is None, reason="no chromium binary on PATH (CI installs Debian's chromium via .ci/run)")
@@ -41,7 +40,9 @@ def report_html(judged_run: Path, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def leaky_html(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("leaky") / "leaky.html"
-    path.write_text(f'<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="{CSP}"></head><body><img src="http://example.invalid/x.png"></body></html>')
+    path.write_text(
+        f'<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="{CSP}"></head><body><img src="http://example.invalid/x.png"></body></html>'
+    )
     return path
 
 
@@ -56,7 +57,11 @@ def test_devtools_no_errors_no_network_and_everything_renders(report_html: Path,
     results = read_results(judged_run)
     stage = Counter(r.failure_stage.value for r in results if r.failure_stage is not None and r.failure_stage.value != "none").most_common(1)[0]
     pick = f"var s=document.querySelector('.drill select[name=stage]');s.value='{stage[0]}';s.dispatchEvent(new Event('change'))"
-    page = inspect_page(report_html, {**FACTS, "filtered": "document.querySelector('.shown').textContent", "visible": "document.querySelectorAll('details.traj:not([hidden])').length"}, actions=[pick])
+    page = inspect_page(
+        report_html,
+        {**FACTS, "filtered": "document.querySelector('.shown').textContent", "visible": "document.querySelectorAll('details.traj:not([hidden])').length"},
+        actions=[pick],
+    )
     assert page.errors == [], page.errors
     assert _non_file_requests(page.requests) == [], page.requests
     assert page.values["charts"] >= 6 and page.values["chart_shapes"] > 50 and page.values["chart_height"] > 20

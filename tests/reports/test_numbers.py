@@ -42,7 +42,9 @@ def test_markdown_headline_and_waterfall_match_summary(report):
     assert f"VAKRA leaderboard score: **{pct(s['leaderboard']['score'])}**" in md
     assert f"CRAG score: {s['crag_score']:.3f}" in md
     c = s["counts"]
-    overall = "| all | {} | {} | {} | {} | {} |".format(c["graded"], c["pass"], " | ".join(str(s["failure_stages"][st]) for st in STAGES), c["unresolved"], pct(s["pass_rate"]))
+    overall = "| all | {} | {} | {} | {} | {} |".format(
+        c["graded"], c["pass"], " | ".join(str(s["failure_stages"][st]) for st in STAGES), c["unresolved"], pct(s["pass_rate"])
+    )
     assert overall in md
     for cap, g in s["by"]["capability"].items():
         row = f"| {cap} | {g['n']} | {pct(g['pass_rate'])} | {pct(g['pass_rate_ci95'][0])} | {pct(g['pass_rate_ci95'][1])} | {pct(s['leaderboard']['capabilities'][cap])} |"
@@ -63,11 +65,37 @@ def test_html_numbers_match_summary(report):
     assert f'<div class="v">{pct(s["leaderboard"]["score"])}</div>' in html
     rows = _html_rows(html)
     c = s["counts"]
-    assert ["overall", "all", str(c["graded"]), str(c["pass"]), *(str(s["failure_stages"][st]) for st in STAGES), str(c["unresolved"]), pct(s["pass_rate"])] in rows
+    assert [
+        "overall",
+        "all",
+        str(c["graded"]),
+        str(c["pass"]),
+        *(str(s["failure_stages"][st]) for st in STAGES),
+        str(c["unresolved"]),
+        pct(s["pass_rate"]),
+    ] in rows
     for cap, g in s["by"]["capability"].items():
-        assert ["capability", cap, str(g["n"]), str(g["pass"]), *(str(g["failure_stages"][st]) for st in STAGES), str(g["unresolved"]), pct(g["pass_rate"])] in rows
+        assert [
+            "capability",
+            cap,
+            str(g["n"]),
+            str(g["pass"]),
+            *(str(g["failure_stages"][st]) for st in STAGES),
+            str(g["unresolved"]),
+            pct(g["pass_rate"]),
+        ] in rows
     for hop, g in s["by"]["hop_count"].items():
-        assert ["hop_count", hop, "all", str(g["n"]), str(g["pass"]), pct(g["pass_rate"]), pct(g["pass_rate_ci95"][0]), pct(g["pass_rate_ci95"][1]), "cluster bootstrap (summary)"] in rows
+        assert [
+            "hop_count",
+            hop,
+            "all",
+            str(g["n"]),
+            str(g["pass"]),
+            pct(g["pass_rate"]),
+            pct(g["pass_rate_ci95"][0]),
+            pct(g["pass_rate_ci95"][1]),
+            "cluster bootstrap (summary)",
+        ] in rows
     for metric, sc in s["scores"].items():
         if sc["mean"] is not None:
             assert [metric, f"{sc['mean']:.3f}", f"{sc['ci95'][0]:.3f}", f"{sc['ci95'][1]:.3f}", str(sc["n"])] in rows
@@ -92,7 +120,7 @@ def test_tables_match_summary_and_results(report, graded_run: Path):
 
 
 def test_accuracy_by_hops_crossed_with_policy(report, graded_run: Path):
-    out, s = report
+    out, _s = report
     hops = pd.read_csv(out / "tables" / "accuracy_by_hops.csv", dtype={"value": str})
     lines = [json.loads(x) for x in (graded_run / "results.jsonl").read_text().splitlines()]
     crossed = hops[(hops["dimension"] == "hop_count") & (hops["policy_condition"] != "all")]

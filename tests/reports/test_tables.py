@@ -14,7 +14,6 @@ import pytest
 
 from judge import TrajectoryResult
 from reports import ReportInputError, analyse, build_report, load_run, pass_at_k, pass_hat_k
-
 from tests.reports.conftest import JUDGES, PANEL, read_results, write_run
 
 
@@ -172,7 +171,7 @@ def test_bad_results_line_names_file_line_and_field(graded_run: Path, tmp_path: 
     (run / "results.jsonl").write_text("\n".join(lines) + "\n")
     with pytest.raises(ReportInputError, match=r"results\.jsonl:3: field verdict"):
         build_report([run], tmp_path / "out")
-    with pytest.raises(ReportInputError, match="summary.json: file not found"):
+    with pytest.raises(ReportInputError, match=r"summary\.json: file not found"):
         build_report([tmp_path], tmp_path / "out2")
 
 
@@ -187,8 +186,7 @@ def test_hop_type_is_the_set_of_sources():
 
 
 def test_run_with_only_input_errors_still_renders(bench_inputs, tmp_path: Path):
-    from pipelines.grading import GradeOptions, run_grading
-
+    from pipelines.grade_run import GradeOptions, run_grading
     from tests.reports.conftest import CONFIG
 
     trajs = tmp_path / "trajectories.jsonl"

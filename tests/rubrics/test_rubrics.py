@@ -9,7 +9,8 @@ from typing import Literal
 import pytest
 
 import rubrics
-from judge import JudgeRequest, JudgeVerdict, Outcome, Rubric
+from judge import JudgeRequest, Outcome
+from judge.llm import JudgeVerdict, Rubric
 from rubrics import MaterialError, TemplateRubric
 from rubrics.answer_correctness import AnswerCorrectnessVerdict
 from tests.judge.helpers import decide, make_panel
@@ -54,7 +55,12 @@ def test_version_is_a_stable_content_hash(name):
     assert re.fullmatch(r"[0-9a-f]{16}", rubric.version)
     clone = TemplateRubric(**{f: getattr(rubric, f) for f in ("name", "template", "verdict_schema", "label_scores", "label_outcomes", "required", "optional")})
     assert clone.version == rubric.version
-    changed = TemplateRubric(**{**{f: getattr(rubric, f) for f in ("name", "template", "verdict_schema", "label_outcomes", "required", "optional")}, "label_scores": {k: 0.0 for k in rubric.label_scores}})
+    changed = TemplateRubric(
+        **{
+            **{f: getattr(rubric, f) for f in ("name", "template", "verdict_schema", "label_outcomes", "required", "optional")},
+            "label_scores": dict.fromkeys(rubric.label_scores, 0.0),
+        }
+    )
     assert changed.version != rubric.version
 
 
@@ -68,7 +74,9 @@ def test_label_maps_must_match_schema():
         label: Literal["yes", "no"]
 
     with pytest.raises(ValueError, match="do not match schema labels"):
-        TemplateRubric(name="x", template="answer_correctness.j2", verdict_schema=TwoLabels, label_scores={"yes": 1.0}, label_outcomes={"yes": Outcome.MATCH}, required=())
+        TemplateRubric(
+            name="x", template="answer_correctness.j2", verdict_schema=TwoLabels, label_scores={"yes": 1.0}, label_outcomes={"yes": Outcome.MATCH}, required=()
+        )
 
 
 def test_missing_material_is_named_and_extra_material_is_rendered():

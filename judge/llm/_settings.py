@@ -40,7 +40,7 @@ from typing import Any, Literal
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from judge._errors import field_path
+from judge.core._errors import field_path
 
 VoteRule = Literal["majority", "unanimous", "weighted"]
 

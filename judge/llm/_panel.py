@@ -20,16 +20,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from judge._cache import JudgeCache, cache_key
-from judge._escalation import JudgeRequest
-from judge._limits import Budget, RateLimiter, RetryPolicy, cost_usd, price_for
-from judge._providers import Completion, JudgeCallError, JudgeClient, create_client
-from judge._rubric import Rubric, registered_rubrics, verdict_labels
-from judge._settings import ConfigFile, JudgeConfigError, JudgeSettings, PriceConfig, ProviderConfig, RetryConfig, load_config_file
-from judge._stages import Outcome
-from judge._verdict import PanelDecision, Vote
-from judge._voting import agreement, tally
-from judge._weights import VoteWeights, load_weights
+from judge.core._escalation import JudgeRequest
+from judge.core._stages import Outcome
+from judge.core._verdict import PanelDecision, Vote
+from judge.llm._cache import JudgeCache, cache_key
+from judge.llm._limits import Budget, RateLimiter, RetryPolicy, cost_usd, price_for
+from judge.llm._providers import Completion, JudgeCallError, JudgeClient, create_client
+from judge.llm._rubric import Rubric, registered_rubrics, verdict_labels
+from judge.llm._settings import ConfigFile, JudgeConfigError, JudgeSettings, PriceConfig, ProviderConfig, RetryConfig, load_config_file
+from judge.llm._voting import agreement, tally
+from judge.llm._weights import VoteWeights, load_weights
 
 log = logging.getLogger("judge.panel")
 
@@ -146,7 +146,7 @@ class Panel:
             usage = JudgeUsage(price_known=price_for(client.name, client.kind, self.prices) is not None)
             self.stats.per_judge[client.name] = usage
             if not usage.price_known:
-                self.stats.note(f"no price known for {client.name}: its cost is counted as 0 (add [prices.\"{client.name}\"] to the config)")
+                self.stats.note(f'no price known for {client.name}: its cost is counted as 0 (add [prices."{client.name}"] to the config)')
         if weights is not None:
             missing = [n for n in names if n not in weights.judges]
             if missing:
@@ -186,7 +186,7 @@ class Panel:
         base = {"panel": self.name, "rule": self.rule, "rubric": rubric.name, "rubric_version": rubric.version}
         try:
             messages = rubric.render(request.material)
-        except Exception as exc:  # noqa: BLE001 - a bad material leaves this case unresolved, not the batch
+        except Exception as exc:
             return PanelDecision(**base, outcome=Outcome.INCONCLUSIVE, reason=f"rubric {rubric.name} could not render {request.key}: {exc}")
         schema_json = self._schema_json(rubric)
         if len(self.judges) == 1:  # no extra task hop for a one-judge panel
@@ -202,7 +202,9 @@ class Panel:
         if abstained:
             reason += "; abstained: " + ", ".join(abstained)
         if label is None:
-            return PanelDecision(**base, label=None, outcome=Outcome.INCONCLUSIVE, votes=votes, agreement=None, reason=reason + "; unresolved, for human review")
+            return PanelDecision(
+                **base, label=None, outcome=Outcome.INCONCLUSIVE, votes=votes, agreement=None, reason=reason + "; unresolved, for human review"
+            )
         return PanelDecision(**base, label=label, outcome=rubric.label_outcomes[label], votes=votes, agreement=agreement(votes, label), reason=reason)
 
     async def _break_tie(self, votes: list[Vote], tied: list[str], rubric: Rubric, messages, schema_json, reason: str) -> tuple[str | None, str]:
@@ -296,7 +298,7 @@ class Panel:
                     completion = await call
                 else:  # a guard costs an extra task hop per call, so only where needed
                     completion = await asyncio.wait_for(call, timeout=self._timeout_for(judge) * (judge.config.validation_retries + 1) + 1.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 last = JudgeCallError("timeout", f"no answer within the call deadline ({self._timeout_for(judge)} s per request)")
             except JudgeCallError as err:
                 last = err
@@ -324,7 +326,12 @@ class Panel:
             self.cache.put(
                 key,
                 judge.name,
-                {"verdict": verdict, "model_version": completion.model_version, "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens},
+                {
+                    "verdict": verdict,
+                    "model_version": completion.model_version,
+                    "input_tokens": completion.input_tokens,
+                    "output_tokens": completion.output_tokens,
+                },
             )
         return self._vote_from_verdict(judge, rubric, verdict, completion.model_version, completion.input_tokens, completion.output_tokens, cost, cached=False)
 
@@ -349,7 +356,9 @@ class Panel:
             return None  # an entry this schema cannot read is a miss, not an answer
         return self._vote_from_verdict(judge, rubric, verdict, payload.get("model_version"), cost=0.0, cached=True, **tokens)
 
-    def _vote_from_verdict(self, judge, rubric: Rubric, verdict: dict[str, Any], model_version, input_tokens=0, output_tokens=0, cost=0.0, *, cached: bool) -> Vote:
+    def _vote_from_verdict(
+        self, judge, rubric: Rubric, verdict: dict[str, Any], model_version, input_tokens=0, output_tokens=0, cost=0.0, *, cached: bool
+    ) -> Vote:
         label = verdict["label"]
         return Vote(
             judge=judge.name,
@@ -371,7 +380,9 @@ class Panel:
             self.stats.budget_exhausted = True
             self.stats.budget_message = message
         cost = cost_usd(price_for(judge.name, judge.kind, self.prices), input_tokens, output_tokens)
-        return Vote(judge=judge.name, abstained=True, abstain_reason=reason, rationale=message, input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost)
+        return Vote(
+            judge=judge.name, abstained=True, abstain_reason=reason, rationale=message, input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost
+        )
 
     def _count_abstention(self, usage: JudgeUsage, reason: str | None) -> None:
         key = reason or "error"

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from judge._errors import InputErrorInfo, SourceRef
-from judge._stages import Check, FailureStage, Outcome, VerdictLabel
+from judge.core._errors import InputErrorInfo, SourceRef
+from judge.core._stages import Check, FailureStage, Outcome, VerdictLabel
 
 
 class Evidence(BaseModel):

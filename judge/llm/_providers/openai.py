@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from judge._providers._base import register_provider
-from judge._providers._instructor import SDKJudge
+from judge.llm._providers._base import register_provider
+from judge.llm._providers._instructor import SDKJudge
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 

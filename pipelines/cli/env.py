@@ -8,16 +8,18 @@ from typing import Optional
 
 import typer
 
-from pipelines.env._runtime import list_environments, load_environment
+from pipelines.cli._common import EXIT_USAGE
 
 env_app = typer.Typer(help="Executable environments: SQLite-backed API tools, document retrievers, MCP server.", no_args_is_help=True)
 
-RootOpt = typer.Option(None, "--root", help="Folder of domain folders (default: data/envs).")
+RootOpt = typer.Option(None, "--root", help="Folder of domain folders (default: the bundled environments).")
 
 
 @env_app.command("list")
 def list_cmd(root: Optional[Path] = RootOpt) -> None:
     """List the domains with their version and tool count."""
+    from pipelines.env import list_environments, load_environment
+
     for name in list_environments(root):
         env = load_environment(name, root)
         writes = sum(1 for t in env.tools if t.side_effect == "write")
@@ -25,14 +27,19 @@ def list_cmd(root: Optional[Path] = RootOpt) -> None:
 
 
 @env_app.command("tools")
-def tools_cmd(domain: str, as_json: bool = typer.Option(False, "--json", help="Print OpenAI function specs as JSON."),
-              root: Optional[Path] = RootOpt) -> None:
+def tools_cmd(
+    domain: str,
+    as_json: bool = typer.Option(False, "--json", help="Print OpenAI function specs as JSON."),
+    root: Optional[Path] = RootOpt,
+) -> None:
     """Show a domain's tools."""
+    from pipelines.env import load_environment
+
     try:
         env = load_environment(domain, root)
     except ValueError as exc:
         typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from exc
+        raise typer.Exit(EXIT_USAGE) from exc
     if as_json:
         typer.echo(json.dumps([t.model_dump(mode="json", exclude_none=True) for t in env.tools], indent=2, ensure_ascii=False, sort_keys=True))
         return
@@ -42,21 +49,24 @@ def tools_cmd(domain: str, as_json: bool = typer.Option(False, "--json", help="P
 
 
 @env_app.command("serve")
-def serve_cmd(domain: str,
-              transport: str = typer.Option("stdio", "--transport", help="stdio or http (streamable HTTP at /mcp)."),
-              host: str = typer.Option("127.0.0.1", "--host"),
-              port: int = typer.Option(8000, "--port"),
-              shortlist: Optional[int] = typer.Option(None, "--shortlist", help="Shortlist mode with this k (automatic above 128 tools)."),
-              root: Optional[Path] = RootOpt) -> None:
+def serve_cmd(
+    domain: str,
+    transport: str = typer.Option("stdio", "--transport", help="stdio or http (streamable HTTP at /mcp)."),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8000, "--port"),
+    shortlist: Optional[int] = typer.Option(None, "--shortlist", help="Shortlist mode with this k (automatic above 128 tools)."),
+    root: Optional[Path] = RootOpt,
+) -> None:
     """Serve a domain's tools over MCP."""
+    from pipelines.env import load_environment
     from pipelines.env._mcp import serve
 
     if transport not in ("stdio", "http"):
         typer.echo("--transport must be stdio or http", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_USAGE)
     try:
         load_environment(domain, root)
     except ValueError as exc:
         typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from exc
+        raise typer.Exit(EXIT_USAGE) from exc
     serve(domain, transport=transport, host=host, port=port, shortlist=shortlist, root=root)  # type: ignore[arg-type]

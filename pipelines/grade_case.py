@@ -16,19 +16,18 @@ from typing import Any
 
 from judge import (
     CHECK_DEFAULT_STAGE,
+    RUBRIC_FOR_CHECK,
     Check,
     InputError,
     JudgeRequest,
     Outcome,
     PanelDecision,
-    RUBRIC_FOR_CHECK,
     SourceRef,
     StageResult,
     Task,
     Trajectory,
     TrajectoryResult,
 )
-
 from pipelines.attribution import attribute_trajectory, attribute_turn
 from pipelines.checks import AnswerCheck, GroundingCheck, PolicyCheck, TurnContext, build_context, match_calls
 from pipelines.config import GradingConfig
@@ -215,8 +214,7 @@ def _material(ctx: TurnContext, check: Check) -> dict[str, Any]:
     turn = ctx.turn
     answer = ctx.traj_turn.final_answer if ctx.traj_turn is not None else None
     predicted = [
-        {"step": v.index, "name": v.step.name, "arguments": v.step.arguments, "status": "ok" if v.ok else "error", "result": _clip(v.result)}
-        for v in ctx.steps
+        {"step": v.index, "name": v.step.name, "arguments": v.step.arguments, "status": "ok" if v.ok else "error", "result": _clip(v.result)} for v in ctx.steps
     ]
     if check == Check.POLICY:
         return {
@@ -230,8 +228,7 @@ def _material(ctx: TurnContext, check: Check) -> dict[str, Any]:
             "question": turn.query,
             "gold_answers": turn.gold_answers,
             "reference_calls": [
-                {"name": c.name, "arguments": c.arguments} | ({"output": _clip(o)} if o is not None else {})
-                for c, o in zip(turn.reference_calls, outputs)
+                {"name": c.name, "arguments": c.arguments} | ({"output": _clip(o)} if o is not None else {}) for c, o in zip(turn.reference_calls, outputs)
             ],
             "predicted_calls": [{k: p[k] for k in ("name", "arguments", "status", "result")} for p in predicted],
         }

@@ -14,8 +14,8 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
 
-from judge._canonical import content_hash
-from judge._providers._base import Completion, JudgeCallError, JudgeClient, register_provider
+from judge.core._canonical import content_hash
+from judge.llm._providers._base import Completion, JudgeCallError, JudgeClient, register_provider
 
 MOCK_VERSION = "mock-1"
 
@@ -48,9 +48,7 @@ class MockJudge(JudgeClient):
         else:
             raise JudgeCallError("error", f"unknown mock model {model!r}: use always-<label>, pick, refuse or fail")
         try:
-            verdict = response_model.model_validate(
-                {"label": label, "rationale": f"mock judge {model}", "evidence": [], "confidence": 1.0}
-            )
+            verdict = response_model.model_validate({"label": label, "rationale": f"mock judge {model}", "evidence": [], "confidence": 1.0})
         except ValidationError as exc:
             raise JudgeCallError("unparseable", f"label {label!r} not in {labels}: {exc.error_count()} error(s)", cacheable=True) from None
         words = sum(len(m.get("content", "").split()) for m in messages)

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from judge._settings import JudgeConfigError, ProviderConfig
+from judge.llm._settings import JudgeConfigError, ProviderConfig
 
 # Final abstention reasons a client can raise (the panel adds budget, offline_miss).
 RETRYABLE = frozenset({"rate_limit", "server", "timeout", "connection"})
@@ -140,7 +140,7 @@ def create_client(name: str, providers: dict[str, ProviderConfig]) -> JudgeClien
 def _load_builtin() -> None:
     if _FACTORIES:
         return
-    from judge._providers import anthropic, llamacpp, mock, openai  # noqa: F401  (register on import)
+    from judge.llm._providers import anthropic, llamacpp, mock, openai  # noqa: F401  (register on import)
 
 
 # --- failure classification shared by the SDK-backed providers ----------------------------------

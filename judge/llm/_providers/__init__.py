@@ -6,7 +6,7 @@ defined in the config file (``[providers.vllm] kind = "openai"``), so several Op
 servers can sit side by side.
 """
 
-from judge._providers._base import (
+from judge.llm._providers._base import (
     Completion,
     JudgeCallError,
     JudgeClient,

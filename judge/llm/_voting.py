@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from judge._verdict import Vote
-from judge._weights import VoteWeights
+from judge.core._verdict import Vote
+from judge.llm._weights import VoteWeights
 
 
 @dataclass

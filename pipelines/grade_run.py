@@ -17,17 +17,16 @@ import platform
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-import rubrics  # noqa: F401  (importing it registers the rubrics the judge panel looks up by name)
+import rubrics
 from judge import Escalator, InputError, InputErrorInfo, TrajectoryResult, VerdictLabel
-
 from pipelines.aggregate import Aggregator
 from pipelines.config import GradingConfig
-from pipelines.grader import GradedCase, grade_case
+from pipelines.grade_case import GradedCase, grade_case
 from pipelines.ingest import Limits, Loaded, TaskSet, check_task, iter_trajectories, load_tasks
 
 RESULTS, SUMMARY, REPORT_MD, MANIFEST = "results.jsonl", "summary.json", "report.md", "manifest.json"
@@ -66,7 +65,7 @@ class RunOutcome:
 
 
 def run_grading(opts: GradeOptions, progress: Callable[[int], None] | None = None) -> RunOutcome:
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     taskset = load_tasks(opts.tasks, opts.task_format, opts.reference, opts.limits)
     if opts.on_error == "fail" and taskset.errors:
         raise InputErrorsFound(taskset.errors[0])
@@ -222,7 +221,7 @@ def _manifest(opts: GradeOptions, taskset: TaskSet, summary: dict[str, Any], sta
         "replay": None if opts.replayer is None else _describe(opts.replayer),
         "counts": summary["counts"],
         "started_at": started.isoformat(timespec="seconds"),
-        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from judge._task import _as_str_id
+from judge.core._task import _as_str_id
 
 _OK = {"ok", "success", "succeeded", "successful", "done"}
 _ERROR = {"error", "failed", "failure", "fail", "blocked", "exception", "timeout"}

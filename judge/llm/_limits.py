@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from judge._settings import PriceConfig, RetryConfig
+from judge.llm._settings import PriceConfig, RetryConfig
 
 Sleep = Callable[[float], Awaitable[None]]
 

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from judge._canonical import canonical_json, content_hash
+from judge.core._canonical import canonical_json, content_hash
 
 SCHEMA_VERSION = 1
 

@@ -8,6 +8,7 @@ one, so it is testable and honours Retry-After. instructor keeps only its valida
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import weakref
@@ -16,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from judge._providers._base import Completion, JudgeCallError, JudgeClient, classify_sdk_error, require_key, usage_tokens
+from judge.llm._providers._base import Completion, JudgeCallError, JudgeClient, classify_sdk_error, require_key, usage_tokens
 
 
 @functools.lru_cache(maxsize=64)
@@ -45,7 +46,7 @@ async def instructor_complete(
         )
     except JudgeCallError:
         raise
-    except Exception as exc:  # noqa: BLE001 - every failure is classified, none escapes as a crash
+    except Exception as exc:
         raise classify_sdk_error(exc, sdk) from exc
     total = getattr(verdict, "_total_usage", None) or getattr(raw, "usage", None)
     inp, out = usage_tokens(total)
@@ -114,8 +115,6 @@ class SDKJudge(JudgeClient):
 
     async def aclose(self) -> None:
         if self._client is not None:
-            try:
+            with contextlib.suppress(RuntimeError):  # its event loop is already closed; nothing left to release
                 await self._client.client.close()
-            except RuntimeError:  # its event loop is already closed; nothing left to release
-                pass
             self._client = None

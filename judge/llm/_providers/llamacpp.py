@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from judge._providers._base import Completion, JudgeCallError, JudgeClient, classify_sdk_error, register_provider, usage_tokens
-from judge._settings import JudgeConfigError
+from judge.llm._providers._base import Completion, JudgeCallError, JudgeClient, classify_sdk_error, register_provider, usage_tokens
+from judge.llm._settings import JudgeConfigError
 
 _MODELS: dict[tuple[str, int, int, str | None], Any] = {}
 _LOCK = threading.Lock()
@@ -27,8 +27,7 @@ def import_llama_cpp() -> Any:
         import llama_cpp
     except ImportError:
         raise JudgeConfigError(
-            "llamacpp judges need llama-cpp-python: pip install 'trajectory-judge[local]' "
-            "(builds from source: cmake >= 3.21 and ninja)"
+            "llamacpp judges need llama-cpp-python: pip install 'trajectory-judge[local]' (builds from source: cmake >= 3.21 and ninja)"
         ) from None
     return llama_cpp
 
@@ -84,7 +83,7 @@ class LlamaCppJudge(JudgeClient):
                     )
                 except JudgeCallError:
                     raise
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     raise classify_sdk_error(exc, openai) from exc
             raw = getattr(verdict, "_raw_response", None)
             inp, out = usage_tokens(getattr(verdict, "_total_usage", None) or getattr(raw, "usage", None))

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from judge._stages import Outcome
+from judge.core._stages import Outcome
 
 
 class JudgeVerdict(BaseModel):

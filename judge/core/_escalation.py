@@ -22,7 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from judge._verdict import PanelDecision
+from judge.core._verdict import PanelDecision
 
 RUBRIC_FOR_CHECK = {
     "policy": "policy_adherence",

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from judge._errors import field_path
-from judge._settings import JudgeConfigError
+from judge.core._errors import field_path
+from judge.llm._settings import JudgeConfigError
 
 RATE_CLIP = (0.01, 0.99)
 

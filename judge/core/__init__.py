@@ -1,0 +1,66 @@
+"""The core vocabulary: tasks, trajectories, verdicts, failure stages, input errors, escalation.
+
+Everything here is plain pydantic and standard library: importing it never pulls in an LLM SDK.
+"""
+
+from judge.core._canonical import canonical_json, content_hash, parse_json_text, response_key
+from judge.core._errors import InputError, InputErrorInfo, SourceRef, field_path
+from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
+from judge.core._stages import CHECK_DEFAULT_STAGE, FAILURE_STAGE_ORDER, Check, FailureStage, Outcome, VerdictLabel
+from judge.core._task import (
+    ArgumentRule,
+    ForbiddenArgument,
+    Policy,
+    ReferenceCall,
+    SourceRule,
+    Task,
+    TaskMetadata,
+    ToolSpec,
+    Turn,
+    dependency_order,
+)
+from judge.core._trajectory import Step, TokenUsage, Trajectory, TrajectoryTurn, looks_like_error, normalise_status
+from judge.core._verdict import Evidence, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
+
+__all__ = [
+    "CHECK_DEFAULT_STAGE",
+    "FAILURE_STAGE_ORDER",
+    "RUBRIC_FOR_CHECK",
+    "ArgumentRule",
+    "Check",
+    "Escalator",
+    "Evidence",
+    "FailureStage",
+    "ForbiddenArgument",
+    "InputError",
+    "InputErrorInfo",
+    "JudgeRequest",
+    "Outcome",
+    "PanelDecision",
+    "Policy",
+    "ReferenceCall",
+    "Scores",
+    "SourceRef",
+    "SourceRule",
+    "StageResult",
+    "Step",
+    "Task",
+    "TaskMetadata",
+    "TokenUsage",
+    "ToolSpec",
+    "Trajectory",
+    "TrajectoryResult",
+    "TrajectoryTurn",
+    "Turn",
+    "TurnResult",
+    "VerdictLabel",
+    "Vote",
+    "canonical_json",
+    "content_hash",
+    "dependency_order",
+    "field_path",
+    "looks_like_error",
+    "normalise_status",
+    "parse_json_text",
+    "response_key",
+]

@@ -1,0 +1,43 @@
+"""The ``judge`` command line: one module per command (or command group), mounted here.
+
+Exit codes: 0 the run completed (whatever the verdicts); 1 an unexpected internal error;
+2 bad usage (unknown option, missing file, undetectable format); 3 input errors (with
+``--on-error fail``, or when no input item could be used); 4 the judge configuration is invalid.
+
+To add a command: write ``pipelines/cli/<name>.py`` with the command function (heavy imports
+inside the function, so ``judge --help`` stays fast) and register it below.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from pipelines.cli import calibrate as _calibrate
+from pipelines.cli import grade as _grade
+from pipelines.cli import report as _report
+from pipelines.cli import schema as _schema
+from pipelines.cli._common import EXIT_INPUT_ERROR, EXIT_INTERNAL, EXIT_JUDGE_CONFIG, EXIT_USAGE, console
+from pipelines.cli.env import env_app
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_show_locals=False, help="Grade tool-calling agent trajectories, VAKRA-style.")
+app.command()(_grade.grade)
+app.command()(_grade.demo)
+app.command()(_report.report)
+app.command()(_calibrate.calibrate)
+app.command()(_schema.schema)
+app.add_typer(env_app, name="env", help="Executable environments: list, show tools, serve over MCP.")
+
+
+def main() -> None:  # pragma: no cover - the console script
+    try:
+        app()
+    except SystemExit:
+        raise
+    except Exception as exc:
+        console.print(f"[red]internal error: {type(exc).__name__}: {exc}[/red]")
+        sys.exit(EXIT_INTERNAL)
+
+
+__all__ = ["EXIT_INPUT_ERROR", "EXIT_JUDGE_CONFIG", "EXIT_USAGE", "app", "main"]

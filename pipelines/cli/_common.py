@@ -1,0 +1,77 @@
+"""What every ``judge`` command shares: the console, exit codes and the judge options.
+
+Start-up matters (``judge --help`` runs in well under a second): this module and the command
+modules import only typer at the top; everything heavy is imported inside the command that needs it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+
+if TYPE_CHECKING:
+    from judge import Escalator
+
+console = Console(stderr=True)
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_INPUT_ERROR, EXIT_JUDGE_CONFIG = 0, 1, 2, 3, 4
+
+JudgeOpt = Annotated[Optional[list[str]], typer.Option("--judge", help="A judge as provider:model (repeat for a panel), e.g. openai:gpt-4.1-mini.")]
+JudgeConfigOpt = Annotated[
+    Optional[Path], typer.Option("--config", help="TOML config: [grading] weights/thresholds, [judges] panels, base URLs, prices, limits.")
+]
+CacheOpt = Annotated[Optional[Path], typer.Option("--cache", help="Judge response cache (SQLite). Default: a per-user cache shared by all runs.")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the judge cache.")]
+OfflineOpt = Annotated[bool, typer.Option("--offline", help="Answer judge requests from the cache only; a miss ends unresolved.")]
+MaxCostOpt = Annotated[Optional[float], typer.Option("--max-cost", help="Stop launching judge calls once this many USD are spent.")]
+VoteOpt = Annotated[Optional[str], typer.Option("--vote", help="Panel rule: majority | unanimous | weighted.")]
+WeightsOpt = Annotated[Optional[Path], typer.Option("--weights", help="Vote weights written by `judge calibrate`.")]
+TieOpt = Annotated[Optional[str], typer.Option("--tie-breaker", help="Judge (provider:model) that breaks panel ties.")]
+ReplayOpt = Annotated[bool, typer.Option("--replay/--no-replay", help="Re-execute calls in the task's environment when it has one.")]
+
+
+def build_escalator(
+    judges: list[str] | None,
+    config: Path | None,
+    cache: Path | None,
+    no_cache: bool,
+    offline: bool,
+    max_cost: float | None,
+    vote: str | None,
+    weights: Path | None,
+    tie_breaker: str | None,
+) -> Escalator | None:
+    """The judge panel the options describe, or None when no judge is configured (exit 4 if invalid)."""
+    if not judges and config is None:
+        return None
+    from judge.llm import JudgeSettings, build_panel
+
+    fields: dict[str, Any] = {
+        "judges": judges or [],
+        "config_path": config,
+        "cache_path": cache,
+        "no_cache": no_cache,
+        "offline": offline,
+        "max_cost_usd": max_cost,
+        "rule": vote,
+        "weights_path": weights,
+        "tie_breaker": tie_breaker,
+    }
+    try:
+        settings = JudgeSettings(**{k: v for k, v in fields.items() if v is not None})
+        return build_panel(settings)
+    except Exception as exc:
+        console.print(f"[red]invalid judge configuration: {exc}[/red]")
+        raise typer.Exit(EXIT_JUDGE_CONFIG) from exc
+
+
+def build_replayer(enabled: bool) -> Any:
+    """The replayer that re-executes calls in bundled environments (None: replay off)."""
+    if not enabled:
+        return None
+    from pipelines.replay import Replayer
+
+    return Replayer()

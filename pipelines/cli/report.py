@@ -1,0 +1,27 @@
+"""``judge report``: re-render one run's report, or compare several runs side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+
+def report(
+    run_dirs: Annotated[list[Path], typer.Argument(exists=True, file_okay=False, help="One or more run directories (several: side-by-side comparison).")],
+    out: Annotated[Optional[Path], typer.Option(help="Output directory (default: the single run directory, or runs/comparison).")] = None,
+    calibration: Annotated[
+        Optional[Path],
+        typer.Option(
+            exists=True, dir_okay=False, help="calibration.json of the judges used: adds their agreement figures and pass rates corrected for judge error."
+        ),
+    ] = None,
+) -> None:
+    """Re-render the report of one run, or compare several runs side by side."""
+    from reports import build_report
+
+    target = out or (run_dirs[0] if len(run_dirs) == 1 else Path("runs/comparison"))
+    for path in build_report(list(run_dirs), target, calibration=calibration):
+        Console().print(str(path))
