@@ -1,8 +1,17 @@
 """Agent trajectories: every call the agent made, what came back, and what it finally said.
 
-A step's ``status`` is taken from the input when present; otherwise it is inferred: a result that
-starts with "Error" or is a JSON object with an ``error`` key marks the call as failed. A failed
-call changed nothing (it never satisfies a reference call and is never an unexpected side effect).
+A step's ``status`` says what is known of the call's outcome:
+- ``ok``: the tool ran and returned ``result``;
+- ``error``: the tool failed (an explicit status, ``is_error``, an ``error`` field, or a result that
+  starts with "Error" / is a JSON object with an ``error`` key when the format has no status);
+- ``blocked``: a run-time policy refused to execute the call (``judge run --enforce-policy``);
+- ``unknown``: no result was recorded (a model output whose calls were never executed, or a log
+  that kept only the calls). The call was *made*; its outcome is unknown, never a failure.
+
+A failed call (``error`` / ``blocked``) changed nothing: it never satisfies a reference call and is
+never an unexpected side effect. ``round`` numbers the model messages that issued calls (parallel
+calls share a round); ``fault`` names a fault injected by the runner (error, timeout, empty,
+malformed) so recovery can be measured.
 """
 
 from __future__ import annotations
@@ -15,7 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from judge.core._task import _as_str_id
 
 _OK = {"ok", "success", "succeeded", "successful", "done"}
-_ERROR = {"error", "failed", "failure", "fail", "blocked", "exception", "timeout"}
+_ERROR = {"error", "failed", "failure", "fail", "exception", "timeout"}
+_BLOCKED = {"blocked", "refused", "denied"}
+_UNKNOWN = {"unknown", "pending", "not_executed"}
+
+StepStatus = Literal["ok", "error", "blocked", "unknown"]
 
 
 def looks_like_error(result: Any) -> bool:
@@ -35,7 +48,7 @@ def looks_like_error(result: Any) -> bool:
     return False
 
 
-def normalise_status(value: Any) -> Literal["ok", "error"]:
+def normalise_status(value: Any) -> StepStatus:
     if isinstance(value, bool):
         return "ok" if value else "error"
     text = str(value).strip().lower()
@@ -43,7 +56,11 @@ def normalise_status(value: Any) -> Literal["ok", "error"]:
         return "ok"
     if text in _ERROR:
         return "error"
-    raise ValueError(f"unknown status {value!r}: use 'ok' or 'error'")
+    if text in _BLOCKED:
+        return "blocked"
+    if text in _UNKNOWN:
+        return "unknown"
+    raise ValueError(f"unknown status {value!r}: use 'ok', 'error', 'blocked' or 'unknown'")
 
 
 class Step(BaseModel):
@@ -54,10 +71,12 @@ class Step(BaseModel):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     result: Any = None
-    status: Literal["ok", "error"] = "ok"
+    status: StepStatus = "ok"
     error: str | None = None
     latency_ms: float | None = Field(default=None, ge=0)
     call_id: str | None = None
+    round: int | None = Field(default=None, ge=0)  # index of the model message that issued the call
+    fault: str | None = None  # a fault injected by the runner: error, timeout, empty, malformed
 
     @model_validator(mode="before")
     @classmethod
@@ -69,13 +88,21 @@ class Step(BaseModel):
             data["status"] = normalise_status(data["status"])
         elif data.get("error"):
             data["status"] = "error"
+        elif "result" not in data:  # the call was made but nothing recorded what came back
+            data["status"] = "unknown"
         else:
             data["status"] = "error" if looks_like_error(data.get("result")) else "ok"
         return data
 
     @property
     def ok(self) -> bool:
+        """The tool ran and returned a result."""
         return self.status == "ok"
+
+    @property
+    def failed(self) -> bool:
+        """The call changed nothing: the tool failed or a policy blocked it."""
+        return self.status in ("error", "blocked")
 
 
 class TrajectoryTurn(BaseModel):

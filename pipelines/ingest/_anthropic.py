@@ -95,6 +95,7 @@ def _convert(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
             if texts:
                 builder.start("\n".join(texts))
         elif role == "assistant":
+            builder.begin_message()
             texts = []
             has_tool_use = False
             for j, block in enumerate(blocks):

@@ -22,6 +22,12 @@ class TurnBuilder:
         self.turns: list[dict[str, Any]] = []
         self._pending: dict[str, tuple[dict[str, Any], str]] = {}  # call id -> (step dict, path of the call)
         self._answered: set[str] = set()
+        self._rounds = 0  # model messages that issued calls so far (one message = one round)
+        self._round: int | None = None  # the round of the assistant message being read
+
+    def begin_message(self) -> None:
+        """A new assistant message starts: its calls (if any) form the next round."""
+        self._round = None
 
     @property
     def current(self) -> dict[str, Any]:
@@ -33,7 +39,10 @@ class TurnBuilder:
         self.turns.append({"turn_id": str(len(self.turns) + 1), "query": query, "steps": [], "final_answer": None})
 
     def add_call(self, name: str, arguments: dict[str, Any], call_id: str | None, path: str, error: str | None = None) -> None:
-        step: dict[str, Any] = {"name": name, "arguments": arguments, "call_id": call_id, "result": None}
+        if self._round is None:
+            self._round = self._rounds
+            self._rounds += 1
+        step: dict[str, Any] = {"name": name, "arguments": arguments, "call_id": call_id, "result": None, "round": self._round}
         if error is not None:
             step["status"] = "error"
             step["error"] = error

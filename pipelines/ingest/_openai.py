@@ -86,6 +86,7 @@ def _convert(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
                 continue
             builder.start(text_of(content, f"{path}.content"))
         elif role == "assistant":
+            builder.begin_message()
             calls = message.get("tool_calls")
             if calls:
                 expect(calls, list, f"{path}.tool_calls", "tool_calls")
