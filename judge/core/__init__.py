@@ -6,6 +6,7 @@ Everything here is plain pydantic and standard library: importing it never pulls
 from judge.core._canonical import canonical_json, content_hash, parse_json_text, response_key
 from judge.core._errors import InputError, InputErrorInfo, SourceRef, field_path
 from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
+from judge.core._patterns import PatternError, compile_pattern, pattern_full_match, pattern_search
 from judge.core._stages import CHECK_DEFAULT_STAGE, FAILURE_STAGE_ORDER, Check, FailureStage, Outcome, VerdictLabel
 from judge.core._task import (
     ArgumentRule,
@@ -36,6 +37,7 @@ __all__ = [
     "InputErrorInfo",
     "JudgeRequest",
     "Outcome",
+    "PatternError",
     "PanelDecision",
     "Policy",
     "ReferenceCall",
@@ -56,11 +58,14 @@ __all__ = [
     "VerdictLabel",
     "Vote",
     "canonical_json",
+    "compile_pattern",
     "content_hash",
     "dependency_order",
     "field_path",
     "looks_like_error",
     "normalise_status",
     "parse_json_text",
+    "pattern_full_match",
+    "pattern_search",
     "response_key",
 ]
