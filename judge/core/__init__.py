@@ -3,7 +3,7 @@
 Everything here is plain pydantic and standard library: importing it never pulls in an LLM SDK.
 """
 
-from judge.core._canonical import canonical_json, content_hash, parse_json_text, response_key
+from judge.core._canonical import canonical_json, content_hash, loads_json, parse_json_text, response_key
 from judge.core._errors import InputError, InputErrorInfo, SourceRef, field_path
 from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
 from judge.core._patterns import PatternError, compile_pattern, pattern_full_match, pattern_search
@@ -62,6 +62,7 @@ __all__ = [
     "content_hash",
     "dependency_order",
     "field_path",
+    "loads_json",
     "looks_like_error",
     "normalise_status",
     "parse_json_text",

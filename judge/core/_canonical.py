@@ -2,6 +2,12 @@
 
 Used for cache keys (exact canonical JSON) and for VAKRA-style response-set comparison, where a
 tool response is compared order- and duplicate-insensitively but with every column kept.
+
+Speed without changing a byte: ``canonical_json`` defines the bytes (and so every cache key and
+content hash ever written); ``orjson`` produces them whenever it provably writes the same bytes
+(plain JSON without floats), and the reference definition runs otherwise. ``loads_json`` parses
+with ``orjson`` except where it would read a value differently from ``json.loads`` (integers past
+64 bits, NaN / Infinity, lone surrogates), so parsed structures are the same objects either way.
 """
 
 from __future__ import annotations
@@ -9,12 +15,51 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from typing import Any
+
+import orjson
+
+__all__ = ["canonical_json", "content_hash", "loads_json", "parse_json_text", "response_key"]
 
 
 def canonical_json(value: Any) -> str:
     """Deterministic JSON: sorted keys, no whitespace, integral floats written as ints."""
+    if _plain(value):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode("utf-8")
+        except orjson.JSONEncodeError:  # a lone surrogate, an integer past 64 bits: the definition decides
+            pass
+    return _reference_canonical_json(value)
+
+
+def _reference_canonical_json(value: Any) -> str:
+    """The definition of ``canonical_json`` (it fixed the bytes of every hash ever written)."""
     return json.dumps(_numbers(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+_PLAIN_SCALARS = (str, int, bool, type(None))
+
+
+def _plain(value: Any) -> bool:
+    """Only objects with str keys, arrays, strings, integers, booleans and null: orjson and the
+    definition write such values identically (no float formatting, key conversion or ``default``
+    involved). Iterative: the value may be nested deeper than the recursion limit."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            for key, sub in item.items():
+                if type(key) is not str:
+                    return False
+                if type(sub) not in _PLAIN_SCALARS:
+                    stack.append(sub)
+        elif kind is list or kind is tuple:
+            stack.extend(sub for sub in item if type(sub) not in _PLAIN_SCALARS)
+        elif kind not in _PLAIN_SCALARS:
+            return False
+    return True
 
 
 def content_hash(value: Any) -> str:
@@ -33,13 +78,30 @@ def _numbers(value: Any) -> Any:
     return value
 
 
+# a run of 19 digits may be an integer past orjson's 64 bits, which it would read as a float
+_LONG_DIGITS, _LONG_DIGITS_BYTES = re.compile(r"\d{19}"), re.compile(rb"\d{19}")
+
+
+def loads_json(text: str | bytes) -> Any:
+    """``json.loads``, faster: the same value for every input, a ``ValueError`` for the same ones."""
+    if not (_LONG_DIGITS.search(text) if isinstance(text, str) else _LONG_DIGITS_BYTES.search(text)):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:  # NaN, Infinity, lone surrogates, malformed: the stdlib decides
+            pass
+    return json.loads(text)
+
+
+_MAYBE_JSON = frozenset("{[ntf")
+
+
 def parse_json_text(value: Any) -> Any:
     """Tool results often arrive as JSON text; compare the structure, not the spelling."""
-    if isinstance(value, str):
+    if isinstance(value, str) and (value[:1] in _MAYBE_JSON or value[:1].isspace()):
         text = value.strip()
         if text[:1] in ("{", "[") or text in ("null", "true", "false"):
             try:
-                return json.loads(text)
+                return loads_json(text)
             except ValueError:
                 return value
     return value
@@ -48,9 +110,19 @@ def parse_json_text(value: Any) -> Any:
 def response_key(value: Any, digits: int = 9) -> str:
     """Order- and duplicate-insensitive key of a tool response (lists become sets, rows stay whole).
 
-    Floats are rounded to ``digits`` significant digits so that 1.2587000000001 == 1.2587.
+    Floats are rounded to ``digits`` significant digits so that 1.2587000000001 == 1.2587. Keys
+    are compared with each other, never stored: only their equality is defined.
     """
-    return json.dumps(_set_form(parse_json_text(value), digits), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _dump_sorted(_set_form(parse_json_text(value), digits))
+
+
+def _dump_sorted(value: Any) -> str:
+    """JSON with sorted keys of a set form (str keys; finite numbers; strings): orjson writes it
+    unless a string holds a lone surrogate."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode("utf-8")
+    except orjson.JSONEncodeError:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _json_number(text: str) -> float | int | None:
@@ -79,6 +151,6 @@ def _set_form(value: Any, digits: int) -> Any:
     if isinstance(value, dict):
         return {str(k): _set_form(v, digits) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        items = {json.dumps(_set_form(v, digits), sort_keys=True, ensure_ascii=False, default=str) for v in value}
+        items = {_dump_sorted(_set_form(v, digits)) for v in value}
         return ["\u0000set"] + sorted(items)
     return str(value)

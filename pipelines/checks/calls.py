@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge import Check, Evidence, FailureStage, Outcome, StageResult, canonical_json, dependency_order, response_key
-from pipelines.checks._context import TurnContext
+from pipelines.checks._context import StepView, TurnContext
 from pipelines.checks._diff import CallDiff, diff_call
 
 
@@ -97,7 +97,14 @@ def match_calls(ctx: TurnContext, answer_correct: bool | None) -> CallMatching:
 
     # 2. response-set containment for read calls (replayed outputs, or expected_output)
     outputs = ctx.reference_outputs or [None] * len(refs)
-    keys_by_step = {v.index: response_key(v.result) for v in ok_views}
+    keys_by_step: dict[int, str] = {}  # a step's response key, computed when a reference output is compared
+
+    def step_key(view: StepView) -> str:
+        key = keys_by_step.get(view.index)
+        if key is None:
+            key = keys_by_step[view.index] = response_key(view.result)
+        return key
+
     for st in status:
         if st.satisfied_by is not None or task.is_write(refs[st.index].name):
             continue
@@ -106,7 +113,7 @@ def match_calls(ctx: TurnContext, answer_correct: bool | None) -> CallMatching:
             continue
         key = response_key(out)
         for view in ok_views:
-            if keys_by_step[view.index] != key:
+            if step_key(view) != key:
                 continue
             if _is_trivial(out) and view.step.name != refs[st.index].name:
                 continue

@@ -12,9 +12,12 @@ decides). There is no deterministic 'ungrounded': absence of a string is not pro
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from judge import Check, Outcome, StageResult
 from pipelines.checks._context import TurnContext
-from pipelines.matching import numbers_in, value_in_text
+from pipelines.matching import Haystack, numbers_in, value_in_text
 
 
 class GroundingCheck:
@@ -30,8 +33,9 @@ class GroundingCheck:
             return StageResult(check=self.check, outcome=Outcome.INCONCLUSIVE, reason="no successful tool output to ground the answer in")
         prediction = ctx.traj_turn.final_answer if ctx.traj_turn is not None else None
         gold = ctx.turn.gold_answers or []
-        supported_value = next((g for g in gold if value_in_text(g, outputs)), None)
-        unexplained = [n for n in numbers_in(prediction) if not any(value_in_text(n, src) for src in (outputs, ctx.turn.query, gold))]
+        sources = [Haystack(outputs)]  # searched once per gold value and per number of the answer
+        supported_value = next((g for g in gold if value_in_text(g, sources[0])), None)
+        unexplained = [n for n in numbers_in(prediction) if not any(value_in_text(n, src) for src in _lazy(sources, ctx.turn.query, gold))]
         if supported_value is not None and not unexplained:
             return StageResult(check=self.check, outcome=Outcome.MATCH, reason=f"the answer value {supported_value!r} appears in the tool outputs")
         if calls_satisfied and not unexplained:
@@ -43,3 +47,12 @@ class GroundingCheck:
                 reason=f"numbers in the answer found in no tool output: {unexplained[:5]}",
             )
         return StageResult(check=self.check, outcome=Outcome.INCONCLUSIVE, reason="the answer value does not appear verbatim in the tool outputs")
+
+
+def _lazy(sources: list[Haystack], *more: Any) -> Iterator[Haystack]:
+    """The haystacks in order, each extra one prepared on first need and kept for the next number."""
+    yield sources[0]
+    for k, text in enumerate(more, 1):
+        if len(sources) <= k:
+            sources.append(Haystack(text))
+        yield sources[k]

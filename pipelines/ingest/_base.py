@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
-from judge import InputErrorInfo, SourceRef, Task, Trajectory, content_hash, field_path
+from judge import InputErrorInfo, SourceRef, Task, ToolSpec, Trajectory, content_hash, field_path
 
 
 @dataclass(frozen=True)
@@ -166,49 +167,128 @@ class TaskFormat:
     reference: str  # "none", "optional" or "required"
 
 
+class ToolSpecs:
+    """One ``ToolSpec`` object per distinct tool spec, validated and hashed once.
+
+    Converted logs repeat their deployment's tool specs on every task line (15 specs x 100k tasks),
+    and VAKRA repeats ~116 per case: validating and hashing each copy dominated task loading.
+    A raw spec (the dict read from the file) is keyed by its JSON text as read (``orjson``, key
+    order kept); a hit is confirmed by dict equality, so texts that coincide for unequal values
+    (``NaN`` and ``null`` both dump as ``null``) never share. Distinct texts with equal content
+    (key order, flat vs wrapped form) still end as one object, via one content hash per text.
+    """
+
+    def __init__(self) -> None:
+        self._by_text: dict[bytes, tuple[dict[str, Any], ToolSpec]] = {}
+        self._by_content: dict[str, ToolSpec] = {}
+        self._shared: set[int] = set()  # ids of the objects handed out (kept alive by _by_content)
+
+    @staticmethod
+    def _key(raw: Any) -> bytes | None:
+        if not isinstance(raw, dict):
+            return None
+        try:
+            return orjson.dumps(raw)
+        except (TypeError, orjson.JSONEncodeError):  # e.g. an integer beyond 64 bits: no fast path
+            return None
+
+    def lookup(self, raw: Any) -> ToolSpec | None:
+        """The shared spec for a raw spec read before, else None (validate it, then ``remember``)."""
+        key = self._key(raw)
+        hit = self._by_text.get(key) if key is not None else None
+        return hit[1] if hit is not None and hit[0] == raw else None
+
+    def remember(self, raw: Any, spec: ToolSpec) -> ToolSpec:
+        """Record ``spec`` (validated from ``raw``) and return the shared object for its content."""
+        shared = self.share(spec)
+        key = self._key(raw)
+        if key is not None and key not in self._by_text:
+            self._by_text[key] = (raw, shared)
+        return shared
+
+    def share(self, spec: ToolSpec) -> ToolSpec:
+        """The shared object with ``spec``'s content (for specs built without a raw form)."""
+        if id(spec) in self._shared:
+            return spec
+        shared = self._by_content.setdefault(content_hash(spec.model_dump(mode="json")), spec)
+        self._shared.add(id(shared))
+        return shared
+
+
 class TaskCollector:
     """Builds a TaskSet while enforcing the duplicate rules.
 
     A repeated id is a ``duplicate_id`` error for the later item (naming the first line). Identical
     content keeps the first; different content (compared as canonical JSON of the dumped model) makes
-    the id ambiguous so that its trajectories are reported instead of graded against a guess.
+    the id ambiguous so that its trajectories are reported instead of graded against a guess. The
+    canonical form of a task is computed only when its id repeats (most ids never do).
+
+    Formats that read task items as dicts call ``prepare`` on each item before validating it, so
+    tool specs seen on earlier lines are not validated or hashed again (see ``ToolSpecs``).
     """
 
     def __init__(self) -> None:
         self.result = TaskSet()
-        self._hashes: dict[str, str] = {}
-        self._tools: dict[str, Any] = {}  # content hash -> the one shared ToolSpec
+        self._digests: dict[str, str | None] = {}  # task id -> canonical hash of its first definition (None: not computed yet)
+        self._tools = ToolSpecs()
+        self._fresh: list[tuple[int, Any]] = []  # (index, raw spec) of the prepared item's specs not seen before
 
-    def _share_tools(self, task: Task, dumped_tools: list[dict[str, Any]]) -> Task:
-        """Tasks of one domain repeat the same tool specs (VAKRA: ~116 per case); keep one object
-        per distinct spec so memory grows with the distinct tools, not with the number of tasks."""
-        shared = [self._tools.setdefault(content_hash(d), t) for t, d in zip(task.tools, dumped_tools, strict=True)]
+    def prepare(self, item: dict[str, Any]) -> dict[str, Any]:
+        """``item`` with each tool spec read before replaced by its validated, shared ``ToolSpec``."""
+        self._fresh = []
+        tools = item.get("tools")
+        if not isinstance(tools, list) or not tools:
+            return item
+        replaced: list[Any] = []
+        for i, raw in enumerate(tools):
+            spec = self._tools.lookup(raw)
+            if spec is None:
+                self._fresh.append((i, raw))
+            replaced.append(raw if spec is None else spec)
+        return {**item, "tools": replaced}
+
+    def _share_tools(self, task: Task) -> Task:
+        """Keep one object per distinct spec, so memory grows with the distinct tools, not with the
+        number of tasks."""
+        fresh, self._fresh = dict(self._fresh), []
+        shared = [self._tools.remember(fresh[i], t) if i in fresh else self._tools.share(t) for i, t in enumerate(task.tools)]
         if all(a is b for a, b in zip(shared, task.tools, strict=True)):
             return task
         task = task.model_copy(update={"tools": shared})
         task.__dict__.pop("tool_index", None)  # rebuilt from the shared specs on first use
         return task
 
+    def _digest(self, tid: str) -> str | None:
+        """Canonical hash of the first definition of ``tid`` (computed on first need)."""
+        digest = self._digests.get(tid)
+        if digest is None and tid in self.result.tasks:
+            digest = self._digests[tid] = _task_digest(self.result.tasks[tid])
+        return digest
+
     def add(self, task: Task, source: SourceRef) -> None:
         tid = task.task_id
-        dumped = task.model_dump(mode="json")
-        digest = content_hash(dumped)
         if tid in self.result.invalid:
+            self._fresh = []
             self._duplicate(tid, source, same=None)
             return
-        if tid in self._hashes:
-            self._duplicate(tid, source, same=digest == self._hashes[tid])
+        if tid in self._digests:
+            self._fresh = []
+            self._duplicate(tid, source, same=self._digest(tid) == _task_digest(task))
             return
-        self._hashes[tid] = digest
+        self._digests[tid] = None
         self.result.sources[tid] = source
         if tid not in self.result.ambiguous:  # e.g. its reference item was defined twice
-            self.result.tasks[tid] = self._share_tools(task, dumped["tools"])
+            self.result.tasks[tid] = self._share_tools(task)
+        else:
+            self._digests[tid] = _task_digest(task)
+            self._fresh = []
 
     def add_error(self, info: InputErrorInfo, task_id: str | None) -> None:
+        self._fresh = []
         self.result.errors.append(info)
         if task_id is None:
             return
-        if task_id in self._hashes or task_id in self.result.invalid:
+        if task_id in self._digests or task_id in self.result.invalid:
             first = self.result.sources.get(task_id)
             where = _where(first) if first else _where_info(self.result.invalid[task_id])
             self.mark_ambiguous(task_id, info.file, info.line, f"defined at {where} and again at {_where_info(info)}, which could not be read")
@@ -230,9 +310,14 @@ class TaskCollector:
 
     def mark_ambiguous(self, tid: str, file: str, line: int | None, detail: str) -> None:
         """The id cannot be graded: its definitions disagree (or one could not be read)."""
+        self._digest(tid)  # a later definition is still compared with the first
         self.result.tasks.pop(tid, None)
         if tid not in self.result.ambiguous:
             self.result.ambiguous[tid] = InputErrorInfo(kind="ambiguous_task", message=f"task {tid!r} is {detail}", file=file, line=line, field="task_id")
+
+
+def _task_digest(task: Task) -> str:
+    return content_hash(task.model_dump(mode="json"))
 
 
 def _where(source: SourceRef) -> str:

@@ -82,7 +82,7 @@ def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
             collector.add_error(ItemError("invalid_field", "a task must be a JSON object", "<root>").info(path, raw.line), None)
             continue
         try:
-            task = convert_task(raw.value)
+            task = convert_task(collector.prepare(raw.value))
         except ItemError as err:
             collector.add_error(err.info(path, raw.line), as_id(raw.value.get("task_id")))
             continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -18,12 +19,13 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from judge import parse_json_text
-from pipelines.matching.normalize import normalize_answer_text, tokens
+from pipelines.matching.normalize import normalize_answer_text, normalize_ascii, tokens
 
 __all__ = [
     "AnswerLabel",
     "AnswerMatch",
     "AnswerThresholds",
+    "Haystack",
     "compare_answer",
     "is_missing",
     "numbers_in",
@@ -78,6 +80,10 @@ _MENTION = re.compile(
     rf"(?:\s?(?P<scale>{_SCALE_ALT})(?![a-z]))?",
     re.IGNORECASE,
 )
+# Where a mention can start: its first character (sign, currency, digit, or the dot of ".5") not
+# after a word character or dot. Written first-character-first so the regex engine scans for it
+# at C speed; the full pattern is then tried only there (see ``_mention_matches``).
+_MENTION_START = re.compile(r"[-+\u2212$€£¥₹.\d](?<![\w.].)")
 _CURRENCY_WORDS = frozenset({"us", "usd", "eur", "gbp", "cny", "rmb", "jpy", "inr", "aud", "cad", "chf"})
 
 
@@ -92,32 +98,67 @@ class _Mention:
     end: int
 
 
+def _mention_matches(text: str) -> Iterator[re.Match[str]]:
+    """The matches of ``_MENTION.finditer(text)``, found faster on long text (KBs of tool output):
+    a match can only start at a ``_MENTION_START`` position, so the full pattern is tried at
+    those, in order, skipping the ones inside the previous match."""
+    pos = 0
+    for start in _MENTION_START.finditer(text):
+        at = start.start()
+        if at < pos:
+            continue
+        m = _MENTION.match(text, at)
+        if m is not None:
+            pos = m.end()
+            yield m
+
+
+def _readings(m: re.Match[str]) -> tuple[float, ...]:
+    """What a matched mention says (its value first), and its percent / scale readings."""
+    num, exp, sign, pct, scale = m.group("num", "exp", "sign", "pct", "scale")
+    try:
+        value = float(num.replace(",", "")) * (10.0 ** int(exp) if exp else 1.0)
+    except OverflowError:
+        value = math.inf
+    if sign in ("-", "\u2212"):
+        value = -value
+    if not pct and not scale:
+        return (value,)
+    readings = [value]
+    if pct:
+        readings.append(value / 100.0)
+    if scale:
+        readings.append(value * _SCALES[scale.lower()])
+    return tuple(readings)
+
+
 def _mentions(text: str) -> list[_Mention]:
     found: list[_Mention] = []
-    for m in _MENTION.finditer(text):
-        try:
-            value = float(m["num"].replace(",", "")) * (10.0 ** int(m["exp"]) if m["exp"] else 1.0)
-        except OverflowError:
-            value = math.inf
-        if m["sign"] in ("-", "\u2212"):
-            value = -value
-        readings = [value]
-        if m["pct"]:
-            readings.append(value / 100.0)
-        if m["scale"]:
-            readings.append(value * _SCALES[m["scale"].lower()])
-        found.append(_Mention(value, tuple(readings), m.start(), m.end()))
+    for m in _mention_matches(text):
+        readings = _readings(m)
+        found.append(_Mention(readings[0], readings, m.start(), m.end()))
     return found
 
 
+_MAYBE_JSON = frozenset("{[ntf")  # first characters (or whitespace) of strings parse_json_text may change
+
+
 def _walk_leaves(value: Any) -> list[Any]:
-    """Scalar leaves of a JSON value (dict values, list items), JSON text parsed first."""
-    value = parse_json_text(value)
-    if isinstance(value, dict):
-        return [leaf for v in value.values() for leaf in _walk_leaves(v)]
-    if isinstance(value, (list, tuple)):
-        return [leaf for v in value for leaf in _walk_leaves(v)]
-    return [value]
+    """Scalar leaves of a JSON value (dict values, list items) in document order, JSON text parsed
+    first. Iterative: tool outputs are untrusted and may nest deeper than the recursion limit."""
+    out: list[Any] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str) and (item[:1] in _MAYBE_JSON or item[:1].isspace()):
+            item = parse_json_text(item)
+        if isinstance(item, dict):
+            stack.extend(reversed(item.values()))
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+        else:
+            out.append(item)
+    return out
 
 
 def _is_number(value: Any) -> bool:
@@ -523,29 +564,81 @@ def compare_answer(
 # ---------------------------------------------------------------- grounding
 
 
+_LEAF_SEP = "\ue002"  # a private-use character: separates leaves in a Haystack's token line
+
+
+class Haystack:
+    """A value searched many times by ``value_in_text`` (a turn's tool outputs), prepared once.
+
+    Its scalar leaves are walked once; on the first string look-up every leaf is tokenised into
+    one line (ASCII leaves in a single C-speed pass), leaves separated by a token no needle
+    holds; on the first number look-up every leaf's number readings are collected (string leaves
+    scanned as one text). So asking for the gold and for every number of an answer costs one
+    pass over KBs of tool output, not one per question.
+    """
+
+    __slots__ = ("_line", "_numbers", "_readings", "_texts", "leaves")
+
+    def __init__(self, text: Any):
+        self.leaves = _walk_leaves(text)
+        self._texts: list[str] = []  # leaves that are not numbers, as text (None leaves left out)
+        self._numbers: list[int | float] = []
+        for leaf in self.leaves:
+            kind = type(leaf)
+            if kind is str:
+                self._texts.append(leaf)
+            elif kind is int or kind is float or _is_number(leaf):
+                self._numbers.append(leaf)
+            elif leaf is not None:
+                self._texts.append(_text(leaf))
+        self._line: str | None = None
+        self._readings: list[tuple[float, ...]] | None = None
+
+    def line(self) -> str:
+        """Each leaf's tokens joined by single spaces, leaves joined by the separator token, padded
+        with one space at each end: a run of tokens (none of them the separator) occurs inside one
+        leaf iff its padded form is a substring of this line (tokens hold no whitespace)."""
+        if self._line is None:
+            sep = f" {_LEAF_SEP} "
+            texts = self._texts + [_number_text(n) for n in self._numbers]
+            ascii_part = normalize_ascii(sep.join(t for t in texts if t.isascii()))
+            others = [" ".join(tokens(t)) for t in texts if not t.isascii()]
+            self._line = " " + sep.join([ascii_part, *others]) + " "
+        return self._line
+
+    def readings(self) -> list[tuple[float, ...]]:
+        """Every number reading of every leaf. String leaves are scanned as one text joined by the
+        separator, which the number pattern treats like the start / end of a string (it is no word
+        character, digit, sign, dot, space or percent sign), so no mention spans two leaves."""
+        if self._readings is None:
+            found: list[tuple[float, ...]] = [(float(n),) for n in self._numbers]
+            found.extend(map(_readings, _mention_matches(_LEAF_SEP.join(self._texts))))
+            self._readings = found
+        return self._readings
+
+
 def value_in_text(value: Any, text: Any, *, relative_tolerance: float = 1e-6) -> bool:
     """Does ``value`` appear in ``text`` (a tool output: JSON value, JSON text or plain text)?
 
     Numbers are looked for among the numbers in the text (with tolerance, any percent/scale
     reading); strings as normalised whole-word runs inside one string of the output; lists and
     dicts need every element/value to appear. An empty value is never evidence: False.
+    Pass a ``Haystack`` as ``text`` to search the same text for several values.
     """
     value = parse_json_text(value)
+    hay = text if isinstance(text, Haystack) else Haystack(text)
     if isinstance(value, dict):
         value = list(value.values())
     if isinstance(value, (list, tuple)):
-        return bool(value) and all(value_in_text(v, text, relative_tolerance=relative_tolerance) for v in value)
+        return bool(value) and all(value_in_text(v, hay, relative_tolerance=relative_tolerance) for v in value)
     if value is None:
         return False
-    leaves = _walk_leaves(text)
     readings = _as_number(value)
     if readings is not None:
-        for leaf in leaves:
-            found = [(float(leaf),)] if _is_number(leaf) else [m.readings for m in _mentions(_text(leaf))]
-            if any(_any_close(readings, r, relative_tolerance) for r in found):
-                return True
-        return False
+        return any(_any_close(readings, r, relative_tolerance) for r in hay.readings())
     needle = tokens(_text(value))
     if not needle:
         return False
-    return any(_contains_run(tokens(_text(leaf)), needle) for leaf in leaves if leaf is not None)
+    if _LEAF_SEP in needle:  # cannot be told from a leaf boundary: compare leaf by leaf
+        return any(_contains_run(tokens(_text(leaf)), needle) for leaf in hay.leaves if leaf is not None)
+    return " " + " ".join(needle) + " " in hay.line()

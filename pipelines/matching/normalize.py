@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["bfcl_normalize", "is_cjk", "normalize_answer_text", "tokens"]
+__all__ = ["bfcl_normalize", "is_cjk", "normalize_answer_text", "normalize_ascii", "tokens"]
 
 _BFCL_STRIP = re.compile(r"[ \,\.\/\-\_\*\^]")
 
@@ -44,6 +44,31 @@ def is_cjk(ch: str) -> bool:
     )
 
 
+# ASCII text (most tool output) takes a C-speed path with exactly the same result: NFKC and
+# casefold are lower() on ASCII, and one bytes translate table applies the per-character rules
+# above. Number separators to keep travel as bytes 0xFE / 0xFF, which UTF-8 never holds.
+_DROP = bytes(c for c in range(128) if chr(c) in _APOSTROPHES or chr(c) == ".")
+_ASCII_TABLE = bytes(
+    ord(" ") if c < 128 and chr(c) not in _APOSTROPHES and chr(c) != "." and _is_punct(chr(c)) else {0xFE: ord("."), 0xFF: ord(",")}.get(c, c)
+    for c in range(256)
+)
+_ARTICLE_WORD = re.compile(" (?:" + "|".join(sorted(_ARTICLES)) + ")(?= )")  # on single-spaced, space-padded text
+_KEEP_DOT = re.compile(rb"\.(?<=\d\.)(?=\d)")  # the separator first: the engine scans for it at C speed
+_KEEP_COMMA = re.compile(rb",(?<=\d,)(?=\d)")
+
+
+def normalize_ascii(s: str) -> str:
+    """``normalize_answer_text`` of ASCII text. Characters past ASCII pass through untouched, so a
+    caller may join ASCII texts with a non-ASCII separator and normalise them in one pass."""
+    raw = s.lower().encode("utf-8")
+    if b"." in raw:
+        raw = _KEEP_DOT.sub(b"\xfe", raw)
+    if b"," in raw:
+        raw = _KEEP_COMMA.sub(b"\xff", raw)
+    text = " " + " ".join(raw.translate(_ASCII_TABLE, _DROP).decode("utf-8").split()) + " "
+    return _ARTICLE_WORD.sub("", text)[1:-1]
+
+
 def normalize_answer_text(s: str) -> str:
     """Lower-case, strip punctuation and English articles, collapse whitespace; keep CJK.
 
@@ -51,6 +76,10 @@ def normalize_answer_text(s: str) -> str:
     (``1,234.5``), dots elsewhere are deleted (``U.S.`` -> ``us``), other punctuation and symbols
     (except ``%`` and ``$``) become spaces (``New York-based`` -> ``new york based``).
     """
+    return normalize_ascii(s) if s.isascii() else _normalize_general(s)
+
+
+def _normalize_general(s: str) -> str:
     text = unicodedata.normalize("NFKC", s).casefold()
     protected = {m.start() for m in _NUMBER_PUNCT.finditer(text)}
     out: list[str] = []
@@ -74,6 +103,8 @@ def tokens(s: str) -> list[str]:
     jieba can cut the same name differently in gold and prediction), which is what overlap
     measures need.
     """
+    if s.isascii():  # no CJK: the words are the tokens
+        return normalize_ascii(s).split()
     result: list[str] = []
     for word in normalize_answer_text(s).split():
         run: list[str] = []

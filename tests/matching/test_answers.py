@@ -1,8 +1,10 @@
 """Answer rules with CRAG labels: each with a passing (decisive) and a failing/inconclusive case."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from pipelines.matching import AnswerLabel, AnswerThresholds, compare_answer, is_missing, numbers_in, value_in_text
+from pipelines.matching import AnswerLabel, AnswerThresholds, answers, compare_answer, is_missing, numbers_in, value_in_text
 
 C, I, M = AnswerLabel.CORRECT, AnswerLabel.INCORRECT, AnswerLabel.MISSING  # noqa: E741 (CRAG labels)
 
@@ -293,3 +295,52 @@ def test_a_number_gold_answered_without_any_number_is_incorrect():
     assert label([3], "three") is None  # number words: a judge reads them
     assert label(["Zara Weber"], "The answer is 719.53.") is I  # a bare number is never a name
     assert label([5], "No idea") is M
+
+
+# ---- the fast number scan finds exactly what the pattern finds ---------------------------------
+
+
+@given(st.text(alphabet="0123456789.,-+$%€ kmKMbillion\u2212eE_a\n٣", max_size=50))
+@settings(max_examples=800, deadline=None)
+def test_mention_scan_equals_finditer(text):
+    fast = [(m.start(), m.end(), m.groupdict()) for m in answers._mention_matches(text)]
+    slow = [(m.start(), m.end(), m.groupdict()) for m in answers._MENTION.finditer(text)]
+    assert fast == slow
+
+
+def _value_in_text_leaf_by_leaf(value, text, rel=1e-6):
+    """The definition value_in_text implements (one leaf at a time), kept here as the oracle."""
+    from judge import parse_json_text
+    from pipelines.matching.normalize import tokens
+
+    value = parse_json_text(value)
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(_value_in_text_leaf_by_leaf(v, text, rel) for v in value)
+    if value is None:
+        return False
+    leaves = answers._walk_leaves(text)
+    readings = answers._as_number(value)
+    if readings is not None:
+        for leaf in leaves:
+            found = [(float(leaf),)] if answers._is_number(leaf) else [m.readings for m in answers._mentions(answers._text(leaf))]
+            if any(answers._any_close(readings, r, rel) for r in found):
+                return True
+        return False
+    needle = tokens(answers._text(value))
+    return bool(needle) and any(answers._contains_run(tokens(answers._text(leaf)), needle) for leaf in leaves if leaf is not None)
+
+
+_WORDS = st.sampled_from(["the", "Paris", "paris.", "12", "1,234.5", "5%", "-3", "US", "a", "北京", "x-y", "$4", "1.2 million", "", " "])
+_LEAF = st.one_of(st.lists(_WORDS, max_size=4).map(" ".join), st.integers(-5, 5), st.floats(-10, 10, allow_nan=False), st.none(), st.booleans())
+_OUTPUT = st.recursive(_LEAF, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["k", "v", "w"]), inner, max_size=3), max_leaves=12)
+
+
+@given(st.one_of(_LEAF, st.lists(_WORDS, max_size=3)), _OUTPUT)
+@settings(max_examples=500, deadline=None)
+def test_value_in_text_over_a_prepared_haystack_equals_leaf_by_leaf(value, output):
+    hay = answers.Haystack(output)
+    expected = _value_in_text_leaf_by_leaf(value, output)
+    assert value_in_text(value, hay) == expected
+    assert value_in_text(value, output) == expected
