@@ -41,6 +41,22 @@ class Aggregator:
     def add_task_error(self, info: InputErrorInfo) -> None:
         self.errors.append({"scope": "task", "task_id": None, "trajectory_id": None, **info.model_dump(mode="json")})
 
+    def merge(self, other: Aggregator) -> None:
+        """Append ``other``'s rows after this one's, as if its results had been added here next.
+
+        Workers aggregate their shards; the run merges the partial aggregators in input order, so
+        the summary is the one a single process would write. Every per-row field is a column
+        (a list or an array, appended in order) or a count (summed); a new field of another kind
+        must say how it merges here, or this raises instead of merging it wrongly. (A float
+        accumulated per row would merge exactly only if added in the same order: keep per-row
+        values as columns.)
+        """
+        for name in self.__dataclass_fields__:
+            if name in ("config", "_arrays"):
+                continue
+            setattr(self, name, _merged(getattr(self, name), getattr(other, name), name))
+        self._arrays.clear()
+
     def add(self, r: TrajectoryResult) -> None:
         if r.error is not None:
             self.errors.append({"scope": "trajectory", "task_id": r.task_id, "trajectory_id": r.trajectory_id, **r.error.model_dump(mode="json")})
@@ -155,6 +171,19 @@ class Aggregator:
             "score": round(float(np.mean(list(per_cap.values()))), 6) if per_cap else None,
             "rule": f"mean of capability pass rates; capability {cfg.multi_source_capability} weighs multi-source cases {cfg.multi_source_weight:g}x",
         }
+
+
+def _merged(mine: Any, theirs: Any, name: str) -> Any:
+    if isinstance(mine, (list, array)):
+        mine.extend(theirs)
+        return mine
+    if isinstance(mine, dict):
+        for key, value in theirs.items():
+            mine[key] = _merged(mine[key], value, f"{name}.{key}") if key in mine else value
+        return mine
+    if isinstance(mine, (int, float)) and not isinstance(mine, bool):
+        return mine + theirs
+    raise TypeError(f"Aggregator.merge: field {name!r} of type {type(mine).__name__} has no merge rule")
 
 
 def _natural(value: str) -> tuple:

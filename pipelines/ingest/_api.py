@@ -68,19 +68,32 @@ def load_tasks(path: str | os.PathLike, fmt: str | None = None, reference: str |
     return chosen.load(str(path), None if reference is None else str(reference), limits)
 
 
-def iter_trajectories(path: Source, fmt: str | None = None, limits: Limits = Limits()) -> Iterator[Loaded]:
+def iter_trajectories(
+    path: Source,
+    fmt: str | None = None,
+    limits: Limits = Limits(),
+    *,
+    start: tuple[int, int, int] = (1, 0, 0),
+    seen: dict[tuple[str, str], int | None] | None = None,
+) -> Iterator[Loaded]:
     """One ``Loaded`` per item of ``path``, lazily, in file order.
 
     ``path`` may also be a binary file object. With ``fmt=None`` the format is detected from the
     first readable object; items before it (unreadable ones) are held back until then.
+    For a shard of a larger file: ``start`` = (line, item index, byte offset) where it begins
+    (see ``read_items``), ``seen`` = (task_id, trajectory_id) -> line of ids read before it.
     """
     chosen = trajectory_format(fmt) if fmt is not None else None
-    return _Stream(path, chosen, limits).items()
+    stream = _Stream(path, chosen, limits, start)
+    if seen:
+        stream.seen.update(seen)
+    return stream.items()
 
 
 class _Stream:
-    def __init__(self, path: Source, fmt: TrajectoryFormat | None, limits: Limits):
+    def __init__(self, path: Source, fmt: TrajectoryFormat | None, limits: Limits, start: tuple[int, int, int] = (1, 0, 0)):
         self.path = path
+        self.start = start
         self.name = source_name(path)
         self.fmt = fmt
         self.limits = limits
@@ -89,7 +102,7 @@ class _Stream:
 
     def items(self) -> Iterator[Loaded]:
         held: list[RawItem] = []
-        for raw in read_items(self.path, self.limits):
+        for raw in read_items(self.path, self.limits, self.start):
             if self.fmt is None and self.undetected is None:
                 if raw.error is None and isinstance(raw.value, dict):
                     detected = sniff_trajectory(raw.value)

@@ -15,6 +15,7 @@ import orjson
 from pydantic import ValidationError
 
 from judge import InputErrorInfo, SourceRef, Task, ToolSpec, Trajectory, content_hash, field_path
+from pipelines.ingest._store import SourceIndex, TaskStore
 
 
 @dataclass(frozen=True)
@@ -48,10 +49,12 @@ class TaskSet:
     ``tasks``: their trajectories are reported as errors instead of being graded against a guess.
     ``invalid`` maps ids of task items that could not be read to their error, so that a
     trajectory for such a task gets a precise message instead of a bare "unknown task".
+    ``tasks`` and ``sources`` are compact mappings (see ``_store``): a task line per trajectory
+    at 100k trajectories must not mean 100k live models.
     """
 
-    tasks: dict[str, Task] = field(default_factory=dict)
-    sources: dict[str, SourceRef] = field(default_factory=dict)
+    tasks: TaskStore = field(default_factory=TaskStore)
+    sources: SourceIndex = field(default_factory=SourceIndex)
     errors: list[InputErrorInfo] = field(default_factory=list)
     ambiguous: dict[str, InputErrorInfo] = field(default_factory=dict)
     invalid: dict[str, InputErrorInfo] = field(default_factory=dict)

@@ -80,12 +80,19 @@ def _open(source: Source) -> Iterator[IO[bytes]]:
         yield source
 
 
-def read_items(source: Source, limits: Limits = Limits()) -> Iterator[RawItem]:
-    """Every item of ``source`` in order, lazily: consuming one item reads only the lines it needs."""
+def read_items(source: Source, limits: Limits = Limits(), start: tuple[int, int, int] = (1, 0, 0)) -> Iterator[RawItem]:
+    """Every item of ``source`` in order, lazily: consuming one item reads only the lines it needs.
+
+    ``start`` = (line number, item index, byte offset) of the first byte of ``source``, for a
+    shard cut from a larger JSONL file at a line boundary: its items are numbered, and its errors
+    located, as in the whole file.
+    """
     name = source_name(source)
     with _open(source) as handle:
         lines = _Lines(handle, name, limits)
+        lines.number, lines.offset = start[0] - 1, start[2]
         reader = _Reader(lines, name, limits)
+        reader.index = start[1]
         yield from reader.items()
 
 

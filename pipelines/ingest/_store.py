@@ -1,0 +1,142 @@
+"""Where a TaskSet keeps its tasks: compact enough for a task line per trajectory.
+
+Converted logs carry one task line per trajectory. A live ``Task`` model costs ~12 KB (nested
+pydantic models), so 100k of them would take ~1.2 GB; the grader needs one at a time. The store
+keeps each task as a zlib-compressed pickle in which the shared ``ToolSpec`` objects are
+references (pickle persistent ids), so a task costs what is particular to it (~1 KB), and keeps
+the most recently used tasks live. Unpickling restores an equal ``Task`` without validating it
+again (it was validated once, when read), and its tools are the very shared objects.
+
+``SourceIndex`` keeps the (file, line, item) of each task as a tuple instead of a model.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import zlib
+from collections import OrderedDict
+from collections.abc import Iterator, MutableMapping
+from typing import Any
+
+from judge import SourceRef, Task, ToolSpec
+
+__all__ = ["SourceIndex", "TaskStore"]
+
+
+class _Pickler(pickle.Pickler):
+    def __init__(self, file: io.BytesIO, store: TaskStore):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._store = store
+
+    def persistent_id(self, obj: Any) -> int | None:
+        return self._store._tool_ref(obj) if type(obj) is ToolSpec else None
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, file: io.BytesIO, tools: list[ToolSpec]):
+        super().__init__(file)
+        self._tools = tools
+
+    def persistent_load(self, pid: Any) -> ToolSpec:
+        return self._tools[pid]
+
+
+class TaskStore(MutableMapping[str, Task]):
+    """Tasks by id in insertion order, packed; ``store[tid]`` gives an equal ``Task`` each time.
+
+    Invariant: every tool of every stored task is in ``_tools`` (referenced by index from the
+    packed tasks); the live cache holds at most ``live`` tasks. Picklable (to ship to worker
+    processes): the packed tasks and the tools travel, the live cache does not.
+    """
+
+    def __init__(self, live: int = 1024):
+        self._packed: dict[str, bytes] = {}
+        self._tools: list[ToolSpec] = []
+        self._tool_index: dict[int, int] = {}  # id(tool) -> position in _tools
+        self._live: OrderedDict[str, Task] = OrderedDict()
+        self._live_max = live
+
+    def _tool_ref(self, tool: ToolSpec) -> int:
+        ref = self._tool_index.get(id(tool))
+        if ref is None:
+            ref = self._tool_index[id(tool)] = len(self._tools)
+            self._tools.append(tool)
+        return ref
+
+    def __setitem__(self, tid: str, task: Task) -> None:
+        buffer = io.BytesIO()
+        state = task.__dict__.pop("tool_index", None)  # a cache, rebuilt on first use: not stored
+        try:
+            _Pickler(buffer, self).dump(task)
+        finally:
+            if state is not None:
+                task.__dict__["tool_index"] = state
+        self._packed[tid] = zlib.compress(buffer.getvalue(), 1)
+        self._remember(tid, task)
+
+    def __getitem__(self, tid: str) -> Task:
+        task = self._live.get(tid)
+        if task is not None:
+            self._live.move_to_end(tid)
+            return task
+        task = _Unpickler(io.BytesIO(zlib.decompress(self._packed[tid])), self._tools).load()
+        self._remember(tid, task)
+        return task
+
+    def _remember(self, tid: str, task: Task) -> None:
+        self._live[tid] = task
+        self._live.move_to_end(tid)
+        if len(self._live) > self._live_max:
+            self._live.popitem(last=False)
+
+    def __delitem__(self, tid: str) -> None:
+        del self._packed[tid]
+        self._live.pop(tid, None)
+
+    def __contains__(self, tid: object) -> bool:
+        return tid in self._packed
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._packed)
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+    def __repr__(self) -> str:
+        return f"TaskStore({len(self)} tasks, {len(self._tools)} distinct tools)"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"packed": self._packed, "tools": self._tools, "live": self._live_max}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["live"])  # type: ignore[misc]
+        self._packed = state["packed"]
+        self._tools = state["tools"]
+        self._tool_index = {id(t): i for i, t in enumerate(self._tools)}
+
+
+class SourceIndex(MutableMapping[str, SourceRef]):
+    """Task id -> where it was read; a tuple per task instead of a model (~70 B vs ~500 B)."""
+
+    def __init__(self) -> None:
+        self._where: dict[str, tuple[str, int | None, int | None]] = {}
+
+    def __setitem__(self, tid: str, source: SourceRef) -> None:
+        self._where[tid] = (source.file, source.line, source.item)
+
+    def __getitem__(self, tid: str) -> SourceRef:
+        file, line, item = self._where[tid]
+        return SourceRef(file=file, line=line, item=item)
+
+    def __delitem__(self, tid: str) -> None:
+        del self._where[tid]
+
+    def __contains__(self, tid: object) -> bool:
+        return tid in self._where
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)

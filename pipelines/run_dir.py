@@ -1,0 +1,242 @@
+"""The output directory of a grading run: what it may hold, how outputs land, and the run state.
+
+Guarantees:
+- outputs never land half-written: each is written under a temporary name and renamed; the
+  reports are rendered in a staging folder first; ``manifest.json`` is written last and says
+  ``complete: true``. A directory without that manifest holds no finished run.
+- a run never mixes with another run's files: an ``--out`` that holds another run's outputs, or
+  an interrupted run, is refused unless ``--overwrite`` (which removes them, the manifest first)
+  or ``--resume`` (which continues the interrupted run);
+- the run state (``.judge-run/``) lets an interrupted run continue without regrading a decided
+  trajectory or asking a judge again (see ``RunState``); it is removed when the run completes.
+
+Files of the run state, all append-only or replaced atomically:
+- ``state.json``: what the run is (its identity: inputs, options) and how far it got;
+- ``results.partial``: decided result lines in input order, a placeholder per waiting case;
+- ``shards.pkl``: per merged shard, its partial aggregate, the ids it read and its pending cases'
+  item indices (length-prefixed pickles, truncated to the last checkpoint on resume);
+- ``decisions.jsonl``: per escalation round, the questions and the panel's decisions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pickle
+import shutil
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["OUTPUTS", "STATE_DIR", "RunDirError", "RunDirectory", "RunState", "ShardRecord", "atomic_write"]
+
+RESULTS, SUMMARY, REPORT_MD, REPORT_HTML, MANIFEST, TABLES = "results.jsonl", "summary.json", "report.md", "report.html", "manifest.json", "tables"
+OUTPUTS = (RESULTS, SUMMARY, REPORT_MD, REPORT_HTML, MANIFEST, TABLES)
+STATE_DIR = ".judge-run"
+STATE_VERSION = 1
+
+
+class RunDirError(Exception):
+    """The output directory cannot take this run (a usage error: exit code 2)."""
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write ``data`` to ``path`` under a temporary name in the same folder, then rename."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+@dataclass
+class ShardRecord:
+    """What the run keeps of a merged shard (enough to finish the run after an interruption)."""
+
+    index: int
+    first_line: int
+    first_byte: int
+    first_item: int
+    size: int  # bytes of input it covered
+    lines: int
+    items: int
+    pending_items: list[int]  # item index of each case that waits for a judge, in order
+    aggregate: Any  # pipelines.aggregate.Aggregator of its decided rows
+    keys: list[tuple[str, str, int | None]]
+    replay: dict[str, Any] = field(default_factory=dict)
+    sha256: str = ""  # of the input bytes it covered
+
+
+class RunState:
+    """The run state folder of one run (see the module docstring)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.state_path = folder / "state.json"
+        self.partial_path = folder / "results.partial"
+        self.shards_path = folder / "shards.pkl"
+        self.decisions_path = folder / "decisions.jsonl"
+        self.data: dict[str, Any] = {}
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def start(self, identity: dict[str, Any], started_at: str) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for path in (self.partial_path, self.shards_path, self.decisions_path):
+            path.write_bytes(b"")
+        self.data = {
+            "version": STATE_VERSION,
+            "identity": identity,
+            "started_at": started_at,
+            "resumed_at": [],
+            "phase": "grading",
+            "trajectories": {"bytes": 0, "sha256_prefix": None, "lines": 0, "items": 0, "shards": 0},
+            "partial_bytes": 0,
+            "shards_bytes": 0,
+            "decisions_bytes": 0,
+            "rounds": 0,
+        }
+        self.save()
+
+    def load(self) -> dict[str, Any]:
+        try:
+            self.data = json.loads(self.state_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RunDirError(f"{self.state_path}: the interrupted run's state cannot be read ({exc}); start over with --overwrite") from exc
+        if self.data.get("version") != STATE_VERSION:
+            raise RunDirError(f"{self.state_path}: run state version {self.data.get('version')!r} is not {STATE_VERSION}; start over with --overwrite")
+        # drop whatever was written after the last checkpoint
+        for path, key in ((self.partial_path, "partial_bytes"), (self.shards_path, "shards_bytes"), (self.decisions_path, "decisions_bytes")):
+            with open(path, "ab") as fh:
+                fh.truncate(int(self.data[key]))
+        return self.data
+
+    def save(self) -> None:
+        atomic_write(self.state_path, json.dumps(self.data, indent=1, sort_keys=True))
+
+    def remove(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    # -- grading checkpoints --------------------------------------------------------------------
+    def append_shard(self, rows: bytes, record: ShardRecord, progress: dict[str, Any]) -> None:
+        """Rows and record of one merged shard, then the checkpoint that makes them count."""
+        with open(self.partial_path, "ab") as fh:
+            fh.write(rows)
+            fh.flush()
+            os.fsync(fh.fileno())
+            self.data["partial_bytes"] = fh.tell()
+        blob = pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL)
+        with open(self.shards_path, "ab") as fh:
+            fh.write(struct.pack("<Q", len(blob)) + blob)
+            fh.flush()
+            os.fsync(fh.fileno())
+            self.data["shards_bytes"] = fh.tell()
+        self.data["trajectories"] = progress
+        self.save()
+
+    def shard_records(self) -> Iterator[ShardRecord]:
+        with open(self.shards_path, "rb") as fh:
+            while header := fh.read(8):
+                (size,) = struct.unpack("<Q", header)
+                yield pickle.loads(fh.read(size))
+
+    # -- escalation checkpoints -----------------------------------------------------------------
+    def append_round(self, entry: dict[str, Any]) -> None:
+        with open(self.decisions_path, "ab") as fh:
+            fh.write(json.dumps(entry, sort_keys=True).encode("utf-8") + b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+            self.data["decisions_bytes"] = fh.tell()
+        self.data["rounds"] += 1
+        self.save()
+
+    def rounds(self) -> list[dict[str, Any]]:
+        with open(self.decisions_path, "rb") as fh:
+            return [json.loads(line) for line in fh if line.strip()]
+
+    def set_phase(self, phase: str) -> None:
+        self.data["phase"] = phase
+        self.save()
+
+
+class RunDirectory:
+    """An output directory checked for this run: fresh, overwritten, or one to resume."""
+
+    def __init__(self, out: Path):
+        self.out = Path(out)
+        self.state = RunState(self.out / STATE_DIR)
+
+    def existing_outputs(self) -> list[str]:
+        return [name for name in OUTPUTS if (self.out / name).exists()]
+
+    def interrupted(self) -> bool:
+        return self.state.state_path.exists()
+
+    def prepare(self, *, overwrite: bool, resume: bool, dry_run: bool = False) -> bool:
+        """Make the directory ready; True when an interrupted run is to be resumed.
+
+        Raises ``RunDirError`` (naming the option that would help) when the directory holds
+        another run and neither ``--overwrite`` nor ``--resume`` says what to do with it.
+        ``dry_run`` checks only (nothing is removed or created).
+        """
+        if self.out.exists() and not self.out.is_dir():
+            raise RunDirError(f"--out {self.out}: exists and is not a directory")
+        if overwrite and resume:
+            raise RunDirError("--overwrite and --resume exclude each other: start over, or continue the interrupted run")
+        found = self.existing_outputs() if self.out.is_dir() else []
+        if resume:
+            if self.interrupted():
+                return True
+            if MANIFEST in found and _complete(self.out / MANIFEST):
+                raise RunDirError(f"--resume: {self.out} holds a complete run; nothing to resume (use --overwrite to grade again)")
+            raise RunDirError(f"--resume: {self.out} holds no interrupted run to continue")
+        if self.interrupted() or found:
+            if not overwrite:
+                what = "an interrupted run (continue it with --resume)" if self.interrupted() else f"another run's files ({', '.join(found)})"
+                raise RunDirError(f"--out {self.out} holds {what}; choose another --out, or pass --overwrite to replace it")
+            if not dry_run:
+                self.clear()
+        if dry_run:
+            return False
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+            probe = self.out / f".write-test-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise RunDirError(f"--out {self.out}: cannot write there ({exc.strerror or exc})") from exc
+        return False
+
+    def clear(self) -> None:
+        """Remove an earlier run's outputs and state: the manifest first, so that no moment
+        shows a 'complete' manifest beside outputs of another run."""
+        for name in (MANIFEST, *[n for n in OUTPUTS if n != MANIFEST]):
+            path = self.out / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
+        self.state.remove()
+
+    def publish(self, staged: Path, names: list[str]) -> list[Path]:
+        """Move staged outputs into the directory (each by one rename); the manifest is not among
+        them: it is written last, by the caller, with ``atomic_write``."""
+        moved = []
+        for name in names:
+            src, dst = staged / name, self.out / name
+            if not src.exists():
+                continue
+            if dst.is_dir():
+                shutil.rmtree(dst)
+            os.replace(src, dst)
+            moved.append(dst)
+        return moved
+
+
+def _complete(manifest: Path) -> bool:
+    with contextlib.suppress(OSError, ValueError):
+        return bool(json.loads(manifest.read_text(encoding="utf-8")).get("complete"))
+    return False

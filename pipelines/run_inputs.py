@@ -1,0 +1,238 @@
+"""The run's input files, each read exactly once.
+
+A grading run used to read its inputs several times: the CLI counted lines for the progress bar,
+format detection read a head and reopened the file, the manifest hashed it again. A FIFO, a
+process substitution (``<(cmd)``) or standard input cannot be read twice: the second read saw
+nothing and the run graded 0 rows. Here:
+
+- trajectories are read once, in order, by ``LineShards``: it cuts the byte stream into shards of
+  whole lines for the graders and hashes the bytes as they pass (the manifest's sha256 costs no
+  second read), from a regular file and from a pipe alike;
+- tasks (and a reference file) are loaded by format readers that open a path and may read its
+  head twice (detection, then the load): a path that is not a regular file is first spooled to
+  a temporary file, hashed on the way (``TaskInput``), and removed after loading.
+
+``-`` names standard input (for one of the inputs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, BinaryIO
+
+__all__ = ["STDIN", "LineShards", "RawShard", "TaskInput", "display_name", "is_stdin", "open_stream", "sha256_of"]
+
+STDIN = "-"
+_BLOCK = 1 << 20
+
+
+def is_stdin(path: str | os.PathLike | None) -> bool:
+    return path is not None and str(path) == STDIN
+
+
+def display_name(path: str | os.PathLike) -> str:
+    """The file name results and errors carry for an input: as given on the command line."""
+    return str(path)
+
+
+def _is_regular(path: str | os.PathLike) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def sha256_of(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(_BLOCK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@contextmanager
+def open_stream(path: str | os.PathLike) -> Iterator[BinaryIO]:
+    """A binary stream of the input: standard input for ``-``, else the file (regular or not)."""
+    if is_stdin(path):
+        yield sys.stdin.buffer
+        return
+    with open(path, "rb") as fh:
+        yield fh
+
+
+@dataclass
+class TaskInput:
+    """A tasks or reference input as a regular file the format readers can open by path.
+
+    ``path`` is the file to read; ``display`` the name errors must carry (the spool's own path
+    never reaches an output); ``sha256`` is known once the file was spooled or hashed.
+    """
+
+    given: str
+    path: Path
+    spooled: bool
+    sha256: str | None = None
+
+    @property
+    def display(self) -> str:
+        return display_name(self.given)
+
+    @classmethod
+    def open(cls, given: str | os.PathLike, spool_dir: Path | None = None) -> TaskInput:
+        """Spool ``given`` when it is not a regular file (a pipe, standard input)."""
+        if not is_stdin(given) and _is_regular(given):
+            return cls(given=str(given), path=Path(given), spooled=False)
+        handle, name = tempfile.mkstemp(prefix="judge-input-", suffix=".spool", dir=spool_dir)
+        digest = hashlib.sha256()
+        with os.fdopen(handle, "wb") as out, open_stream(given) as src:
+            for block in iter(lambda: src.read(_BLOCK), b""):
+                digest.update(block)
+                out.write(block)
+        return cls(given=str(given), path=Path(name), spooled=True, sha256=digest.hexdigest())
+
+    def hash(self) -> str:
+        if self.sha256 is None:
+            self.sha256 = sha256_of(self.path)
+        return self.sha256
+
+    def close(self) -> None:
+        if self.spooled:
+            self.path.unlink(missing_ok=True)
+
+
+@dataclass
+class RawShard:
+    """A run of whole lines of the trajectories input, where it starts, and what it holds.
+
+    A line longer than the reader's limit is not held: ``data`` has an empty placeholder at its
+    place and ``virtual`` records (position in ``data``, its size, whether it ends with a
+    newline); ``ShardStream`` plays it back as that many filler bytes, which is all a reader
+    learns of a line it rejects as too large.
+    """
+
+    index: int
+    data: bytes
+    first_line: int  # 1-based number of its first line
+    first_byte: int  # offset of its first byte in the input
+    lines: int  # lines in the shard (a final line without a newline counts)
+    nonblank: int  # lines that are not blank (one item each in a JSONL file)
+    size: int  # bytes of the input it covers (virtual lines at their full size)
+    virtual: tuple[tuple[int, int, bool], ...] = ()
+    sha256: str = ""  # of the input bytes it covers (a resumed run checks it reads the same)
+
+
+class LineShards:
+    """Cuts a byte stream into shards of whole lines (at most ``max_lines`` lines / about
+    ``max_bytes`` bytes each), hashing every byte once as it passes.
+
+    Lines end at ``\\n``, as the reader's ``readline`` splits them. A cut is never placed before a
+    blank line or a line starting with ``[`` (in a JSONL file such a line is an item whose
+    meaning a fresh reader at the cut could take for a top-level array), so a shard starts
+    where a reader of the whole file starts an item, unless an item spans lines (see
+    ``pipelines.shards``, which checks that and regrades across the cut). Memory holds one
+    shard: a line longer than ``max_line_bytes`` is counted, not kept.
+    """
+
+    def __init__(self, stream: IO[bytes], max_lines: int = 1000, max_bytes: int = 8 << 20, max_line_bytes: int = 32 << 20):
+        self.stream = stream
+        self.max_lines = max_lines
+        self.max_bytes = max_bytes
+        self.cap = max_line_bytes + 2  # what the reader reads of a line before calling it too large
+        self.digest = hashlib.sha256()
+        self._held: tuple[bytes, int, str | None] | None = None  # a line read that starts the next shard
+        self.bytes_read = 0
+
+    def hexdigest(self) -> str:
+        return self.digest.hexdigest()
+
+    def drain(self) -> None:
+        """Read (and hash) the rest of the input."""
+        if self._held is not None:
+            self._held = None
+        while block := self.stream.read(_BLOCK):
+            self._hash(block)
+
+    def _line(self) -> tuple[bytes, int, str | None]:
+        """The next line: (bytes kept, its size, the sha256 of a virtual line). A line too long
+        to keep is read through (and hashed) without being held."""
+        line = self.stream.readline(self.cap)
+        self._hash(line)
+        if len(line) < self.cap or line.endswith(b"\n"):
+            return line, len(line), None
+        size = len(line)
+        own = hashlib.sha256(line)
+        while not line.endswith(b"\n"):
+            line = self.stream.readline(_BLOCK)
+            if not line:
+                break
+            self._hash(line)
+            own.update(line)
+            size += len(line)
+        return (b"\n" if line.endswith(b"\n") else b""), size, own.hexdigest()
+
+    def _hash(self, data: bytes) -> None:
+        self.digest.update(data)
+        self.bytes_read += len(data)
+
+    def shards(self, first_line: int = 1, first_index: int = 0) -> Iterator[RawShard]:
+        """The shards of the rest of the input, numbered from ``first_index``."""
+        index, line_no = first_index, first_line
+        while True:
+            raw = self._shard(index, line_no, None)
+            if raw is None:
+                return
+            yield raw
+            index, line_no = index + 1, line_no + raw.lines
+
+    def take(self, size: int, index: int, first_line: int) -> RawShard:
+        """The next ``size`` bytes as one shard (re-reading a shard of an interrupted run)."""
+        raw = self._shard(index, first_line, size)
+        if raw is None or raw.size != size:
+            raise EOFError("the input ends before the bytes the interrupted run graded")
+        return raw
+
+    def _shard(self, index: int, first_line: int, exact: int | None) -> RawShard | None:
+        start = self.bytes_read - (self._held[1] if self._held is not None else 0)
+        digest = hashlib.sha256()  # of the lines, a virtual one as its own digest and size
+        parts: list[bytes] = []
+        virtual: list[tuple[int, int, bool]] = []
+        kept = size = nonblank = 0
+        while exact is None or size < exact:
+            if self._held is not None:
+                line, line_size, virtual_digest = self._held
+                self._held = None
+            else:
+                line, line_size, virtual_digest = self._line()
+            if not line_size:
+                break
+            is_virtual = virtual_digest is not None
+            if exact is None and parts and (len(parts) >= self.max_lines or size >= self.max_bytes) and (is_virtual or _may_start_shard(line)):
+                self._held = (line, line_size, virtual_digest)  # it starts the next shard
+                break
+            if is_virtual:
+                virtual.append((kept, line_size, line.endswith(b"\n")))
+                digest.update(f"\0virtual {line_size} {virtual_digest}\n".encode())
+                line = b""
+            else:
+                digest.update(line)
+            parts.append(line)
+            kept += len(line)
+            size += line_size
+            if is_virtual or line.strip():
+                nonblank += 1
+        if not parts:
+            return None
+        return RawShard(index, b"".join(parts), first_line, start, len(parts), nonblank, size, tuple(virtual), digest.hexdigest())
+
+
+def _may_start_shard(line: bytes) -> bool:
+    stripped = line.lstrip(b" \t\r\n")
+    return bool(stripped) and not stripped.startswith(b"[")

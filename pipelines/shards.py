@@ -1,0 +1,252 @@
+"""Grading one shard of the trajectories input: the unit of work of every executor.
+
+A shard is a run of whole lines cut from the trajectories input (``run_inputs.LineShards``).
+``grade_shard`` reads it as the reader of the whole file would from that line on (same line
+numbers, item indices, byte offsets, format), grades every item, and returns the rows in order,
+the cases that wait for a judge, a partial aggregate and what the run needs to check that the
+cut changed nothing. It is a pure function of its arguments: the same shard gives the same
+result in this process, in a worker process or on a Ray node.
+
+What a cut could change, and how the run (``grade_run``) checks it when it merges shards in
+input order; a check that fails regrades the shard with what it lacked, so the output is the
+one a single reader of the whole file writes:
+- an item spanning lines across the cut: the shard reports ``overran`` (its reader hit the end
+  of the shard inside an item) and the run regrades it joined with the next shard;
+- the item index at the cut (an item spanning lines, a line only Unicode whitespace): the shard
+  reports how many items it read; a shard started from a wrong index is regraded;
+- an id repeated across shards: the shard reports the ids it read; one already read in an
+  earlier shard is regraded with those ids ``seen``, which makes it a duplicate_id row.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from judge import InputError, InputErrorInfo, TrajectoryResult, VerdictLabel
+from pipelines.aggregate import Aggregator
+from pipelines.config import GradingConfig
+from pipelines.grade_case import GradedCase, grade_case
+from pipelines.ingest import Limits, Loaded, TaskSet, check_task, iter_trajectories
+from pipelines.run_inputs import RawShard
+
+__all__ = ["GradingContext", "Shard", "ShardGrader", "ShardResult", "ShardStream", "error_row", "grade_loaded", "grade_shard"]
+
+PendingRef = tuple[int, int]  # (shard index, position in that shard's pending list)
+
+
+@dataclass
+class GradingContext:
+    """What every shard is graded with: built once by the run, shipped once to each worker."""
+
+    tasks: TaskSet
+    config: GradingConfig
+    fmt: str | None  # the trajectory format, detected once for the whole input (None: the stream detects it)
+    name: str  # the input's name as rows carry it
+    limits: Limits = field(default_factory=Limits)
+    escalating: bool = False  # a judge panel waits: inconclusive cases come back pending
+    replayer: Any = None  # pipelines.replay.Replayer (each worker process has its own copy)
+    stop_at_error: bool = False  # --on-error fail: stop at the first error row
+
+
+@dataclass
+class Shard:
+    raw: RawShard
+    first_item: int  # index of its first item in the whole input
+    seen: dict[tuple[str, str], int | None] | None = None  # ids of earlier shards repeated in this one
+    only: frozenset[int] | None = None  # grade only these items (item indices); read the others
+
+
+@dataclass
+class ShardResult:
+    index: int
+    first_item: int
+    rows: list[bytes | int]  # a result line, or a position in ``pending``
+    pending: list[GradedCase]
+    pending_items: list[int]  # the item index of each pending case
+    aggregate: Aggregator
+    keys: list[tuple[str, str, int | None]]  # (task_id, trajectory_id, line) of each item with both ids, in order
+    items: int
+    overran: bool
+    first_error: InputErrorInfo | None
+    replay: dict[str, Any] = field(default_factory=dict)  # environments used -> version, reference cache hits
+
+
+class ShardStream(io.RawIOBase):
+    """The shard's bytes as a binary stream named like the input; virtual lines (too long to
+    keep) play back as filler of their size. Notes whether the reader reached the end of the
+    shard while it was still inside an item (``eof_after`` items were handed out then)."""
+
+    def __init__(self, raw: RawShard | Iterator[RawShard], name: str):
+        super().__init__()
+        self.name = name
+        self._segments = _segments(raw) if isinstance(raw, RawShard) else (seg for r in raw for seg in _segments(r))
+        self._current = b""
+        self._pos = 0
+        self.items_out = 0
+        self.eof_after: int | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readline(self, size: int | None = -1) -> bytes:
+        limit = size if size is not None and size >= 0 else None
+        out = b""
+        while limit is None or len(out) < limit:
+            if self._pos >= len(self._current):
+                self._current, self._pos = next(self._segments, b""), 0
+                if not self._current:
+                    break
+            end = len(self._current) if limit is None else min(len(self._current), self._pos + limit - len(out))
+            newline = self._current.find(b"\n", self._pos, end)
+            take = newline + 1 if newline >= 0 else end
+            out += self._current[self._pos : take]
+            self._pos = take
+            if newline >= 0:
+                break
+        if not out and self.eof_after is None:
+            self.eof_after = self.items_out
+        return out
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.readline(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _segments(raw: RawShard) -> Iterator[bytes]:
+    pos = 0
+    for at, size, newline in raw.virtual:
+        if at > pos:
+            yield raw.data[pos:at]
+        pos = at
+        body = size - 1 if newline else size
+        while body > 0:
+            piece = min(body, 1 << 20)
+            yield b"x" * piece
+            body -= piece
+        if newline:
+            yield b"\n"
+    if pos < len(raw.data):
+        yield raw.data[pos:]
+
+
+def grade_shard(ctx: GradingContext, shard: Shard) -> ShardResult:
+    """Read and grade every item of ``shard``; see the module docstring for what is returned."""
+    raw = shard.raw
+    grader = ShardGrader(ctx, raw.index, shard.first_item)
+    stream = ShardStream(raw, ctx.name)
+    items = iter_trajectories(stream, ctx.fmt, ctx.limits, start=(raw.first_line, shard.first_item, raw.first_byte), seen=shard.seen)
+    for loaded in items:
+        stream.items_out += 1
+        if not grader.add(loaded, shard.only):
+            break
+    return grader.result(overran=stream.eof_after is not None and stream.eof_after < stream.items_out)
+
+
+class ShardGrader:
+    """Grades read items one by one and collects what ``ShardResult`` reports (also used to grade
+    a whole input as one stream, flushed in batches)."""
+
+    def __init__(self, ctx: GradingContext, index: int, first_item: int):
+        self.ctx = ctx
+        self.index = index
+        self.first_item = first_item
+        replayer = ctx.replayer
+        self._versions_before = dict(getattr(replayer, "versions", {}) or {})
+        self._hits_before = getattr(replayer, "reference_cache_hits", 0)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.agg = Aggregator(self.ctx.config)
+        self.rows: list[bytes | int] = []
+        self.pending: list[GradedCase] = []
+        self.pending_items: list[int] = []
+        self.keys: list[tuple[str, str, int | None]] = []
+        self.items = 0
+        self.first_error: InputErrorInfo | None = None
+
+    def add(self, loaded: Loaded, only: frozenset[int] | None = None) -> bool:
+        """Grade one item; False when the run must stop here (``--on-error fail``)."""
+        self.items += 1
+        if loaded.task_id is not None and loaded.trajectory_id is not None:
+            self.keys.append((loaded.task_id, loaded.trajectory_id, loaded.source.line))
+        item = loaded.source.item
+        if only is not None and item not in only:
+            return True
+        outcome = grade_loaded(loaded, self.ctx.tasks, self.ctx.config, self.ctx.replayer)
+        if isinstance(outcome, GradedCase):
+            if self.ctx.escalating and outcome.next_escalation() is not None:
+                self.rows.append(len(self.pending))
+                self.pending.append(outcome)
+                self.pending_items.append(item if item is not None else -1)
+                return True
+            outcome = outcome.result()
+        if outcome.error is not None and self.ctx.stop_at_error:
+            self.first_error = outcome.error
+            return False
+        self.rows.append(outcome.model_dump_json(exclude_none=True).encode("utf-8") + b"\n")
+        self.agg.add(outcome)
+        return True
+
+    def result(self, overran: bool = False) -> ShardResult:
+        """What was graded since the last result (the next one continues the numbering)."""
+        replay: dict[str, Any] = {}
+        replayer = self.ctx.replayer
+        if replayer is not None:
+            versions = getattr(replayer, "versions", {}) or {}
+            hits = getattr(replayer, "reference_cache_hits", 0)
+            replay = {"versions": {k: v for k, v in versions.items() if self._versions_before.get(k) != v}, "reference_cache_hits": hits - self._hits_before}
+            self._versions_before, self._hits_before = dict(versions), hits
+        result = ShardResult(
+            index=self.index,
+            first_item=self.first_item,
+            rows=self.rows,
+            pending=self.pending,
+            pending_items=self.pending_items,
+            aggregate=self.agg,
+            keys=self.keys,
+            items=self.items,
+            overran=overran,
+            first_error=self.first_error,
+            replay=replay,
+        )
+        self.index += 1
+        self.first_item += self.items
+        self._reset()
+        return result
+
+
+def grade_loaded(loaded: Loaded, taskset: TaskSet, config: GradingConfig, replayer: Any = None) -> GradedCase | TrajectoryResult:
+    """One read item graded against its task, or its error row (nothing raised)."""
+    if loaded.error is not None:
+        return error_row(loaded, loaded.error)
+    problem = check_task(loaded, taskset)
+    if problem is not None:
+        return error_row(loaded, problem)
+    assert loaded.trajectory is not None  # no error: the item was read
+    task = taskset.tasks[loaded.trajectory.task_id]
+    try:
+        replay = None
+        if replayer is not None and task.environment is not None:
+            replay = replayer.replay(task, loaded.trajectory)
+        return grade_case(task, loaded.trajectory, config, source=loaded.source, replay=replay)
+    except InputError as exc:
+        return error_row(loaded, exc.info)
+    except Exception as exc:  # an environment or replay failure must not sink the run
+        info = InputErrorInfo(kind="grading_error", message=f"{type(exc).__name__}: {exc}", file=loaded.source.file, line=loaded.source.line)
+        return error_row(loaded, info)
+
+
+def error_row(loaded: Loaded, info: InputErrorInfo) -> TrajectoryResult:
+    return TrajectoryResult(
+        task_id=loaded.task_id,
+        trajectory_id=loaded.trajectory_id,
+        agent=loaded.trajectory.agent if loaded.trajectory is not None else None,
+        verdict=VerdictLabel.ERROR,
+        decided_by="error",
+        source=loaded.source,
+        error=info,
+    )
