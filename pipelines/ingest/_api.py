@@ -171,8 +171,9 @@ class _Stream:
         task_id, trajectory_id = self.fmt.ids(raw.value, default)
         error: InputErrorInfo | None = None
         trajectory = None
+        ctx = ItemContext(file=self.name, line=raw.line, default_trajectory_id=default)
         try:
-            trajectory = self.fmt.convert(raw.value, ItemContext(file=self.name, line=raw.line, default_trajectory_id=default))
+            trajectory = self.fmt.convert(raw.value, ctx)
         except ItemError as err:
             error = err.info(self.name, raw.line)
         except ValidationError as err:  # a converter that let a model error through
@@ -195,7 +196,7 @@ class _Stream:
                 self.seen[key] = raw.line
         if error is not None:
             return self._error(source, error, task_id, trajectory_id)
-        return Loaded(source=source, trajectory=trajectory, error=None, task_id=task_id, trajectory_id=trajectory_id)
+        return Loaded(source=source, trajectory=trajectory, error=None, task_id=task_id, trajectory_id=trajectory_id, warnings=ctx.warnings)
 
 
 def check_task(loaded: Loaded, tasks: TaskSet) -> InputErrorInfo | None:

@@ -141,9 +141,15 @@ def default_trajectory_id(file: str, line: int | None) -> str:
 
 @dataclass(frozen=True)
 class ItemContext:
+    """Where an item comes from, and a place for the converter to leave warnings (kept on the row)."""
+
     file: str
     line: int | None
     default_trajectory_id: str
+    warnings: list[InputWarning] = field(default_factory=list)
+
+    def warn(self, kind: str, message: str, field: str | None = None) -> None:
+        self.warnings.append(InputWarning(kind=kind, message=message, file=self.file, line=self.line, field=field))
 
 
 @dataclass(frozen=True)
