@@ -11,7 +11,9 @@ Partial and alternative references (a real benchmark rarely pins every argument)
 - ``alternatives``: any one of several argument sets satisfies the call;
 - an argument rule ``pattern``: a regular expression (RE2, full match) the value must match;
 - ``grading="outcome"``: read calls are advisory; writes, the final state and the answer decide
-  (how state-based benchmarks such as tau2 score).
+  (how state-based benchmarks such as tau2 score);
+- ``extra_calls="forbid"``: a successful or unknown-outcome call that satisfies no reference call
+  fails at tool selection (BFCL counts calls exactly); by default extra reads are evidence.
 """
 
 from __future__ import annotations
@@ -336,6 +338,7 @@ class Task(BaseModel):
     metadata: TaskMetadata = Field(default_factory=TaskMetadata)
     environment: str | None = None  # executable domain for replay, e.g. "olympics"
     extra_arguments: ExtraArguments = "forbid"  # default for reference calls that do not say
+    extra_calls: Literal["allow", "forbid"] = "allow"  # forbid: every call must be a reference call (BFCL)
     grading: Literal["trajectory", "outcome"] = "trajectory"
 
     coerce_ids = field_validator("task_id", mode="before")(_as_str_id)
