@@ -40,7 +40,7 @@ from calibration._gold_io import (
 )
 from calibration._live import FewShotRubric, panel_judge_run
 from calibration._panels import HeldOutEvaluation, SplitSpread, held_out_evaluation
-from calibration._probes import PROBES, FlipStats, ProbeResult, flip_stats, run_bias_probes
+from calibration._probes import INJECTION_ATTACKS, PROBE_NAMES, PROBES, FlipStats, ProbeResult, flip_stats, run_bias_probes, run_self_preference_probe
 from calibration._prompts import FewShotExample, FewShotResult, compare_versions, few_shot_experiment, select_few_shot
 from calibration._report import CalibrationReport, HumanSummary, calibrate, render_html, render_markdown, run_calibration
 from calibration._self_preference import SelfPreference, model_family, self_preference
@@ -51,6 +51,8 @@ from calibration._votes import LogisticPanel, LogOddsPanel, dawid_skene, plurali
 
 __all__ = [
     "GOLD_FORMATS",
+    "INJECTION_ATTACKS",
+    "PROBE_NAMES",
     "POSITIVE_LABEL_FOR_RUBRIC",
     "PROBES",
     "THAKUR_JUDGES",
@@ -104,6 +106,7 @@ __all__ = [
     "render_markdown",
     "run_bias_probes",
     "run_calibration",
+    "run_self_preference_probe",
     "select_few_shot",
     "self_preference",
     "stratified_cluster_split",

@@ -27,6 +27,7 @@ from pipelines.cli._common import (
     build_replayer,
     console,
 )
+from pipelines.cli.rubrics import RubricsOpt, load_rubric_table
 
 if TYPE_CHECKING:
     from pipelines.grade_run import GradeOptions
@@ -112,11 +113,13 @@ def grade(
     weights: WeightsOpt = None,
     tie_breaker: TieOpt = None,
     replay: ReplayOpt = True,
+    rubrics: RubricsOpt = None,
 ) -> None:
     """Grade trajectories against tasks; write results.jsonl, summary.json, report.md, manifest.json."""
     from pipelines.config import GradingConfig
     from pipelines.grade_run import GradeOptions
 
+    table = load_rubric_table(rubrics)
     opts = GradeOptions(
         tasks=tasks,
         trajectories=trajectories,
@@ -126,7 +129,8 @@ def grade(
         out=out,
         on_error=on_error.value,
         config=GradingConfig.load(config),
-        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker),
+        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, table),
+        rubrics=table,
         replayer=build_replayer(replay),
         command=["judge", *sys.argv[1:]],
     )
@@ -144,6 +148,7 @@ def demo(
     vote: VoteOpt = None,
     weights: WeightsOpt = None,
     tie_breaker: TieOpt = None,
+    rubrics: RubricsOpt = None,
 ) -> None:
     """Grade the bundled sample benchmark end to end (replay included) and print the breakdown."""
     from rich.table import Table
@@ -156,12 +161,14 @@ def demo(
     if not (sample / "tasks.jsonl").exists():
         console.print(f"[red]the bundled sample is missing: {sample / 'tasks.jsonl'} (a broken installation)[/red]")
         raise typer.Exit(EXIT_USAGE)
+    table = load_rubric_table(rubrics)
     opts = GradeOptions(
         tasks=sample / "tasks.jsonl",
         trajectories=sample / "trajectories.jsonl",
         out=out,
         config=GradingConfig.load(config),
-        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker),
+        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, table),
+        rubrics=table,
         replayer=build_replayer(True),
         command=["judge", *sys.argv[1:]],
     )
