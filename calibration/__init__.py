@@ -9,7 +9,11 @@ Public API:
   ``human_ceiling``, ``corrected_pass_rate`` (Rogan-Gladen, for reports);
 - panels: ``plurality``/``unanimous`` vote rules, ``LogOddsPanel`` (weights file), ``LogisticPanel``,
   ``dawid_skene``, ``held_out_evaluation``, ``stratified_cluster_split``;
-- ``run_calibration`` (files) / ``calibrate`` (objects) -> ``CalibrationReport``;
+- ``run_calibration`` (files; live judges under one or more prompt versions, few-shot tuning,
+  probes, the cheapest good-enough panel) / ``calibrate`` (objects) -> ``CalibrationReport``;
+- prompt versions: ``PromptVersion``, ``compare_prompt_versions`` (per-version agreement with CIs,
+  paired tests, winner only when significant, ``mcnemar_items_needed``);
+- ``choose_panel`` / ``panel_config_toml``: the cheapest judge or panel meeting a held-out kappa target;
 - ``tune_thresholds`` for the deterministic answer comparator;
 - prompt calibration (``compare_raters``, ``compare_versions``, ``select_few_shot``,
   ``few_shot_experiment``) and bias probes (``run_bias_probes``, ``self_preference``).
@@ -38,28 +42,33 @@ from calibration._gold_io import (
     register_gold_format,
     write_gold_jsonl,
 )
-from calibration._live import FewShotRubric, panel_judge_run
+from calibration._live import FewShotRubric, panel_judge_run, with_examples
+from calibration._panel_choice import JudgeCost, PanelCandidate, PanelChoice, choose_panel, panel_config_toml
 from calibration._panels import HeldOutEvaluation, SplitSpread, held_out_evaluation
 from calibration._probes import INJECTION_ATTACKS, PROBE_NAMES, PROBES, FlipStats, ProbeResult, flip_stats, run_bias_probes, run_self_preference_probe
-from calibration._prompts import FewShotExample, FewShotResult, compare_versions, few_shot_experiment, select_few_shot
-from calibration._report import CalibrationReport, HumanSummary, calibrate, render_html, render_markdown, run_calibration
+from calibration._prompts import FewShotExample, FewShotReport, FewShotResult, compare_versions, few_shot_experiment, select_few_shot
+from calibration._report import CalibrationReport, HumanSummary, calibrate, conclusions, render_html, render_markdown
 from calibration._self_preference import SelfPreference, model_family, self_preference
 from calibration._split import stratified_cluster_split
 from calibration._stats import corrected_pass_rate
 from calibration._thresholds import GridPoint, ThresholdChoice, ThresholdItem, threshold_items, tune_thresholds, write_threshold_config
+from calibration._versions import PromptVersionReport, SampleSize, VersionComparison, VersionStats, compare_prompt_versions, mcnemar_items_needed
 from calibration._votes import LogisticPanel, LogOddsPanel, dawid_skene, plurality, unanimous, write_weights
+from calibration._workflow import BUILTIN_VERSION, PromptVersion, builtin_version, few_shot_k_values, judge_live, run_calibration
 
 __all__ = [
+    "BUILTIN_VERSION",
     "GOLD_FORMATS",
     "INJECTION_ATTACKS",
-    "PROBE_NAMES",
     "POSITIVE_LABEL_FOR_RUBRIC",
     "PROBES",
+    "PROBE_NAMES",
     "THAKUR_JUDGES",
     "AgreementStats",
     "CalibrationReport",
     "Estimate",
     "FewShotExample",
+    "FewShotReport",
     "FewShotResult",
     "FewShotRubric",
     "FlipStats",
@@ -70,35 +79,51 @@ __all__ = [
     "HumanCeiling",
     "HumanLabel",
     "HumanSummary",
+    "JudgeCost",
     "LabelCoder",
     "LabelScores",
     "LogOddsPanel",
     "LogisticPanel",
     "MaterialRef",
+    "PanelCandidate",
+    "PanelChoice",
     "ProbeResult",
+    "PromptVersion",
+    "PromptVersionReport",
     "RaterComparison",
     "Resampler",
+    "SampleSize",
     "SelfPreference",
     "SplitSpread",
     "ThresholdChoice",
     "ThresholdItem",
+    "VersionComparison",
+    "VersionStats",
     "agreement",
+    "builtin_version",
     "calibrate",
+    "choose_panel",
+    "compare_prompt_versions",
     "compare_raters",
     "compare_versions",
+    "conclusions",
     "corrected_pass_rate",
     "dawid_skene",
     "detect_gold_format",
     "few_shot_experiment",
+    "few_shot_k_values",
     "flip_stats",
     "gold_item_json_schema",
     "held_out_evaluation",
     "human_ceiling",
+    "judge_live",
     "krippendorff_alpha",
     "load_gold",
     "load_gold_jsonl",
     "load_thakur_csv",
+    "mcnemar_items_needed",
     "model_family",
+    "panel_config_toml",
     "panel_judge_run",
     "plurality",
     "register_gold_format",
@@ -113,6 +138,7 @@ __all__ = [
     "threshold_items",
     "tune_thresholds",
     "unanimous",
+    "with_examples",
     "write_gold_jsonl",
     "write_threshold_config",
     "write_weights",

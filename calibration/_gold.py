@@ -22,10 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 POSITIVE_LABEL_FOR_RUBRIC: dict[str, str] = {
     "answer_correctness": "correct",
     "trajectory_sufficiency": "sufficient",
-    "groundedness": "yes",
+    "groundedness": "supported",
     "policy_adherence": "compliant",
     "step_equivalence": "equivalent",
-    "open_ended": "pass",
+    "open_ended": "meets",
 }
 # Fallback for rubrics not listed above: the first of these that occurs among the labels.
 _GENERIC_POSITIVES = ("correct", "pass", "yes", "true", "match")

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from calibration._agreement import LabelCoder
 from calibration._compare import RaterComparison, compare_raters
@@ -86,6 +86,8 @@ class FewShotResult(BaseModel):
     chosen_k: int
     examples: list[str]  # item ids of the chosen examples (all from train)
     test: RaterComparison  # a = zero-shot, b = chosen few-shot; measured once
+    chosen_examples: list[FewShotExample] = Field(default_factory=list)  # the examples themselves (to write the tuned rubric)
+    k_values: list[int] = Field(default_factory=list)  # the numbers of examples tried on dev (0 = zero-shot)
 
 
 async def few_shot_experiment(
@@ -142,4 +144,16 @@ async def few_shot_experiment(
         chosen_k=best_k,
         examples=[e.item_id for e in chosen[best_k]],
         test=comparison,
+        chosen_examples=chosen[best_k],
+        k_values=sorted(dev_kappa),
     )
+
+
+class FewShotReport(BaseModel):
+    judge: str
+    rubric: str
+    version: str  # the prompt version tuned
+    base_version: str  # content hash of the rubric before tuning
+    tuned_version: str  # content hash of the written rubric (what `judge grade --rubrics` records)
+    folder: str | None  # the rubric folder written (None when the rubric cannot be written as a file)
+    result: FewShotResult

@@ -110,7 +110,7 @@ class _LeakFinder:
                 hit = _tainted_name(expr, tainted)
                 if hit is not None:
                     self.problems.append(
-                        (filename, expr.lineno, f"{hit.name!r} is case content and is output outside a data block: write {{{{ data(\"name\", value) }}}}")
+                        (filename, expr.lineno, f'{hit.name!r} is case content and is output outside a data block: write {{{{ data("name", value) }}}}')
                     )
             return
         if isinstance(node, nodes.For):
@@ -181,7 +181,9 @@ def _render(rubric: TemplateRubric, tag: str, path: Path | None) -> tuple[list[d
         return rubric.render(material), material
     except Exception as exc:
         file, line = _undefined_name_line(exc, rubric) or _template_frame(exc, rubric)
-        raise RubricFileError(file or path, line, f"cannot render the material of check {rubric.check!r} ({', '.join(material)}): {type(exc).__name__}: {exc}") from None
+        raise RubricFileError(
+            file or path, line, f"cannot render the material of check {rubric.check!r} ({', '.join(material)}): {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _undefined_name_line(exc: BaseException, rubric: TemplateRubric) -> tuple[str | None, int | None] | None:

@@ -99,11 +99,15 @@ def test_examples_in_the_header_reproduce_the_in_memory_version(tmp_path: Path):
     assert back.version == tuned.version and back.examples[0].item_id == "g7"
     material = sample_material("answer", "B")
     assert back.render(material) == tuned.render(material)
-    assert "Example 1: <data name=\"example_material\">" in back.render(material)[0]["content"]
+    assert 'Example 1: <data name="example_material">' in back.render(material)[0]["content"]
 
 
 REJECTED = {
-    "raw output": (lambda t: t.replace(ANSWER_BLOCK, "Answer: {{ answer }}"), "Answer: {{ answer }}", "'answer' is case content and is output outside a data block"),
+    "raw output": (
+        lambda t: t.replace(ANSWER_BLOCK, "Answer: {{ answer }}"),
+        "Answer: {{ answer }}",
+        "'answer' is case content and is output outside a data block",
+    ),
     "a slice": (lambda t: t.replace(ANSWER_BLOCK, ANSWER_BLOCK + " starts {{ answer[:3] }}"), "starts {{", "outside a data block"),
     "a loop variable": (
         lambda t: t.replace(ANSWER_BLOCK, ANSWER_BLOCK + "\n{% for g in gold_answers %}- {{ g | upper }}{% endfor %}"),
@@ -111,9 +115,21 @@ REJECTED = {
         "'g' is case content",
     ),
     "a set variable": (lambda t: t.replace(ANSWER_BLOCK, ANSWER_BLOCK + "\n{% set a = answer %}{{ a }}"), "{% set a", "'a' is case content"),
-    "a macro": (lambda t: t.replace(ANSWER_BLOCK, ANSWER_BLOCK + "\n{% macro show(x) %}{{ x }}{% endmacro %}{{ show(answer) }}"), "{{ show(", "outside a data block"),
-    "material in the system block": (lambda t: t.replace("Task: decide", '{{ data("q", question) }} Task: decide'), "Task: decide", "system message must not depend"),
-    "an undefined name": (lambda t: t.replace(ANSWER_BLOCK, '{{ data("answer", final_answer) }}'), "final_answer", "cannot render the material of check 'answer'"),
+    "a macro": (
+        lambda t: t.replace(ANSWER_BLOCK, ANSWER_BLOCK + "\n{% macro show(x) %}{{ x }}{% endmacro %}{{ show(answer) }}"),
+        "{{ show(",
+        "outside a data block",
+    ),
+    "material in the system block": (
+        lambda t: t.replace("Task: decide", '{{ data("q", question) }} Task: decide'),
+        "Task: decide",
+        "system message must not depend",
+    ),
+    "an undefined name": (
+        lambda t: t.replace(ANSWER_BLOCK, '{{ data("answer", final_answer) }}'),
+        "final_answer",
+        "cannot render the material of check 'answer'",
+    ),
     "a syntax error": (lambda t: t.replace(ANSWER_BLOCK, '{{ data("answer", answer }}'), 'data("answer", answer }}', "template syntax error"),
     "a header type error": (lambda t: t.replace('outcome = "match"', 'outcome = "yes"', 1), 'outcome = "yes"', "labels.correct.outcome"),
     "invalid TOML": (lambda t: t.replace('outcome = "match"', "outcome = match", 1), "outcome = match", "not valid TOML"),
