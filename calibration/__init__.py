@@ -1,6 +1,8 @@
 """Calibration: how far each judge and each panel can be trusted, measured against human gold.
 
 Public API:
+- gold from your own runs: ``select_for_labelling`` (stratified draw), ``LabelItem`` labelling
+  sets, ``labelling_page`` (offline HTML), ``merge_labels`` (label files -> gold, annotators kept);
 - gold sets: ``GoldItem``/``GoldSet`` (native JSONL; schema via ``gold_item_json_schema``), the
   format registry (``load_gold``, ``detect_gold_format``, ``register_gold_format``; formats
   ``jsonl`` and ``thakur_csv``), ``write_gold_jsonl``;
@@ -42,6 +44,21 @@ from calibration._gold_io import (
     register_gold_format,
     write_gold_jsonl,
 )
+from calibration._label_page import labelling_page
+from calibration._labelling import (
+    RUN_PREFIX,
+    Candidate,
+    LabelItem,
+    LabelRecord,
+    MergeSummary,
+    Stratum,
+    allocate,
+    candidate_of,
+    load_label_set,
+    merge_labels,
+    select_for_labelling,
+    write_label_set,
+)
 from calibration._live import FewShotRubric, panel_judge_run, with_examples
 from calibration._panel_choice import JudgeCost, PanelCandidate, PanelChoice, choose_panel, panel_config_toml
 from calibration._panels import HeldOutEvaluation, SplitSpread, held_out_evaluation
@@ -63,9 +80,11 @@ __all__ = [
     "POSITIVE_LABEL_FOR_RUBRIC",
     "PROBES",
     "PROBE_NAMES",
+    "RUN_PREFIX",
     "THAKUR_JUDGES",
     "AgreementStats",
     "CalibrationReport",
+    "Candidate",
     "Estimate",
     "FewShotExample",
     "FewShotReport",
@@ -81,10 +100,13 @@ __all__ = [
     "HumanSummary",
     "JudgeCost",
     "LabelCoder",
+    "LabelItem",
+    "LabelRecord",
     "LabelScores",
     "LogOddsPanel",
     "LogisticPanel",
     "MaterialRef",
+    "MergeSummary",
     "PanelCandidate",
     "PanelChoice",
     "ProbeResult",
@@ -95,13 +117,16 @@ __all__ = [
     "SampleSize",
     "SelfPreference",
     "SplitSpread",
+    "Stratum",
     "ThresholdChoice",
     "ThresholdItem",
     "VersionComparison",
     "VersionStats",
     "agreement",
+    "allocate",
     "builtin_version",
     "calibrate",
+    "candidate_of",
     "choose_panel",
     "compare_prompt_versions",
     "compare_raters",
@@ -118,10 +143,13 @@ __all__ = [
     "human_ceiling",
     "judge_live",
     "krippendorff_alpha",
+    "labelling_page",
     "load_gold",
     "load_gold_jsonl",
+    "load_label_set",
     "load_thakur_csv",
     "mcnemar_items_needed",
+    "merge_labels",
     "model_family",
     "panel_config_toml",
     "panel_judge_run",
@@ -133,6 +161,7 @@ __all__ = [
     "run_calibration",
     "run_self_preference_probe",
     "select_few_shot",
+    "select_for_labelling",
     "self_preference",
     "stratified_cluster_split",
     "threshold_items",
@@ -140,6 +169,7 @@ __all__ = [
     "unanimous",
     "with_examples",
     "write_gold_jsonl",
+    "write_label_set",
     "write_threshold_config",
     "write_weights",
 ]

@@ -81,6 +81,7 @@ def calibrate(
     (``--rubrics A --against B`` or ``--variant NAME=DIR``): per version agreement, then paired
     comparisons that name a winner only when the difference is significant."""
     from calibration import PROBE_NAMES, conclusions, run_calibration
+    from judge import InputError
     from judge.llm import JudgeConfigError, JudgeSettings
 
     probe_list = [p.strip() for p in (probes or "").split(",") if p.strip()]
@@ -114,6 +115,9 @@ def calibrate(
     except JudgeConfigError as exc:
         console.print(f"[red]invalid judge configuration: {exc}[/red]")
         raise typer.Exit(EXIT_JUDGE_CONFIG) from exc
+    except InputError as exc:
+        console.print(f"[red]{exc.info.render()}[/red]")
+        raise typer.Exit(EXIT_INPUT_ERROR) from exc
     except ValueError as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
