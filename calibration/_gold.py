@@ -93,7 +93,10 @@ class GoldItem(BaseModel):
         return counts[0][0]
 
     def material_summary(self) -> dict[str, Any]:
-        return dict(self.material) if self.material is not None else {"ref": self.ref.model_dump(exclude_none=True)}
+        if self.material is not None:
+            return dict(self.material)
+        assert self.ref is not None  # exactly one of material / ref (validated)
+        return {"ref": self.ref.model_dump(exclude_none=True)}
 
 
 class GoldSet(BaseModel):

@@ -161,7 +161,7 @@ def labelling_page(items: Sequence[LabelItem], *, title: str) -> str:
     set_id = content_hash(payload)[:16]
     e = html.escape
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         f"<title>label: {e(title)}</title><style>{_STYLE}</style></head>\n"
         f'<body data-set="{set_id}" data-items="{len(items)}">\n'

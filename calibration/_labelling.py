@@ -148,7 +148,7 @@ def _spread_over_tasks(cands: list[Candidate], rng: np.random.Generator) -> list
     """A seeded order that takes one case per task before a second from any task."""
     order = [cands[i] for i in rng.permutation(len(cands))]
     seen: dict[str | None, int] = defaultdict(int)
-    ranked = []
+    ranked: list[tuple[int, int, Candidate]] = []
     for c in order:
         ranked.append((seen[c.task_id], len(ranked), c))
         seen[c.task_id] += 1

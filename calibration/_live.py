@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from calibration._gold import GoldItem
 from calibration._prompts import FewShotExample, JudgeRun
@@ -58,8 +58,8 @@ def with_examples(base: Rubric, examples: Sequence[FewShotExample]) -> Rubric:
     version is a content hash that a rubric file written from it reproduces); any other rubric is
     wrapped in ``FewShotRubric``. Both render the same messages."""
     if isinstance(base, TemplateRubric):
-        return base.with_examples([RubricExample(label=e.label, material=e.material, item_id=e.item_id) for e in examples])
-    return FewShotRubric(base, tuple(examples))
+        return cast(Rubric, base.with_examples([RubricExample(label=e.label, material=e.material, item_id=e.item_id) for e in examples]))
+    return cast(Rubric, FewShotRubric(base, tuple(examples)))
 
 
 PanelFactory = Callable[[Mapping[str, Rubric]], Escalator]

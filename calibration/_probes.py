@@ -25,6 +25,7 @@ one item together.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -186,9 +187,13 @@ def _vote_labels(decision: PanelDecision) -> dict[str, str | None]:
     return {v.judge: (None if v.abstained else v.label) for v in decision.votes}
 
 
+def _apply_attack(fn: Callable[[dict[str, Any], str], dict[str, Any] | None], material: dict[str, Any], *, positive: str) -> dict[str, Any] | None:
+    return fn(material, positive)
+
+
 def _variants(probe: str, positive_label: str) -> dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]]:
     if probe == "injection":
-        return {name: (lambda m, fn=fn: fn(m, positive_label)) for name, fn in INJECTION_ATTACKS.items()}
+        return {name: functools.partial(_apply_attack, fn, positive=positive_label) for name, fn in INJECTION_ATTACKS.items()}
     return {probe: PROBES[probe]}
 
 

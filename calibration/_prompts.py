@@ -122,7 +122,12 @@ async def few_shot_experiment(
         examples = select_few_shot(train, zero_train, k, labels=coder.labels, seed=seed)
         chosen[k] = examples
         dev_kappa[k] = kappa(dev, await run_judge(dev, examples))
-    best_k = min(dev_kappa, key=lambda k: (-(dev_kappa[k] if dev_kappa[k] is not None else -2.0), k))
+
+    def rank(k: int) -> tuple[float, int]:
+        value = dev_kappa[k]
+        return (-(value if value is not None else -2.0), k)
+
+    best_k = min(dev_kappa, key=rank)
     base_test = await run_judge(test, [])
     chosen_test = base_test if best_k == 0 else await run_judge(test, chosen[best_k])
     comparison = compare_raters(

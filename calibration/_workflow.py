@@ -20,7 +20,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from calibration._gold import GoldItem, GoldSet
 from calibration._gold_io import load_gold
@@ -61,7 +61,7 @@ def few_shot_k_values(k_max: int) -> list[int]:
 def builtin_version() -> PromptVersion:
     import rubrics
 
-    return PromptVersion(BUILTIN_VERSION, dict(rubrics.RUBRICS))
+    return PromptVersion(BUILTIN_VERSION, cast(Mapping[str, Rubric], dict(rubrics.RUBRICS)))
 
 
 async def _ask(panel: Any, items: Sequence[GoldItem], key_prefix: str) -> tuple[dict[str, str | None], list[Vote]]:

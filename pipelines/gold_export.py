@@ -72,7 +72,9 @@ def _recorded(rubric: Any, check: dict[str, Any]) -> dict[str, str | None]:
     return out
 
 
-def export_label_set(run_dir: Path, n: int, *, stratify: str = "stage", seed: int = 0, rubric_table: dict[str, Any] | None = None) -> tuple[list[LabelItem], ExportSummary]:
+def export_label_set(
+    run_dir: Path, n: int, *, stratify: str = "stage", seed: int = 0, rubric_table: dict[str, Any] | None = None
+) -> tuple[list[LabelItem], ExportSummary]:
     import rubrics as builtin_rubrics
 
     run_dir = Path(run_dir)
@@ -158,7 +160,10 @@ def _item(case: Any, row: dict[str, Any], cand: Candidate, stratum: Stratum, tab
     context: dict[str, Any] = {
         "question": turn.query,
         "gold_answers": turn.gold_answers,
-        "steps": [{"step": v.index, "name": v.step.name, "arguments": v.step.arguments, "status": "ok" if v.ok else "error", "result": _clip(v.result)} for v in ctx.steps],
+        "steps": [
+            {"step": v.index, "name": v.step.name, "arguments": v.step.arguments, "status": "ok" if v.ok else "error", "result": _clip(v.result)}
+            for v in ctx.steps
+        ],
         "answer": answer,
     }
     if turn.criteria:

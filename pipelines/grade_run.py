@@ -238,5 +238,7 @@ def _describe(component: Any, rubric_table: Any = None) -> Any:
         out["stats"] = stats.model_dump(mode="json")
         table = rubric_table or rubrics.RUBRICS
         out["rubrics"] = {name: rubric.version for name, rubric in sorted(table.items())}
-        out["rubric_sources"] = {name: str(getattr(r, "source_path", None)) if r is not rubrics.RUBRICS.get(name) else "builtin" for name, r in sorted(table.items())}
+        out["rubric_sources"] = {
+            name: str(getattr(r, "source_path", None)) if r is not rubrics.RUBRICS.get(name) else "builtin" for name, r in sorted(table.items())
+        }
     return out

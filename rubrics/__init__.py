@@ -6,7 +6,9 @@ names; ``RUBRICS`` is the registry by name. ``rubric_set(folder)`` is the table 
 user passes ``--rubrics FOLDER``; ``write_rubric_files`` exports rubrics in that form.
 """
 
-from judge.llm import register_rubric
+from typing import cast
+
+from judge.llm import Rubric, register_rubric
 from rubrics import answer_correctness, groundedness, open_ended, policy_adherence, step_equivalence, trajectory_sufficiency
 from rubrics._base import EXAMPLES_HEADER, MaterialError, RubricExample, TemplateRubric, append_examples, data_block, encode_data
 from rubrics._files import read_rubric_file, read_rubric_folder, rubric_file_text, rubric_set, write_rubric_files
@@ -18,7 +20,7 @@ RUBRICS: dict[str, TemplateRubric] = {
 }
 
 for _rubric in RUBRICS.values():
-    register_rubric(_rubric)
+    register_rubric(cast(Rubric, _rubric))  # a frozen dataclass: mypy reads the protocol's plain attributes as settable
 
 
 def get_rubric(name: str) -> TemplateRubric:

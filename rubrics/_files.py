@@ -86,7 +86,7 @@ def verdict_schema(name: str, labels: Mapping[str, LabelSpec], label_description
     """A ``JudgeVerdict`` subclass named like the built-ins (``AnswerCorrectnessVerdict``), so a built-in
     read back from its file has the same JSON schema, hence the same version and tool name."""
     description = label_description or "; ".join(f"{k}: {v.description}" if v.description else k for k, v in labels.items())
-    label_type = Literal[tuple(labels)]  # type: ignore[valid-type]
+    label_type: Any = Literal[tuple(labels)]  # a Literal of the header's labels, built at run time
     return create_model(schema_title(name), __base__=JudgeVerdict, label=(label_type, Field(description=description)))
 
 

@@ -139,6 +139,7 @@ class _LeakFinder:
     @staticmethod
     def _own_names(node: nodes.Node) -> list[nodes.Name]:
         """Names used by this node's own expressions (not by nested statements' bodies)."""
+        exprs: list[nodes.Node]
         if isinstance(node, nodes.Stmt) and not isinstance(node, nodes.Output | nodes.ExprStmt | nodes.Assign):
             exprs = [c for c in node.iter_child_nodes() if isinstance(c, nodes.Expr)]
         else:

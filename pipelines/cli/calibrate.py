@@ -3,17 +3,30 @@ versions, tune few-shot examples, run bias probes, recommend the cheapest good-e
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional, cast
 
 import typer
 from rich.console import Console
 
-from pipelines.cli._common import EXIT_INPUT_ERROR, EXIT_JUDGE_CONFIG, EXIT_USAGE, CacheOpt, JudgeConfigOpt, JudgeOpt, MaxCostOpt, NoCacheOpt, OfflineOpt, console
+from pipelines.cli._common import (
+    EXIT_INPUT_ERROR,
+    EXIT_JUDGE_CONFIG,
+    EXIT_USAGE,
+    CacheOpt,
+    JudgeConfigOpt,
+    JudgeOpt,
+    MaxCostOpt,
+    NoCacheOpt,
+    OfflineOpt,
+    console,
+)
 from pipelines.cli.rubrics import RubricsOpt, load_rubric_table
 
 if TYPE_CHECKING:
     from calibration import PromptVersion
+    from judge.llm import Rubric
 
 BUILTIN = "builtin"
 
@@ -26,19 +39,20 @@ def prompt_versions(rubrics: Path | None, against: list[str] | None, variants: l
     specs: list[tuple[str | None, str]] = [(None, str(rubrics) if rubrics is not None else BUILTIN)]
     specs += [(None, a) for a in against or []]
     for v in variants or []:
-        name, sep, folder = v.partition("=")
-        if not sep or not name.strip() or not folder.strip():
+        given, sep, where = v.partition("=")
+        if not sep or not given.strip() or not where.strip():
             console.print(f"[red]--variant wants NAME=DIR (or NAME=builtin), got {v!r}[/red]")
             raise typer.Exit(EXIT_USAGE)
-        specs.append((name.strip(), folder.strip()))
+        specs.append((given.strip(), where.strip()))
     out: list[PromptVersion] = []
     for name, folder in specs:
+        label: str
         if folder == BUILTIN:
             version = builtin_version()
             label = name or BUILTIN
         else:
             path = Path(folder)
-            table = load_rubric_table(path) or {}
+            table = cast("Mapping[str, Rubric]", load_rubric_table(path) or {})
             version = PromptVersion(name or path.name, table, path)
             label = name or path.resolve().name
         taken = {v.name for v in out}
@@ -97,7 +111,7 @@ def calibrate(
         raise typer.Exit(EXIT_USAGE)
     versions = prompt_versions(rubrics, against, variant)
     fields = {"config_path": config, "cache_path": cache, "no_cache": no_cache, "offline": offline, "max_cost_usd": max_cost}
-    settings = JudgeSettings(**{k: v for k, v in fields.items() if v is not None})
+    settings = JudgeSettings.model_validate({k: v for k, v in fields.items() if v is not None})
     try:
         report = run_calibration(
             gold,

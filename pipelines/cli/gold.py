@@ -29,7 +29,9 @@ def export(
     run_dir: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A graded run (the --out of judge grade).")],
     out: Annotated[Path, typer.Option("--out", help="The labelling set to write (JSONL).")],
     n: Annotated[int, typer.Option("--n", min=1, help="How many cases to draw.")] = 200,
-    stratify: Annotated[Stratify, typer.Option(help="Equal shares per failure stage, or per how the check was decided (the other key nested).")] = Stratify.stage,
+    stratify: Annotated[
+        Stratify, typer.Option(help="Equal shares per failure stage, or per how the check was decided (the other key nested).")
+    ] = Stratify.stage,
     seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 0,
     rubrics: RubricsOpt = None,
 ) -> None:
@@ -92,7 +94,9 @@ def import_labels(
     who = ", ".join(f"{a} {k}" for a, k in summary.annotators.items())
     typer.echo(f"{summary.labelled} of {summary.items} items labelled ({who}); {summary.multi_annotated} by two or more annotators -> {out}")
     if summary.unlabelled:
-        typer.echo(f"  {len(summary.unlabelled)} items carry no label and are not in the gold set: {', '.join(summary.unlabelled[:5])}{' ...' if len(summary.unlabelled) > 5 else ''}")
+        typer.echo(
+            f"  {len(summary.unlabelled)} items carry no label and are not in the gold set: {', '.join(summary.unlabelled[:5])}{' ...' if len(summary.unlabelled) > 5 else ''}"
+        )
     if summary.duplicates_ignored:
         typer.echo(f"  {summary.duplicates_ignored} identical label lines seen twice were counted once")
     rubrics = sorted({it.rubric for it in gold.items})

@@ -119,7 +119,7 @@ def grade(
     from pipelines.config import GradingConfig
     from pipelines.grade_run import GradeOptions
 
-    table = load_rubric_table(rubrics)
+    rubric_table = load_rubric_table(rubrics)
     opts = GradeOptions(
         tasks=tasks,
         trajectories=trajectories,
@@ -129,8 +129,8 @@ def grade(
         out=out,
         on_error=on_error.value,
         config=GradingConfig.load(config),
-        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, table),
-        rubrics=table,
+        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table),
+        rubrics=rubric_table,
         replayer=build_replayer(replay),
         command=["judge", *sys.argv[1:]],
     )
@@ -161,14 +161,14 @@ def demo(
     if not (sample / "tasks.jsonl").exists():
         console.print(f"[red]the bundled sample is missing: {sample / 'tasks.jsonl'} (a broken installation)[/red]")
         raise typer.Exit(EXIT_USAGE)
-    table = load_rubric_table(rubrics)
+    rubric_table = load_rubric_table(rubrics)
     opts = GradeOptions(
         tasks=sample / "tasks.jsonl",
         trajectories=sample / "trajectories.jsonl",
         out=out,
         config=GradingConfig.load(config),
-        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, table),
-        rubrics=table,
+        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table),
+        rubrics=rubric_table,
         replayer=build_replayer(True),
         command=["judge", *sys.argv[1:]],
     )

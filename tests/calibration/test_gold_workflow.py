@@ -85,7 +85,12 @@ def test_import_rejects_bad_label_files_with_file_and_line(graded_run: Path, tmp
     _invoke("gold", "export", str(graded_run), "--n", "4", "--out", str(out))
     items = load_label_set(out)
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps({"item_id": items[0].item_id, "label": items[0].labels[0], "annotator": "a"}) + "\n" + json.dumps({"item_id": "nope", "label": "x", "annotator": "a"}) + "\n")
+    bad.write_text(
+        json.dumps({"item_id": items[0].item_id, "label": items[0].labels[0], "annotator": "a"})
+        + "\n"
+        + json.dumps({"item_id": "nope", "label": "x", "annotator": "a"})
+        + "\n"
+    )
     res = _invoke("gold", "import", str(out), str(bad), "--out", str(tmp_path / "g.jsonl"), code=3)
     assert f"{bad}:2" in res.output and "item_id" in res.output
     bad.write_text(json.dumps({"item_id": items[0].item_id, "label": "great", "annotator": "a"}) + "\n")
@@ -106,7 +111,10 @@ def _key(key: str) -> list[dict]:
     params = {"key": key, "code": code}
     if len(key) == 1:
         params["text"] = key
-    return [{"method": "Input.dispatchKeyEvent", "params": {"type": "keyDown", **params}}, {"method": "Input.dispatchKeyEvent", "params": {"type": "keyUp", **params}}]
+    return [
+        {"method": "Input.dispatchKeyEvent", "params": {"type": "keyDown", **params}},
+        {"method": "Input.dispatchKeyEvent", "params": {"type": "keyUp", **params}},
+    ]
 
 
 @pytest.mark.skipif(not HAVE_BROWSER, reason="needs chromium and aiohttp (DevTools protocol)")
@@ -130,7 +138,11 @@ def test_label_in_the_browser_with_the_keyboard_then_import_and_calibrate(graded
     expected = downloads / "labels-ann-1.jsonl"
     report = inspect_page(
         page,
-        {"labelled": "document.body.getAttribute('data-labelled')", "exported": "document.body.getAttribute('data-exported')", "progress": "document.getElementById('progress').textContent"},
+        {
+            "labelled": "document.body.getAttribute('data-labelled')",
+            "exported": "document.body.getAttribute('data-exported')",
+            "progress": "document.getElementById('progress').textContent",
+        },
         actions=actions,
         until=lambda p: expected.is_file() and expected.stat().st_size > 0,
     )

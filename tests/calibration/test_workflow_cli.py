@@ -84,7 +84,10 @@ def folders(tmp_path: Path) -> dict[str, Path]:
     path = b / "answer_correctness.j2"
     text = path.read_text()
     text = text.replace("Rules:\n", f"Rules:\n- {HEDGE_RULE}\n", 1)
-    text = text.replace('- Numbers must match the gold value at the gold\'s precision: 8,500 matches 8500 and 3.0 matches 3, but 3.5 does not match 3.46. A range or an approximation ("about", "roughly") that does not pin the gold value is incorrect.\n', "")
+    text = text.replace(
+        '- Numbers must match the gold value at the gold\'s precision: 8,500 matches 8500 and 3.0 matches 3, but 3.5 does not match 3.46. A range or an approximation ("about", "roughly") that does not pin the gold value is incorrect.\n',
+        "",
+    )
     path.write_text(text)
     return {"A": a, "A-copy": a_copy, "B": b}
 

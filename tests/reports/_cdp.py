@@ -39,7 +39,9 @@ class PageReport:
         return out
 
 
-async def _inspect(ws_url: str, page_url: str, expressions: dict[str, str], actions: list[str | dict[str, Any]], until: Callable[[PageReport], bool] | None) -> PageReport:
+async def _inspect(
+    ws_url: str, page_url: str, expressions: dict[str, str], actions: list[str | dict[str, Any]], until: Callable[[PageReport], bool] | None
+) -> PageReport:
     import aiohttp
 
     report = PageReport()
@@ -120,7 +122,11 @@ async def _inspect(ws_url: str, page_url: str, expressions: dict[str, str], acti
 
 
 def inspect_page(
-    html: Path, expressions: dict[str, str], actions: list[str | dict[str, Any]] | None = None, timeout: float = 90, until: Callable[[PageReport], bool] | None = None
+    html: Path,
+    expressions: dict[str, str],
+    actions: list[str | dict[str, Any]] | None = None,
+    timeout: float = 90,
+    until: Callable[[PageReport], bool] | None = None,
 ) -> PageReport:
     binary = find_chromium()
     assert binary is not None

@@ -51,7 +51,7 @@ def test_exported_builtins_read_back_identical(exported: Path):
     # writing again over identical files is a no-op; over an edited file it refuses
     write_rubric_files(rubrics.RUBRICS, exported)
     (exported / "groundedness.j2").write_text((exported / "groundedness.j2").read_text() + "\n{# edited #}\n")
-    with pytest.raises(FileExistsError, match="groundedness.j2"):
+    with pytest.raises(FileExistsError, match=r"groundedness\.j2"):
         write_rubric_files(rubrics.RUBRICS, exported)
 
 
@@ -164,7 +164,7 @@ def test_folder_level_errors(tmp_path: Path, exported: Path):
         rubric_set(tmp_path / "empty")
     twice = _variant(exported, tmp_path, "twice", lambda t: t)
     shutil.copy(twice / "answer_correctness.j2", twice / "copy.j2")
-    with pytest.raises(RubricFileError, match="already defined by answer_correctness.j2"):
+    with pytest.raises(RubricFileError, match=r"already defined by answer_correctness\.j2"):
         rubric_set(twice)
     bare = tmp_path / "bare"
     bare.mkdir()
