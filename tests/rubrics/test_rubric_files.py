@@ -171,3 +171,37 @@ def test_folder_level_errors(tmp_path: Path, exported: Path):
     (bare / "x.j2").write_text("{% block system %}{% endblock %}{% block user %}{% endblock %}")
     with pytest.raises(RubricFileError, match=r"x\.j2:1: no header"):
         rubric_set(bare)
+
+
+def test_grade_with_a_rubric_folder_records_its_versions(exported: Path, tmp_path: Path):
+    """`judge grade --rubrics DIR`: the panel uses the folder's rubric, every decision and the
+    manifest record its version and file; a bad folder stops the run before grading (exit 4)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    sample = Path(__file__).resolve().parents[2] / "data" / "sample"
+    strict = _variant(exported, tmp_path, "strict", lambda t: t.replace("Rules:", "Rules:\n- Units must be stated explicitly.", 1))
+    custom = read_rubric_folder(strict)["answer_correctness"]
+    out = tmp_path / "run"
+    args = ["grade", "--tasks", str(sample / "tasks.jsonl"), "--trajectories", str(sample / "trajectories.jsonl"), "--no-replay"]
+    res = CliRunner().invoke(app, [*args, "--judge", "mock:pick", "--no-cache", "--rubrics", str(strict), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    judges = json.loads((out / "manifest.json").read_text())["judges"]
+    assert judges["rubrics"]["answer_correctness"] == custom.version != rubrics.RUBRICS["answer_correctness"].version
+    assert judges["rubric_sources"]["answer_correctness"] == str(strict.resolve() / "answer_correctness.j2")
+    assert judges["rubric_sources"]["groundedness"] == "builtin"
+    decisions = [
+        c["decision"]
+        for line in (out / "results.jsonl").read_text().splitlines()
+        for t in json.loads(line).get("turns", [])
+        for c in t["checks"]
+        if c.get("decision") and c["decision"]["rubric"] == "answer_correctness"
+    ]
+    assert decisions and {d["rubric_version"] for d in decisions} == {custom.version}
+    broken = _variant(exported, tmp_path, "broken", lambda t: t.replace(ANSWER_BLOCK, "{{ answer }}"))
+    res = CliRunner().invoke(app, [*args, "--judge", "mock:pick", "--rubrics", str(broken), "--out", str(tmp_path / "no")])
+    assert res.exit_code == 4 and "answer_correctness.j2:" in res.output.replace("\n", "")
+    assert not (tmp_path / "no").exists()
