@@ -3,15 +3,17 @@
 Guarantees:
 - every input trajectory yields exactly one line of ``results.jsonl``, in input order, graded or
   with its error (file, line, field); errors in the tasks file are listed in ``summary.json``;
-- every input is read once (a pipe or standard input works like a file; see ``run_inputs``);
+- every input is read once from where it was given: a pipe or standard input (``-``) is spooled
+  to a temporary file as it is read (see ``run_inputs``), never read twice;
 - the same inputs and config give byte-identical ``results.jsonl`` / ``summary.json`` /
   ``report.md`` whether graded in this process, by N worker processes or on a Ray cluster
-  (shards merged in input order, every cut checked; see ``shards``), and timestamps live in
-  ``manifest.json`` only;
+  (JSONL inputs are cut into shards merged in input order, every cut checked; see ``shards``);
+  timestamps live in ``manifest.json`` only;
 - memory stays flat: tasks are kept packed, shards stream through, decided rows go to disk;
   only cases waiting for a judge are held;
-- outputs are atomic and a directory never mixes runs; an interrupted run can be resumed without
-  regrading a decided trajectory or asking a judge again (see ``run_dir``);
+- outputs are atomic, ``manifest.json`` comes last (``complete: true``), a directory never mixes
+  runs, and an interrupted run can be resumed without regrading a decided trajectory or asking a
+  judge again (see ``run_dir``);
 - escalation happens here, in one place, one round at a time, whoever graded the shards.
 """
 
@@ -23,6 +25,7 @@ import platform
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -30,20 +33,46 @@ from pathlib import Path
 from typing import Any, Literal
 
 import rubrics
-from judge import Escalator, InputErrorInfo, PanelDecision, TrajectoryResult
+from judge import Check, Escalator, InputErrorInfo, InputWarning, PanelDecision, TrajectoryResult
 from pipelines.aggregate import Aggregator
 from pipelines.config import GradingConfig
 from pipelines.executors import Executor, make_executor
 from pipelines.grade_case import GradedCase
-from pipelines.ingest import Limits, TaskSet, iter_trajectories, load_tasks
+from pipelines.ingest import (
+    BundleFormat,
+    Limits,
+    Loaded,
+    TaskSet,
+    detect_trajectory_format,
+    load_tasks,
+    load_tool_specs,
+    read_trajectories,
+    trajectory_format,
+    with_tool_specs,
+)
+from pipelines.labels import LabelSet, load_labels
 from pipelines.run_dir import MANIFEST, REPORT_MD, RESULTS, SUMMARY, RunDirectory, RunDirError, RunState, ShardRecord, atomic_write
-from pipelines.run_inputs import LineShards, RawShard, TaskInput, display_name, open_stream
-from pipelines.shards import GradingContext, Shard, ShardResult, grade_shard
+from pipelines.run_inputs import LineShards, RawShard, TaskInput, display_name
+from pipelines.shards import GradingContext, Shard, ShardGrader, ShardResult, grade_shard
 
-__all__ = ["MANIFEST", "REPORT_MD", "RESULTS", "SUMMARY", "GradeOptions", "InputErrorsFound", "RunDirError", "RunOutcome", "run_grading"]
+__all__ = [
+    "MANIFEST",
+    "REPORT_MD",
+    "RESULTS",
+    "SUMMARY",
+    "GradeOptions",
+    "InputErrorsFound",
+    "NoTasks",
+    "RunDirError",
+    "RunOutcome",
+    "run_grading",
+]
 
 _PENDING = "__pending__"
-_DETECT_BUFFER = 64 << 20  # bytes of shards held while looking for the first object (format detection)
+
+
+class NoTasks(ValueError):
+    """Neither ``--tasks`` nor the trajectory file provides tasks."""
 
 
 class InputErrorsFound(Exception):
@@ -56,7 +85,7 @@ class InputErrorsFound(Exception):
 
 @dataclass
 class GradeOptions:
-    tasks: Path
+    tasks: Path | None  # None: the trajectory file carries its tasks (tau2 results, Inspect logs)
     trajectories: Path
     out: Path
     reference: Path | None = None
@@ -68,6 +97,10 @@ class GradeOptions:
     replayer: Any = None  # pipelines.replay.Replayer
     limits: Limits = field(default_factory=Limits)
     command: list[str] = field(default_factory=list)
+    strict: bool = False  # unknown fields are errors, not warnings
+    labels: Path | None = None  # external labels (--labels) to report agreement with
+    tool_specs: Path | None = None  # tool specs for tasks whose source carries none (--tool-specs)
+    rubrics: Any = None  # the rubric table the panel uses (--rubrics); None: the built-ins
     workers: int = 1  # processes grading shards (the CLI defaults to the machine's cores)
     ray: bool = False  # grade shards on a Ray cluster instead
     ray_address: str | None = None  # None: a local Ray instance; "auto" / "ray://host:port": a cluster
@@ -88,65 +121,117 @@ class RunOutcome:
 Progress = Callable[[int], None]
 
 
-def run_grading(opts: GradeOptions, progress: Progress | None = None, on_bytes: Callable[[int], None] | None = None) -> RunOutcome:
+def run_grading(opts: GradeOptions, progress: Progress | None = None, on_bytes: Callable[[int, int], None] | None = None) -> RunOutcome:
     """Grade ``opts.trajectories`` against ``opts.tasks`` into ``opts.out``.
 
-    ``progress(n)`` is told the number of trajectories done; ``on_bytes(n)`` the bytes of the
-    trajectories input read. Raises ``RunDirError`` (the output directory cannot take the run),
-    ``InputErrorsFound`` (``on_error="fail"``) and ``ValueError`` (a format cannot be used).
+    ``progress(n)`` is told the number of trajectories done; ``on_bytes(done, total)`` the bytes of
+    the trajectories input read. Raises ``RunDirError`` (the output directory cannot take the
+    run), ``InputErrorsFound`` (``on_error="fail"``), ``NoTasks`` and ``ValueError`` (a format
+    cannot be used).
     """
     started = datetime.now(UTC)
     rundir = RunDirectory(opts.out)
     resuming = rundir.prepare(overwrite=opts.overwrite, resume=opts.resume, dry_run=True)
-    spool_dir = Path(tempfile.mkdtemp(prefix="judge-inputs-"))
-    tasks_in = TaskInput.open(opts.tasks, spool_dir)
-    reference_in = TaskInput.open(opts.reference, spool_dir) if opts.reference is not None else None
-    try:
-        taskset = load_tasks(tasks_in.path, opts.task_format, None if reference_in is None else reference_in.path, opts.limits)
-        _rename_spools(taskset, [tasks_in] + ([reference_in] if reference_in is not None else []))
-        digests = {"tasks": tasks_in.hash(), "reference": None if reference_in is None else reference_in.hash()}
-    finally:
-        tasks_in.close()
-        if reference_in is not None:
-            reference_in.close()
-        spool_dir.rmdir()
-    if opts.on_error == "fail" and taskset.errors:
-        raise InputErrorsFound(taskset.errors[0])
-    rundir.prepare(overwrite=opts.overwrite, resume=opts.resume)
-    run = _Run(opts, taskset, rundir.state, digests, started, resuming)
-    try:
-        outcome = run.execute(progress, on_bytes)
-    except InputErrorsFound:
-        rundir.state.remove()  # the run stopped on purpose: nothing of it is kept
-        raise
-    return outcome
+    with _Inputs(opts) as inputs:
+        if opts.on_error == "fail" and inputs.errors():
+            raise InputErrorsFound(inputs.errors()[0])
+        rundir.prepare(overwrite=opts.overwrite, resume=opts.resume)
+        run = _Run(opts, inputs, rundir.state, started, resuming)
+        try:
+            return run.execute(progress, on_bytes)
+        except InputErrorsFound:
+            rundir.state.remove()  # the run stopped on purpose: nothing of it is kept
+            raise
+
+
+class _Inputs:
+    """The run's inputs, each a regular file (pipes spooled), loaded once: tasks (from ``--tasks``
+    or the trajectory file), tool specs, labels; how the trajectories are to be read."""
+
+    def __init__(self, opts: GradeOptions):
+        self.opts = opts
+        self._stack = ExitStack()
+        self.spools: list[TaskInput] = []
+        self.bundle_items: Iterator[Loaded] | None = None
+
+    def __enter__(self) -> _Inputs:
+        opts = self.opts
+        spool_dir = Path(self._stack.enter_context(tempfile.TemporaryDirectory(prefix="judge-inputs-")))
+        self.trajectories = self._open(opts.trajectories, spool_dir)
+        self.fmt, self.whole = _trajectory_mode(self.trajectories.path, opts.trajectory_format, opts.limits)
+        if opts.tasks is not None:  # given tasks win over tasks the trajectory file carries
+            tasks = self._open(opts.tasks, spool_dir)
+            reference = self._open(opts.reference, spool_dir) if opts.reference is not None else None
+            self.taskset = load_tasks(tasks.path, opts.task_format, None if reference is None else reference.path, opts.limits, strict=opts.strict)
+            self.digests = {"tasks": tasks.hash(), "reference": None if reference is None else reference.hash()}
+        else:
+            bundle = read_trajectories(self.trajectories.path, opts.trajectory_format, opts.limits, strict=opts.strict)
+            if bundle.tasks is None:
+                raise NoTasks(f"{display_name(opts.trajectories)} carries no tasks: pass them with --tasks")
+            self.taskset, self.bundle_items = bundle.tasks, bundle.items
+            self.digests = {"tasks": None, "reference": None}
+        if opts.tool_specs is not None:
+            specs = self._open(opts.tool_specs, spool_dir)
+            self.taskset = with_tool_specs(self.taskset, load_tool_specs(specs.path, opts.limits))
+            self.digests["tool_specs"] = specs.hash()
+        self.labels: LabelSet | None = None
+        if opts.labels is not None:
+            labels = self._open(opts.labels, spool_dir)
+            self.labels = load_labels(labels.path, opts.limits)
+            self.digests["labels"] = labels.hash()
+        _rename_spools(self.taskset, self.labels, self.spools)
+        return self
+
+    def _open(self, given: Path, spool_dir: Path) -> TaskInput:
+        opened = TaskInput.open(given, spool_dir)
+        if opened.spooled:
+            self.spools.append(opened)
+        return opened
+
+    def errors(self) -> list[InputErrorInfo]:
+        return self.taskset.errors or (self.labels.errors if self.labels is not None else [])
+
+    def whole_items(self) -> Iterator[Loaded]:
+        """The trajectories read as one stream (the reader detecting the format), named as given."""
+        items = self.bundle_items
+        if items is None:
+            items = read_trajectories(self.trajectories.path, self.opts.trajectory_format, self.opts.limits, strict=self.opts.strict).items
+        spooled = {str(s.path): s.display for s in self.spools}
+        return (_renamed_loaded(loaded, spooled) for loaded in items) if spooled else items
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
 
 
 class _Run:
     """One grading run: shards in, merged in order, escalated, published."""
 
-    def __init__(self, opts: GradeOptions, taskset: TaskSet, state: RunState, digests: dict[str, str | None], started: datetime, resuming: bool):
+    def __init__(self, opts: GradeOptions, inputs: _Inputs, state: RunState, started: datetime, resuming: bool):
         self.opts = opts
-        self.taskset = taskset
+        self.inputs = inputs
+        self.taskset = inputs.taskset
         self.state = state
-        self.digests = digests
         self.started = started
         self.resuming = resuming
         self.name = display_name(opts.trajectories)
         self.agg = Aggregator(opts.config)
-        for info in taskset.errors:
+        for info in self.taskset.errors:
             self.agg.add_task_error(info)
+        for info in inputs.labels.errors if inputs.labels is not None else ():
+            self.agg.add_task_error(info, scope="labels")
+        self.agg.add_warnings(self.taskset.warnings)
         self.seen: dict[tuple[str, str], int | None] = {}
         self.pending: dict[tuple[int, int], GradedCase] = {}
         self.items = 0  # items merged so far (= the index of the next shard's first item)
         self.lines = 0
         self.bytes = 0
         self.shards = 0
+        self.guesses: dict[int, int] = {}  # shard index -> the first item index guessed for it
         self.correction = 0  # learnt difference between items and non-blank lines (item index guesses)
         self.replay_versions: dict[str, str] = {}
         self.replay_hits = 0
+        self.labels_used: set[str] = set()
         self.sha256: str | None = None
-        self.guesses: dict[int, int] = {}  # shard index -> the first item index guessed for it
         self.ctx: GradingContext | None = None
         self.executor: Executor | None = None
 
@@ -155,11 +240,13 @@ class _Run:
         """What must be equal for an interrupted run to be continued with these options."""
         o = self.opts
         return {
-            "tasks": {"path": display_name(o.tasks), "sha256": self.digests["tasks"], "format": o.task_format},
-            "reference": None if o.reference is None else {"path": display_name(o.reference), "sha256": self.digests["reference"]},
+            "tasks": {"path": None if o.tasks is None else display_name(o.tasks), "sha256": self.inputs.digests["tasks"], "format": o.task_format},
+            "reference": None if o.reference is None else {"path": display_name(o.reference), "sha256": self.inputs.digests["reference"]},
+            "extra_inputs": {k: v for k, v in sorted(self.inputs.digests.items()) if k not in ("tasks", "reference")},
             "trajectories": {"path": self.name, "format": o.trajectory_format},
             "config": o.config.model_dump(mode="json"),
             "on_error": o.on_error,
+            "strict": o.strict,
             "limits": {"max_line_bytes": o.limits.max_line_bytes, "max_string_bytes": o.limits.max_string_bytes},
             "replay": o.replayer is not None,
             "judges": _escalator_identity(o.escalator),
@@ -167,25 +254,31 @@ class _Run:
         }
 
     # ---- the run --------------------------------------------------------------------------------
-    def execute(self, progress: Progress | None, on_bytes: Callable[[int], None] | None) -> RunOutcome:
-        identity = self.identity()
+    def execute(self, progress: Progress | None, on_bytes: Callable[[int, int], None] | None) -> RunOutcome:
         if self.resuming:
             data = self.state.load()
-            _check_identity(data["identity"], identity)
+            _check_identity(data["identity"], self.identity())
             data["resumed_at"].append(datetime.now(UTC).isoformat(timespec="seconds"))
             self.state.save()
         else:
-            self.state.start(identity, self.started.isoformat(timespec="seconds"))
-        with open_stream(self.opts.trajectories) as stream:
-            cutter = LineShards(stream, self.opts.shard_lines, self.opts.shard_bytes, self.opts.limits.max_line_bytes)
-            shards = self._restore(cutter) if self.resuming else iter(())
-            if self.state.data["phase"] == "grading":
-                self._grade(cutter, shards, progress, on_bytes)
-            else:
-                for _ in shards:  # the records were read and checked; finish reading (hashing) the input
-                    pass
-                cutter.drain()
-            self.sha256 = cutter.hexdigest()
+            self.state.start(self.identity(), self.started.isoformat(timespec="seconds"))
+        if self.inputs.whole:
+            if self.resuming:
+                raise RunDirError(f"--resume: {self.name} is read as one stream (a JSON array, a bundle, an undetected format): start over with --overwrite")
+            self._grade_whole(progress)
+        else:
+            path = self.inputs.trajectories.path
+            total = path.stat().st_size
+            with open(path, "rb") as stream:
+                cutter = LineShards(stream, self.opts.shard_lines, self.opts.shard_bytes, self.opts.limits.max_line_bytes)
+                if self.resuming:
+                    self._restore(cutter)
+                if self.state.data["phase"] == "grading":
+                    self._grade(cutter, progress, lambda: on_bytes(cutter.bytes_read, total) if on_bytes is not None else None)
+                cutter.drain()  # a resumed run past grading still hashes the input for the manifest
+                self.sha256 = cutter.hexdigest()
+        if self.inputs.labels is not None:
+            self.inputs.labels.used |= self.labels_used
         self.state.set_phase("judging")
         judged = self._escalate()
         self.state.set_phase("finishing")
@@ -201,32 +294,22 @@ class _Run:
             escalating=self.opts.escalator is not None,
             replayer=self.opts.replayer,
             stop_at_error=self.opts.on_error == "fail",
+            strict=self.opts.strict,
+            labels=self.inputs.labels,
         )
 
     # ---- grading: shards in, merged in input order ----------------------------------------------
-    def _grade(self, cutter: LineShards, restored: Iterator[Any], progress: Progress | None, on_bytes: Callable[[int], None] | None) -> None:
-        for _ in restored:  # shards merged before the interruption: state and pending cases rebuilt
-            pass
-        raws = cutter.shards(first_line=self.lines + 1, first_index=self.shards)
-        fmt = self.state.data.get("format") or self.opts.trajectory_format
-        buffered: list[RawShard] = []
-        if fmt is None:
-            detected, buffered = self._detect(raws)
-            if detected is None:  # read as one stream: a JSON array, or no recognisable object
-                self._grade_whole(buffered, raws, progress, on_bytes, cutter)
-                return
-            fmt = self.state.data["format"] = detected
-        self.ctx = self._context(fmt)
+    def _grade(self, cutter: LineShards, progress: Progress | None, tick: Callable[[], None]) -> None:
+        self.ctx = self._context(self.inputs.fmt)
         self.executor = make_executor(self.ctx, self.opts.workers, self.opts.ray_address, self.opts.ray)
         try:
-            results = self.executor.ordered(self._submissions(_chain(buffered, raws)))
+            results = self.executor.ordered(self._submissions(cutter.shards(first_line=self.lines + 1, first_index=self.shards)))
             for shard, result in results:
                 shard, result = self._settle(shard, result, results)
                 self._merge(shard, result)
                 if progress is not None:
                     progress(self.items)
-                if on_bytes is not None:
-                    on_bytes(cutter.bytes_read)
+                tick()
         finally:
             self.executor.close()
 
@@ -263,7 +346,7 @@ class _Run:
         self.correction = (self.items + result.items) - (guess + shard.raw.nonblank)
         return shard, result
 
-    def _merge(self, shard: Shard, result: ShardResult, checkpoint: bool = True) -> None:
+    def _merge(self, shard: Shard, result: ShardResult) -> None:
         if result.first_error is not None:
             raise InputErrorsFound(result.first_error)
         rows = bytearray()
@@ -277,7 +360,7 @@ class _Run:
         self.agg.merge(result.aggregate)
         for key in result.keys:
             self.seen.setdefault(key[:2], key[2])
-        self._tally_replay(result.replay)
+        self._tally(result.replay, result.labels_used)
         raw = shard.raw
         self.items += result.items
         self.lines += raw.lines
@@ -296,75 +379,39 @@ class _Run:
             keys=result.keys,
             replay=result.replay,
             sha256=raw.sha256,
+            labels_used=sorted(result.labels_used),
         )
-        progress = {"bytes": self.bytes, "lines": self.lines, "items": self.items, "shards": self.shards}
-        self.state.append_shard(bytes(rows), record, progress)
+        self.state.append_shard(bytes(rows), record, {"bytes": self.bytes, "lines": self.lines, "items": self.items, "shards": self.shards})
 
-    def _tally_replay(self, replay: dict[str, Any]) -> None:
+    def _tally(self, replay: dict[str, Any], labels_used: set[str] | list[str]) -> None:
         self.replay_versions.update(replay.get("versions", {}))
         self.replay_hits += replay.get("reference_cache_hits", 0)
+        self.labels_used.update(labels_used)
 
-    def _detect(self, raws: Iterator[RawShard]) -> tuple[str | None, list[RawShard]]:
-        """The format, from the first readable object, and the shards read to find it; None
-        when the input must be read as one stream (a JSON array; no recognisable object)."""
-        from pipelines.ingest import TRAJECTORY_FORMATS
-        from pipelines.ingest._reader import read_items
-        from pipelines.ingest._registry import sniff_trajectory
-        from pipelines.shards import ShardStream
-
-        held: list[RawShard] = []
-        size = 0
-        for raw in raws:
-            held.append(raw)
-            size += raw.size
-            if len(held) == 1 and _starts_array(raw):
-                return None, held
-            for item in read_items(ShardStream(raw, self.name), self.opts.limits, (raw.first_line, 0, raw.first_byte)):
-                if item.error is None and isinstance(item.value, dict):
-                    name = sniff_trajectory(item.value)
-                    return (name if name in TRAJECTORY_FORMATS else None), held
-            if size > _DETECT_BUFFER:
-                break
-        return None, held
-
-    def _grade_whole(
-        self, held: list[RawShard], raws: Iterator[RawShard], progress: Progress | None, on_bytes: Callable[[int], None] | None, cutter: LineShards
-    ) -> None:
-        """Read the whole input as one stream here, the reader detecting the format itself;
-        rows are merged in batches as they come (such a run cannot be resumed: it starts over)."""
-        from pipelines.shards import ShardGrader, ShardStream
-
+    def _grade_whole(self, progress: Progress | None) -> None:
+        """Read the trajectories as one stream here (a JSON array, a bundle, an undetected
+        format: nothing to cut), merged in batches as they come. Not resumable: such a run
+        starts over."""
         self.state.data["whole_input"] = True
         self.ctx = ctx = self._context(None)
-        stream = ShardStream(_chain(held, raws), self.name)
-        grader = ShardGrader(ctx, self.shards, 0)
-        batch = 0
-        for loaded in iter_trajectories(stream, None, ctx.limits):
-            batch += 1
+        grader = ShardGrader(ctx, 0, 0)
+        for loaded in self.inputs.whole_items():
             if not grader.add(loaded):
                 break
-            if batch >= self.opts.shard_lines:
-                self._merge_batch(grader.result(), progress, on_bytes, cutter)
-                batch = 0
-        self._merge_batch(grader.result(), progress, on_bytes, cutter)
-
-    def _merge_batch(self, result: ShardResult, progress: Progress | None, on_bytes: Callable[[int], None] | None, cutter: LineShards) -> None:
-        self._merge(Shard(RawShard(result.index, b"", 0, 0, 0, 0, 0), first_item=result.first_item), result)
+            if grader.items >= self.opts.shard_lines:
+                self._merge(_batch_shard(grader.index, grader.first_item), grader.result())
+                if progress is not None:
+                    progress(self.items)
+        self._merge(_batch_shard(grader.index, grader.first_item), grader.result())
         if progress is not None:
             progress(self.items)
-        if on_bytes is not None:
-            on_bytes(cutter.bytes_read)
 
     # ---- resuming -------------------------------------------------------------------------------
-    def _restore(self, cutter: LineShards) -> Iterator[None]:
-        """Re-read the input up to where the interrupted run got, checking it is the same bytes;
-        rebuild its merged state and, from the same shards, the cases that wait for a judge."""
-        if self.state.data.get("whole_input"):
-            raise RunDirError(
-                f"--resume: {self.name} was read as one stream (a JSON array or an undetected format), which cannot be resumed; start over with --overwrite"
-            )
-        fmt = self.state.data.get("format") or self.opts.trajectory_format
-        ctx = self._context(fmt)
+    def _restore(self, cutter: LineShards) -> None:
+        """Re-read the input up to where the interrupted run got, checking it reads the same
+        bytes; rebuild its merged state and, from the same shards, the cases that wait for a judge
+        (their deterministic checks: nothing decided is regraded, no judge is asked)."""
+        ctx = self._context(self.inputs.fmt)
         for record in self.state.shard_records():
             try:
                 raw = cutter.take(record.size, record.index, record.first_line)
@@ -375,8 +422,8 @@ class _Run:
             self.agg.merge(record.aggregate)
             for key in record.keys:
                 self.seen.setdefault(key[:2], key[2])
-            self._tally_replay(record.replay)
-            if record.pending_items:  # rebuild the waiting cases (their deterministic checks)
+            self._tally(record.replay, record.labels_used)
+            if record.pending_items:
                 result = grade_shard(ctx, Shard(raw, first_item=record.first_item, only=frozenset(record.pending_items)))
                 for local, case in enumerate(result.pending):
                     self.pending[(record.index, local)] = case
@@ -384,8 +431,8 @@ class _Run:
             self.lines = record.first_line - 1 + record.lines
             self.bytes += record.size
             self.shards = record.index + 1
-            yield None
-        if (self.bytes, self.items) != (self.state.data["trajectories"]["bytes"], self.state.data["trajectories"]["items"]):
+        progress = self.state.data["trajectories"]
+        if (self.bytes, self.items) != (progress["bytes"], progress["items"]):
             raise RunDirError("--resume: the run state is inconsistent; start over with --overwrite")
 
     # ---- escalation -------------------------------------------------------------------------
@@ -397,7 +444,7 @@ class _Run:
         cases = self.pending
         for entry in self.state.rounds():
             for (shard, local, ti, check), decision in zip(entry["asks"], entry["decisions"], strict=True):
-                cases[(shard, local)].apply_decision(ti, _check(check), PanelDecision.model_validate(decision), entry["panel"])
+                cases[(shard, local)].apply_decision(ti, Check(check), PanelDecision.model_validate(decision), entry["panel"])
         if escalator is not None and cases:
 
             async def rounds() -> None:
@@ -428,44 +475,45 @@ class _Run:
     # ---- outputs --------------------------------------------------------------------------------
     def _finish(self, judged: dict[tuple[int, int], TrajectoryResult]) -> RunOutcome:
         out = self.opts.out
-        staging = self.state.folder / "staging" / out.name
+        staging = self.state.folder / "staging" / out.name  # named like the run: reports are titled by it
         staging.mkdir(parents=True, exist_ok=True)
         with open(self.state.partial_path, "rb") as src, open(staging / RESULTS, "wb") as dst:
             for line in src:
                 if line.startswith(b'{"' + _PENDING.encode()):
-                    ref = tuple(json.loads(line)[_PENDING])
-                    dst.write(judged[ref].model_dump_json(exclude_none=True).encode("utf-8") + b"\n")  # type: ignore[index]
+                    shard, local = json.loads(line)[_PENDING]
+                    dst.write(judged[(shard, local)].model_dump_json(exclude_none=True).encode("utf-8") + b"\n")
                 else:
                     dst.write(line)
         for result in judged.values():
             self.agg.add(result)
+        if self.inputs.labels is not None and self.opts.labels is not None:
+            self.agg.add_warnings(self.inputs.labels.unused(display_name(self.opts.labels)))
         text = json.dumps(self.agg.summary(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
         self.agg = Aggregator(self.opts.config)  # the report reads results.jsonl itself: free the rows
         (staging / SUMMARY).write_text(text, encoding="utf-8")
         summary = json.loads(text)  # reports see exactly what summary.json holds, whoever renders them
-        votes = _vote_origins(judged.values())
-        manifest = self._manifest(summary, votes)
-        tasks_loaded = len(self.taskset.tasks)
+        manifest = self._manifest(summary, _vote_origins(judged.values()))
         del self.taskset
+        self.inputs.taskset = TaskSet()
         _write_reports(summary, staging)
-        files = RunDirectory(out).publish(staging, [RESULTS, SUMMARY, *sorted(p.name for p in staging.iterdir() if p.name not in (RESULTS, SUMMARY))])
-        manifest["tasks_loaded"] = tasks_loaded
+        rest = sorted(p.name for p in staging.iterdir() if p.name not in (RESULTS, SUMMARY))
+        files = RunDirectory(out).publish(staging, [RESULTS, SUMMARY, *rest])
         manifest["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         atomic_write(out / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
         self.state.remove()
-        order = {RESULTS: 0, SUMMARY: 1, MANIFEST: 2}
-        files.append(out / MANIFEST)
-        files.sort(key=lambda p: (order.get(p.name, 3), p.name))
+        files.insert(2, out / MANIFEST)
         return RunOutcome(summary=summary, out=out, files=files, resumed=self.resuming)
 
     def _manifest(self, summary: dict[str, Any], votes: dict[str, int]) -> dict[str, Any]:
         o = self.opts
+        digests = self.inputs.digests
         inputs: list[dict[str, Any]] = [
-            {"role": "tasks", "path": display_name(o.tasks), "format": o.task_format or "auto", "sha256": self.digests["tasks"]},
-            {"role": "trajectories", "path": self.name, "format": o.trajectory_format or "auto", "sha256": self.sha256},
+            {"role": "tasks", "path": None if o.tasks is None else display_name(o.tasks), "format": o.task_format or "auto", "sha256": digests["tasks"]},
+            {"role": "trajectories", "path": self.name, "format": o.trajectory_format or "auto", "sha256": self.sha256 or self.inputs.trajectories.hash()},
         ]
-        if o.reference is not None:
-            inputs.append({"role": "reference", "path": display_name(o.reference), "sha256": self.digests["reference"]})
+        for role, path in (("reference", o.reference), ("labels", o.labels), ("tool_specs", o.tool_specs)):
+            if path is not None:
+                inputs.append({"role": role, "path": display_name(path), "sha256": digests.get(role)})
         executor = self.executor
         return {
             "tool": "trajectory-judge",
@@ -474,9 +522,11 @@ class _Run:
             "python": platform.python_version(),
             "command": o.command or sys.argv,
             "inputs": inputs,
+            "tasks_loaded": len(self.taskset.tasks),
             "config": o.config.model_dump(mode="json"),
             "on_error": o.on_error,
-            "judges": None if o.escalator is None else _describe(o.escalator),
+            "strict": o.strict,
+            "judges": None if o.escalator is None else _describe(o.escalator, o.rubrics),
             "judge_answers": _answers_note(votes),
             "replay": None if o.replayer is None else self._replay_description(),
             "grading": {
@@ -500,9 +550,47 @@ class _Run:
 # ---- helpers ----------------------------------------------------------------------------------
 
 
-def _chain(first: list[RawShard], rest: Iterator[RawShard]) -> Iterator[RawShard]:
-    yield from first
-    yield from rest
+def _trajectory_mode(path: Path, fmt: str | None, limits: Limits) -> tuple[str | None, bool]:
+    """(streaming format, whole): whole=True when the input is read as one stream (a bundle read
+    as a whole file, a JSON array, or no recognisable format), else it is cut into shards."""
+    if fmt is not None:
+        if isinstance(trajectory_format(fmt), BundleFormat):
+            return None, True
+        name = fmt
+    else:
+        try:
+            name = detect_trajectory_format(path)
+        except ValueError:
+            return None, True  # every item will say why, as the reader of the whole file reports it
+        if isinstance(trajectory_format(name), BundleFormat):
+            return None, True
+    return (None, True) if _starts_array(path) else (name, False)
+
+
+def _starts_array(path: Path, budget: int = 1 << 20) -> bool:
+    """The first line a reader decodes that is not blank starts a JSON array (the reader then
+    reads the file as one array), or that line is not found in the first ``budget`` bytes."""
+    with open(path, "rb") as fh:
+        first = True
+        while budget > 0:
+            line = fh.readline(budget)
+            if not line:
+                return False
+            budget -= len(line)
+            if first and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]
+            first = False
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            if text.strip():
+                return text.lstrip(" \t\r\n").startswith("[")
+    return True
+
+
+def _batch_shard(index: int, first_item: int) -> Shard:
+    return Shard(RawShard(index, b"", 0, 0, 0, 0, 0), first_item=first_item)
 
 
 def _join(a: RawShard, b: RawShard) -> RawShard:
@@ -519,27 +607,6 @@ def _join(a: RawShard, b: RawShard) -> RawShard:
     )
 
 
-def _starts_array(raw: RawShard) -> bool:
-    """The first line a reader decodes that is not blank starts a JSON array (the reader then
-    reads the whole file as one array)."""
-    for number, line in enumerate(raw.data.splitlines()):
-        if number == 0 and raw.first_byte == 0 and line.startswith(b"\xef\xbb\xbf"):
-            line = line[3:]
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        if text.strip():
-            return text.lstrip(" \t\r\n").startswith("[")
-    return False
-
-
-def _check(value: str) -> Any:
-    from judge import Check
-
-    return Check(value)
-
-
 def _check_identity(before: dict[str, Any], now: dict[str, Any]) -> None:
     changed = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
     if changed:
@@ -548,21 +615,27 @@ def _check_identity(before: dict[str, Any], now: dict[str, Any]) -> None:
         )
 
 
-def _rename_spools(taskset: TaskSet, inputs: list[TaskInput]) -> None:
-    """Errors and sources must name an input as given (``-``), never its temporary spool."""
-    spooled = {str(i.path): i.display for i in inputs if i.spooled}
-    if not spooled:
-        return
-
+def _renaming(spooled: dict[str, str]) -> Callable[[str], str]:
     def fix(text: str) -> str:
         for tmp, shown in spooled.items():
             text = text.replace(tmp, shown)
         return text
 
-    def fix_info(info: InputErrorInfo) -> InputErrorInfo:
+    return fix
+
+
+def _rename_spools(taskset: TaskSet, labels: LabelSet | None, inputs: list[TaskInput]) -> None:
+    """Errors and sources must name an input as given (``-``), never its temporary spool."""
+    spooled = {str(i.path): i.display for i in inputs}
+    if not spooled:
+        return
+    fix = _renaming(spooled)
+
+    def fix_info(info: Any) -> Any:
         return info.model_copy(update={"file": fix(info.file), "message": fix(info.message)})
 
     taskset.errors[:] = [fix_info(i) for i in taskset.errors]
+    taskset.warnings[:] = [fix_info(w) for w in taskset.warnings]
     for table in (taskset.ambiguous, taskset.invalid):
         for key, info in list(table.items()):
             table[key] = fix_info(info)
@@ -570,6 +643,16 @@ def _rename_spools(taskset: TaskSet, inputs: list[TaskInput]) -> None:
         source = taskset.sources[tid]
         if source.file in spooled:
             taskset.sources[tid] = source.model_copy(update={"file": spooled[source.file]})
+    if labels is not None:
+        labels.errors[:] = [fix_info(i) for i in labels.errors]
+
+
+def _renamed_loaded(loaded: Loaded, spooled: dict[str, str]) -> Loaded:
+    fix = _renaming(spooled)
+    source = loaded.source.model_copy(update={"file": fix(loaded.source.file)})
+    error = None if loaded.error is None else loaded.error.model_copy(update={"file": fix(loaded.error.file), "message": fix(loaded.error.message)})
+    warnings: list[InputWarning] = [w.model_copy(update={"file": fix(w.file), "message": fix(w.message)}) for w in loaded.warnings]
+    return Loaded(source=source, trajectory=loaded.trajectory, error=error, task_id=loaded.task_id, trajectory_id=loaded.trajectory_id, warnings=warnings)
 
 
 def _escalator_identity(escalator: Any) -> Any:
@@ -598,9 +681,10 @@ def _vote_origins(results: Any) -> dict[str, int]:
 
 
 def _answers_note(votes: dict[str, int]) -> dict[str, Any]:
-    """What a rerun answered from the judge cache may change (issue 10 item 12)."""
+    """What a rerun answered from the judge cache changes (issue 10 item 12)."""
     return {
-        **votes,
+        "live_votes": votes["live"],
+        "cached_votes": votes["cached"],
         "differs_from_a_live_run_only_in": [
             "results.jsonl: each vote's cached flag and cost_usd, each result's judge_calls and judge_cost_usd",
             "summary.json: judges.calls, judges.cost_usd, judges.calls_per_100_trajectories",
@@ -628,8 +712,9 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _describe(component: Any) -> Any:
-    """What the manifest records of a panel or replayer: its stats and, for judges, rubric versions."""
+def _describe(component: Any, rubric_table: Any = None) -> Any:
+    """What the manifest records of a panel or replayer: its stats and, for judges, rubric versions
+    (and where each rubric came from: built in, or a --rubrics file)."""
     describe = getattr(component, "describe", None)
     if callable(describe):
         return describe()
@@ -637,5 +722,9 @@ def _describe(component: Any) -> Any:
     stats = getattr(component, "stats", None)
     if hasattr(stats, "model_dump"):
         out["stats"] = stats.model_dump(mode="json")
-        out["rubrics"] = {name: rubric.version for name, rubric in sorted(rubrics.RUBRICS.items())}
+        table = rubric_table or rubrics.RUBRICS
+        out["rubrics"] = {name: rubric.version for name, rubric in sorted(table.items())}
+        out["rubric_sources"] = {
+            name: str(getattr(r, "source_path", None)) if r is not rubrics.RUBRICS.get(name) else "builtin" for name, r in sorted(table.items())
+        }
     return out

@@ -69,6 +69,7 @@ class ShardRecord:
     keys: list[tuple[str, str, int | None]]
     replay: dict[str, Any] = field(default_factory=dict)
     sha256: str = ""  # of the input bytes it covered
+    labels_used: list[str] = field(default_factory=list)
 
 
 class RunState:

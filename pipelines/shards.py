@@ -27,9 +27,10 @@ from typing import Any
 
 from judge import InputError, InputErrorInfo, TrajectoryResult, VerdictLabel
 from pipelines.aggregate import Aggregator
+from pipelines.alignment import TurnAlignmentError
 from pipelines.config import GradingConfig
 from pipelines.grade_case import GradedCase, grade_case
-from pipelines.ingest import Limits, Loaded, TaskSet, check_task, iter_trajectories
+from pipelines.ingest import Limits, Loaded, TaskSet, check_task, read_trajectories
 from pipelines.run_inputs import RawShard
 
 __all__ = ["GradingContext", "Shard", "ShardGrader", "ShardResult", "ShardStream", "error_row", "grade_loaded", "grade_shard"]
@@ -49,6 +50,8 @@ class GradingContext:
     escalating: bool = False  # a judge panel waits: inconclusive cases come back pending
     replayer: Any = None  # pipelines.replay.Replayer (each worker process has its own copy)
     stop_at_error: bool = False  # --on-error fail: stop at the first error row
+    strict: bool = False  # unknown fields are errors, not warnings
+    labels: Any = None  # pipelines.labels.LabelSet: external labels applied to each trajectory
 
 
 @dataclass
@@ -72,6 +75,7 @@ class ShardResult:
     overran: bool
     first_error: InputErrorInfo | None
     replay: dict[str, Any] = field(default_factory=dict)  # environments used -> version, reference cache hits
+    labels_used: set[str] = field(default_factory=set)  # external labels that labelled a trajectory here
 
 
 class ShardStream(io.RawIOBase):
@@ -138,7 +142,7 @@ def grade_shard(ctx: GradingContext, shard: Shard) -> ShardResult:
     raw = shard.raw
     grader = ShardGrader(ctx, raw.index, shard.first_item)
     stream = ShardStream(raw, ctx.name)
-    items = iter_trajectories(stream, ctx.fmt, ctx.limits, start=(raw.first_line, shard.first_item, raw.first_byte), seen=shard.seen)
+    items = read_trajectories(stream, ctx.fmt, ctx.limits, strict=ctx.strict, start=(raw.first_line, shard.first_item, raw.first_byte), seen=shard.seen).items
     for loaded in items:
         stream.items_out += 1
         if not grader.add(loaded, shard.only):
@@ -167,6 +171,7 @@ class ShardGrader:
         self.keys: list[tuple[str, str, int | None]] = []
         self.items = 0
         self.first_error: InputErrorInfo | None = None
+        self.labels_used: set[str] = set()
 
     def add(self, loaded: Loaded, only: frozenset[int] | None = None) -> bool:
         """Grade one item; False when the run must stop here (``--on-error fail``)."""
@@ -176,6 +181,13 @@ class ShardGrader:
         item = loaded.source.item
         if only is not None and item not in only:
             return True
+        self.agg.add_warnings(loaded.warnings)
+        labels = self.ctx.labels
+        if labels is not None and loaded.trajectory is not None:
+            before = len(labels.used)
+            loaded.trajectory = labels.apply(loaded.trajectory)
+            if len(labels.used) != before:
+                self.labels_used |= labels.used
         outcome = grade_loaded(loaded, self.ctx.tasks, self.ctx.config, self.ctx.replayer)
         if isinstance(outcome, GradedCase):
             if self.ctx.escalating and outcome.next_escalation() is not None:
@@ -212,6 +224,7 @@ class ShardGrader:
             overran=overran,
             first_error=self.first_error,
             replay=replay,
+            labels_used=self.labels_used,
         )
         self.index += 1
         self.first_item += self.items
@@ -231,10 +244,12 @@ def grade_loaded(loaded: Loaded, taskset: TaskSet, config: GradingConfig, replay
     try:
         replay = None
         if replayer is not None and task.environment is not None:
-            replay = replayer.replay(task, loaded.trajectory)
+            replay = replayer.replay(task, loaded.trajectory, config.turns)
         return grade_case(task, loaded.trajectory, config, source=loaded.source, replay=replay)
     except InputError as exc:
         return error_row(loaded, exc.info)
+    except TurnAlignmentError as exc:
+        return error_row(loaded, InputErrorInfo(kind="unknown_turn", message=str(exc), file=loaded.source.file, line=loaded.source.line, field="turns"))
     except Exception as exc:  # an environment or replay failure must not sink the run
         info = InputErrorInfo(kind="grading_error", message=f"{type(exc).__name__}: {exc}", file=loaded.source.file, line=loaded.source.line)
         return error_row(loaded, info)
