@@ -34,9 +34,23 @@ app.add_typer(gold_app, name="gold", help="Human gold from your own runs: export
 app.add_typer(rubrics_app, name="rubrics", help="Rubric files: export the built-ins, check a folder of your own.")
 
 
+# Options whose value may be left out (``--ray`` alone means ``--ray local``): click takes the
+# next word as the value, so the console script fills the default in when none follows.
+_OPTIONAL_VALUES = {"--ray": "local"}
+
+
+def optional_values(argv: list[str]) -> list[str]:
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        out.append(arg)
+        if arg in _OPTIONAL_VALUES and (i + 1 == len(argv) or argv[i + 1].startswith("-")):
+            out.append(_OPTIONAL_VALUES[arg])
+    return out
+
+
 def main() -> None:  # pragma: no cover - the console script
     try:
-        app()
+        app(args=optional_values(sys.argv[1:]))
     except SystemExit:
         raise
     except Exception as exc:
@@ -44,4 +58,4 @@ def main() -> None:  # pragma: no cover - the console script
         sys.exit(EXIT_INTERNAL)
 
 
-__all__ = ["EXIT_INPUT_ERROR", "EXIT_JUDGE_CONFIG", "EXIT_USAGE", "app", "main"]
+__all__ = ["EXIT_INPUT_ERROR", "EXIT_JUDGE_CONFIG", "EXIT_USAGE", "app", "main", "optional_values"]

@@ -17,13 +17,12 @@ RootOpt = typer.Option(None, "--root", help="Folder of domain folders (default: 
 
 @env_app.command("list")
 def list_cmd(root: Optional[Path] = RootOpt) -> None:
-    """List the domains with their version and tool count."""
-    from pipelines.env import list_environments, load_environment
+    """List the domains with their version and tool count (as their files state them; `env tools` validates)."""
+    from pipelines.env import describe_environment, list_environments
 
     for name in list_environments(root):
-        env = load_environment(name, root)
-        writes = sum(1 for t in env.tools if t.side_effect == "write")
-        typer.echo(f"{name}\t{env.version}\t{len(env.tools)} tools ({writes} write)\t{len(env.docs)} documents")
+        d = describe_environment(name, root)
+        typer.echo(f"{name}\t{d['version']}\t{d['tools']} tools ({d['writes']} write)\t{d['documents']} documents")
 
 
 @env_app.command("tools")

@@ -38,31 +38,37 @@ class OnError(StrEnum):
     fail = "fail"
 
 
-def _count_lines(path: Path) -> int | None:
-    """Cheap total for the progress bar (JSONL: one trajectory per line)."""
-    try:
-        with open(path, "rb") as fh:
-            return sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b"")) or None
-    except OSError:
-        return None
+def _input_path(value: Optional[Path]) -> Optional[Path]:
+    """An input file, or ``-`` for standard input (read once; see pipelines.run_inputs)."""
+    if value is None or str(value) == "-":
+        return value
+    if not value.exists():
+        raise typer.BadParameter(f"File '{value}' does not exist.")
+    if value.is_dir():
+        raise typer.BadParameter(f"File '{value}' is a directory.")
+    return value
 
 
 def run_and_print(opts: GradeOptions) -> dict[str, Any]:
     """Run the grading with a progress bar, print the summary table, return summary.json's content."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from pipelines.grade_run import InputErrorsFound, NoTasks, run_grading
+    from pipelines.grade_run import InputErrorsFound, NoTasks, RunDirError, run_grading
     from pipelines.ingest import ToolSpecError
 
-    columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    columns = (TextColumn("grading {task.fields[done]:,} trajectories"), BarColumn(), DownloadColumn(), TimeElapsedColumn(), TimeRemainingColumn())
     try:
         with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
-            task = bar.add_task("grading", total=_count_lines(opts.trajectories))
-            outcome = run_grading(opts, progress=lambda n: bar.update(task, completed=n) if n % 200 == 0 else None)
+            task = bar.add_task("grading", total=None, done=0)
+            outcome = run_grading(
+                opts,
+                progress=lambda n: bar.update(task, done=n),
+                on_bytes=lambda done, total: bar.update(task, completed=done, total=total),
+            )
     except InputErrorsFound as exc:
         console.print(f"[red]input error:[/red] {exc.info.render()}")
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
-    except (NoTasks, ToolSpecError) as exc:
+    except (NoTasks, ToolSpecError, RunDirError) as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(EXIT_USAGE) from exc
     _print_summary(outcome.summary, outcome.out)
@@ -132,20 +138,18 @@ def grade(
     trajectories: Annotated[
         Path,
         typer.Option(
-            exists=True,
-            dir_okay=False,
-            help="Trajectories (native, OpenAI / Anthropic messages, VAKRA, BFCL results, tau2 results, Inspect logs, OTel traces).",
+            callback=_input_path,
+            help="Trajectories (native, OpenAI / Anthropic messages, VAKRA, BFCL results, tau2 results, Inspect logs, OTel traces); - for standard input.",
         ),
     ],
     tasks: Annotated[
         Optional[Path],
         typer.Option(
-            exists=True, dir_okay=False, help="Tasks (native JSONL, VAKRA input/ground truth, BFCL questions); optional when the trajectory file carries them."
+            callback=_input_path,
+            help="Tasks (native JSONL, VAKRA input/ground truth, BFCL questions); optional when the trajectory file carries them; - for standard input.",
         ),
     ] = None,
-    reference: Annotated[
-        Optional[Path], typer.Option(exists=True, dir_okay=False, help="Separate ground truth: VAKRA ground truth or BFCL possible answers.")
-    ] = None,
+    reference: Annotated[Optional[Path], typer.Option(callback=_input_path, help="Separate ground truth: VAKRA ground truth or BFCL possible answers.")] = None,
     format: Annotated[Optional[str], typer.Option("--format", help="Trajectory format (auto-detected by default): native|openai|anthropic|vakra.")] = None,
     task_format: Annotated[Optional[str], typer.Option(help="Task format (auto-detected by default): native|vakra|bfcl.")] = None,
     out: Annotated[Path, typer.Option(help="Output directory.")] = Path("runs/latest"),
@@ -167,18 +171,38 @@ def grade(
     strict: Annotated[bool, typer.Option("--strict", help="Fields the schema does not know are errors instead of warnings.")] = False,
     labels: Annotated[
         Optional[Path],
-        typer.Option(exists=True, dir_okay=False, help="Verdicts of another tool (JSONL {trajectory_id|task_id, label}): report agreement with them."),
+        typer.Option(callback=_input_path, help="Verdicts of another tool (JSONL {trajectory_id|task_id, label}): report agreement with them."),
     ] = None,
     tool_specs: Annotated[
-        Optional[Path], typer.Option(exists=True, dir_okay=False, help="Tool specs (a task's tools shape) for formats whose files carry none.")
+        Optional[Path], typer.Option(callback=_input_path, help="Tool specs (a task's tools shape) for formats whose files carry none.")
     ] = None,
     rubrics: RubricsOpt = None,
+    workers: Annotated[Optional[int], typer.Option(min=1, help="Processes that grade (default: the machine's cores). Outputs do not depend on it.")] = None,
+    ray: Annotated[
+        Optional[str],
+        typer.Option(
+            "--ray",
+            metavar="[ADDRESS]",
+            help="Grade on a Ray cluster (pip install 'trajectory-judge[ray]'): alone or 'local' starts a local Ray; 'auto' or ray://host:port joins a cluster.",
+        ),
+    ] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the run (or interrupted run) --out holds.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the interrupted run in --out: nothing decided is regraded, no judge asked again.")] = False,
 ) -> None:
     """Grade trajectories against tasks; write results.jsonl, summary.json, report.md, manifest.json."""
     from pipelines.alignment import TURNS_MODES
     from pipelines.config import GradingConfig
+    from pipelines.executors import default_workers
     from pipelines.grade_run import GradeOptions
 
+    piped = [
+        name
+        for name, path in (("--trajectories", trajectories), ("--tasks", tasks), ("--reference", reference), ("--labels", labels), ("--tool-specs", tool_specs))
+        if path is not None and str(path) == "-"
+    ]
+    if len(piped) > 1:
+        console.print(f"[red]standard input (-) can feed one input only, not {' and '.join(piped)}[/red]")
+        raise typer.Exit(EXIT_USAGE)
     grading = GradingConfig.load(config)
     if turns is not None:
         if turns not in TURNS_MODES:
@@ -202,6 +226,11 @@ def grade(
         strict=strict,
         labels=labels,
         tool_specs=tool_specs,
+        workers=workers or default_workers(),
+        ray=ray is not None,
+        ray_address=None if ray in (None, "local") else ray,
+        overwrite=overwrite,
+        resume=resume,
     )
     run_and_print(opts)
 
@@ -223,6 +252,7 @@ def demo(
     from rich.table import Table
 
     from pipelines.config import GradingConfig
+    from pipelines.executors import default_workers
     from pipelines.grade_run import GradeOptions
     from pipelines.resources import sample_dir
 
@@ -240,6 +270,8 @@ def demo(
         rubrics=rubric_table,
         replayer=build_replayer(True),
         command=["judge", *sys.argv[1:]],
+        workers=default_workers(),
+        overwrite=True,  # the demo's folder holds the demo: each run replaces it
     )
     summary = run_and_print(opts)
     for key in ("capability", "hop_count", "hop_pattern"):

@@ -13,7 +13,6 @@ bad arguments, a timeout or an internal error all come back as ``ExecResult(ok=F
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import threading
@@ -23,14 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from judge import ToolSpec, canonical_json
 from pipelines.env import _slot
+from pipelines.env._catalog import environment_version, list_environments, roots
 from pipelines.env._labels import LabelError, has_reference, resolve
-from pipelines.env._retriever import BM25Index
 from pipelines.env._sql import Deadline, copy_to_memory, open_read_only, read_schema, rows_as_dicts, state_digest
-from pipelines.resources import environments_root
 
 DEFAULT_TIME_LIMIT_S = 2.0
 MAX_RESULT_ROWS = 200
@@ -83,19 +79,15 @@ class Environment:
         for path in (db_path, tools_path):
             if not path.is_file():
                 raise DomainError(f"environment {name!r}: missing {path}")
-        digest = hashlib.sha256()
-        for path in (db_path, tools_path, docs_path):
-            digest.update(path.name.encode())
-            digest.update(path.read_bytes() if path.is_file() else b"")
-        self.version = digest.hexdigest()[:16]
+        self.version = environment_version(folder)
         self._conn, self._deadline = open_read_only(db_path)
         self.schema = read_schema(self._conn)
         self._lock = threading.RLock()
         self.docs = self._load_docs(docs_path) if docs_path.is_file() else []
-        self._doc_index = BM25Index([f"{d['title']}\n{d['text']}" for d in self.docs])
+        self._doc_index: Any = None  # BM25 over the documents, built on the first search (bm25s loads scipy)
         self.tools, self._impl = self._load_tools(tools_path)
         self._tool_index = {t.name: t for t in self.tools}
-        self._shortlist_index: BM25Index | None = None
+        self._shortlist_index: Any = None
         self._base_digest: str | None = None
         self._cache: OrderedDict[tuple[str, str], tuple[ExecResult, dict[str, _slot.Dataset]]] = OrderedDict()
         self._cache_size = cache_size
@@ -148,6 +140,8 @@ class Environment:
                     self._check_sql(sql, f"{where}.impl.{key}")
             for j, sql in enumerate(impl.get("statements", [])):
                 self._check_sql(sql, f"{where}.impl.statements[{j}]")
+            import jsonschema  # here, not at import time: `judge env list` must start fast
+
             try:
                 jsonschema.Draft202012Validator.check_schema(spec.parameters)
             except jsonschema.SchemaError as exc:
@@ -185,12 +179,19 @@ class Environment:
         return self._base_digest
 
     def search_documents(self, query: str, k: int = 3) -> list[dict[str, Any]]:
+        if self._doc_index is None:
+            from pipelines.env._retriever import BM25Index
+
+            with self._lock:
+                self._doc_index = BM25Index([f"{d['title']}\n{d['text']}" for d in self.docs])
         hits = self._doc_index.search(query, k)
         return [{**self.docs[h.index], "score": h.score} for h in hits]
 
     def shortlist(self, query: str, k: int = 20) -> list[ToolSpec]:
         """BM25 over tool names and descriptions: how an agent picks from more than 128 tools."""
         if self._shortlist_index is None:
+            from pipelines.env._retriever import BM25Index
+
             self._shortlist_index = BM25Index([f"{t.name.replace('_', ' ')} {t.description}" for t in self.tools])
         return [self.tools[h.index] for h in self._shortlist_index.search(query, k)]
 
@@ -284,6 +285,8 @@ class Session:
         return result
 
     def _validate(self, spec: ToolSpec, args: dict[str, Any]) -> None:
+        import jsonschema
+
         validator = jsonschema.Draft202012Validator(spec.parameters)
         errors = sorted(validator.iter_errors(args), key=lambda e: (list(e.absolute_path), e.message))
         if errors:
@@ -405,14 +408,7 @@ _LOAD_LOCK = threading.Lock()
 
 
 def _root(root: Path | None) -> Path:
-    return Path(root) if root is not None else environments_root()
-
-
-def list_environments(root: Path | None = None) -> list[str]:
-    base = _root(root)
-    if not base.is_dir():
-        return []
-    return sorted(p.name for p in base.iterdir() if (p / "tools.json").is_file() and (p / "db.sqlite").is_file())
+    return roots(root)
 
 
 def load_environment(name: str, root: Path | None = None, time_limit_s: float = DEFAULT_TIME_LIMIT_S) -> Environment:
