@@ -11,8 +11,9 @@ deployment's 14-18 tool specs in the OpenAI ``{"type": "function", "function": .
 loader that re-hashes every spec of every task pays for it.
 
 Two task variants of the same conversations:
-- ``episode`` (the headline): one goal per task (``question`` + reference calls + gold answer),
-  the multi-user-message dialogue graded as one episode;
+- ``episode`` (the headline): one goal per task (``question`` + reference calls + the content the
+  agent must tell the customer, as tau2 checks it), the multi-user-message dialogue graded as
+  one episode;
 - ``turns``: the task spells one turn per user message (reference calls and gold answers where a
   turn has them), so the dialogue aligns turn by turn with what the grader reads.
 
@@ -525,7 +526,7 @@ def conversation(i: int, rng: random.Random) -> Conversation:
         "question": d.turns[0]["query"],
         "tools": tools,
         "reference_calls": all_calls,
-        "gold_answer": tracking,
+        "required_content": [tracking],  # what the agent must tell the customer somewhere (tau2's communicate_info)
         "policy": {"text": POLICY[:400], "max_calls": 12},
         "metadata": metadata,
     }

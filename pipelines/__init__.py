@@ -4,4 +4,20 @@
 answer, grounding; ``matching`` holds the value rules) with optional ``replay`` in an ``env`` ->
 ``grade_case`` (one trajectory: escalation bookkeeping, ``attribution``, ``scoring``) -> ``grade_run``
 (the whole run: streaming, judge rounds, outputs) -> ``aggregate`` (summary.json). ``cli`` is the ``judge`` command.
+
+``grade_trajectory`` (``reward``) grades one trajectory in memory: the reward-function entry point.
 """
+
+from typing import Any
+
+__all__ = ["grade_trajectory"]
+
+
+def __getattr__(name: str) -> Any:
+    """``pipelines.grade_trajectory`` loads the grader on first use (the CLI imports this package
+    and must start fast)."""
+    if name == "grade_trajectory":
+        from pipelines.reward import grade_trajectory
+
+        return grade_trajectory
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

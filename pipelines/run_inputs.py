@@ -133,11 +133,11 @@ class LineShards:
     """Cuts a byte stream into shards of whole lines (at most ``max_lines`` lines / about
     ``max_bytes`` bytes each), hashing every byte once as it passes.
 
-    Lines end at ``\\n``, as the reader's ``readline`` splits them. A cut is never placed before a
-    blank line or a line starting with ``[`` (in a JSONL file such a line is an item whose
-    meaning a fresh reader at the cut could take for a top-level array), so a shard starts
-    where a reader of the whole file starts an item, unless an item spans lines (see
-    ``pipelines.shards``, which checks that and regrades across the cut). Memory holds one
+    Lines end at ``\\n``, as the reader's ``readline`` splits them. A cut is placed only before a
+    line that is valid UTF-8, not blank, not too long to keep and not starting with ``[`` (a
+    reader starting there must take the file for JSONL, as the reader of the whole file did), so
+    a shard starts where a reader of the whole file starts an item, unless an item spans lines
+    (see ``pipelines.shards``, which checks that and regrades across the cut). Memory holds one
     shard: a line longer than ``max_line_bytes`` is counted, not kept.
     """
 
@@ -214,7 +214,7 @@ class LineShards:
             if not line_size:
                 break
             is_virtual = virtual_digest is not None
-            if exact is None and parts and (len(parts) >= self.max_lines or size >= self.max_bytes) and (is_virtual or _may_start_shard(line)):
+            if exact is None and parts and (len(parts) >= self.max_lines or size >= self.max_bytes) and not is_virtual and _may_start_shard(line):
                 self._held = (line, line_size, virtual_digest)  # it starts the next shard
                 break
             if is_virtual:
@@ -234,5 +234,14 @@ class LineShards:
 
 
 def _may_start_shard(line: bytes) -> bool:
+    """A reader starting a shard decides JSONL or JSON array from the first line it can decode
+    that is not blank; cut only before such a line that does not start a JSON array, so it
+    decides JSONL, as the reader of the whole file did."""
     stripped = line.lstrip(b" \t\r\n")
-    return bool(stripped) and not stripped.startswith(b"[")
+    if not stripped or stripped.startswith(b"["):
+        return False
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

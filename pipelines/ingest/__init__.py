@@ -6,7 +6,7 @@ JSON object. Every item becomes exactly one task / trajectory or one ``InputErro
 file, line and field path; nothing is silently dropped or overwritten.
 """
 
-from pipelines.ingest._api import check_task, detect_task_format, detect_trajectory_format, iter_trajectories, load_tasks, read_trajectories
+from pipelines.ingest._api import check_task, convert_trajectory, detect_task_format, detect_trajectory_format, iter_trajectories, load_tasks, read_trajectories
 from pipelines.ingest._base import Bundle, BundleFormat, Limits, Loaded, TaskSet
 from pipelines.ingest._registry import TASK_FORMATS, TRAJECTORY_FORMATS, trajectory_format
 from pipelines.ingest._schemas import export_json_schemas
@@ -22,6 +22,7 @@ __all__ = [
     "TaskSet",
     "ToolSpecError",
     "check_task",
+    "convert_trajectory",
     "detect_task_format",
     "detect_trajectory_format",
     "export_json_schemas",

@@ -172,6 +172,15 @@ def read_trajectories(
     return bundle
 
 
+def convert_trajectory(item: Any, fmt: str = "native", *, file: str = "<memory>") -> Loaded:
+    """One in-memory item read as a line of a ``fmt`` file would be (same checks, same errors,
+    same warnings); for callers that hold trajectories in memory (``pipelines.reward``)."""
+    chosen = trajectory_format(fmt)
+    if isinstance(chosen, BundleFormat):
+        raise ValueError(f"the {chosen.name} format is read as a whole file; pass one trajectory in a streaming format")
+    return _Stream(file, chosen, Limits())._load(RawItem(line=1, index=0, value=item))
+
+
 def iter_trajectories(path: Source, fmt: str | None = None, limits: Limits = Limits()) -> Iterator[Loaded]:
     """One ``Loaded`` per trajectory of ``path``, lazily, in file order (see ``read_trajectories``)."""
     return read_trajectories(path, fmt, limits).items

@@ -1,0 +1,175 @@
+"""Shards, workers and Ray write what one reader of the whole input writes, byte for byte.
+
+The reference is a run whose single shard is the whole file (one reader from the first byte);
+every other run cuts the input into shards of a few lines, so that each rule the merge checks
+(an item spanning a cut, item indices, ids repeated across shards, a line too long to keep) is
+crossed many times.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bench.conversations import generate as generate_conversations
+from bench.generate import generate
+from pipelines.grade_run import GradeOptions, run_grading
+from pipelines.ingest import Limits
+from pipelines.ingest._reader import read_items
+from pipelines.run_inputs import LineShards
+from pipelines.shards import ShardStream
+
+OUTPUTS = ("results.jsonl", "summary.json", "report.md")
+
+
+def _run(tasks: Path, trajectories: Path, out: Path, **options) -> dict[str, bytes]:
+    run_grading(GradeOptions(tasks=tasks, trajectories=trajectories, out=out, **options))
+    return {name: (out / name).read_bytes() for name in OUTPUTS}
+
+
+def _assert_same(a: dict[str, bytes], b: dict[str, bytes]) -> None:
+    for name in OUTPUTS:
+        assert a[name] == b[name], f"{name} differs"
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> tuple[Path, Path]:
+    return generate(tmp_path_factory.mktemp("gen"), 240, n_tasks=40, seed=5)
+
+
+def test_workers_and_shard_sizes_do_not_change_a_byte(generated, tmp_path):
+    tasks, trajectories = generated
+    reference = _run(tasks, trajectories, tmp_path / "one", shard_lines=10**6)
+    _assert_same(reference, _run(tasks, trajectories, tmp_path / "cut", shard_lines=7))
+    _assert_same(reference, _run(tasks, trajectories, tmp_path / "two", shard_lines=13, workers=2))
+
+
+def test_realistic_conversations_with_workers(tmp_path):
+    paths = generate_conversations(tmp_path / "conv", 60, seed=2)
+    for variant in ("episode", "turns"):
+        reference = _run(paths[variant], paths["trajectories"], tmp_path / f"{variant}-1", shard_lines=10**6)
+        _assert_same(reference, _run(paths[variant], paths["trajectories"], tmp_path / f"{variant}-2", shard_lines=9, workers=2))
+        rows = [json.loads(line) for line in reference["results.jsonl"].splitlines()]
+        assert len(rows) == 60 and {r["verdict"] for r in rows} >= {"pass", "fail"}
+
+
+def _write(path: Path, chunks: list[bytes]) -> Path:
+    path.write_bytes(b"".join(chunks))
+    return path
+
+
+@pytest.fixture()
+def tricky(tmp_path) -> tuple[Path, Path]:
+    """Every kind of line a cut can meet."""
+    task = {"task_id": "t1", "question": "q", "reference_calls": [{"name": "f", "arguments": {"x": 1}}], "gold_answer": "1"}
+    tasks = _write(tmp_path / "tasks.jsonl", [json.dumps(task).encode() + b"\n"])
+
+    def traj(i: int, **extra) -> bytes:
+        item = {"task_id": "t1", "trajectory_id": f"r{i}", "steps": [{"name": "f", "arguments": {"x": 1}, "result": 1}], "final_answer": "1"} | extra
+        return json.dumps(item).encode() + b"\n"
+
+    pretty = json.dumps({"task_id": "t1", "trajectory_id": "pretty", "steps": [], "final_answer": "1"}, indent=2).encode() + b"\n"
+    lines = [traj(i) for i in range(5)]
+    lines += [b"\n", b"   \n", pretty, traj(5), b"[1, 2]\n", traj(6), b'{"task_id": "t1", "trajectory_id": "half", \n', traj(7)]
+    lines += [traj(2), traj(8), b"x" * 300 + b"\n", traj(9), b'{"task_id": "t1", "trajectory_id": "bytes\xff"}\n', traj(10, final_answer="2")]
+    lines += [pretty.replace(b"pretty", b"pretty2"), traj(1), b"\xc2\xa0\n", traj(11), traj(12)[:-1]]  # NBSP-only line; no final newline
+    return tasks, _write(tmp_path / "traj.jsonl", lines)
+
+
+@pytest.mark.parametrize("max_line", [32 << 20, 200])
+def test_cuts_through_every_kind_of_line(tricky, tmp_path, max_line):
+    tasks, trajectories = tricky
+    limits = Limits(max_line_bytes=max_line)  # at 200 the 300-byte line is too large: read through, never held
+    reference = _run(tasks, trajectories, tmp_path / "ref", shard_lines=10**6, limits=limits)
+    rows = [json.loads(line) for line in reference["results.jsonl"].splitlines()]
+    kinds = {r.get("error", {}).get("kind") for r in rows}
+    assert {"duplicate_id", "malformed_json", "encoding"} <= kinds
+    if max_line == 200:
+        assert "too_large" in kinds
+    else:  # a pretty-printed object spans a cut at every shard size below
+        assert "pretty2" in {r["trajectory_id"] for r in rows}
+        # the first one is malformed for the reader of the whole file: its look-ahead meets the
+        # non-UTF-8 line; a shard ending before that line must not make it readable
+        assert "pretty" not in {r["trajectory_id"] for r in rows}
+    for size in (1, 2, 3, 5):
+        _assert_same(reference, _run(tasks, trajectories, tmp_path / f"s{size}", shard_lines=size, limits=limits))
+    _assert_same(reference, _run(tasks, trajectories, tmp_path / "w2", shard_lines=2, workers=2, limits=limits))
+
+
+def test_a_json_array_and_an_undetected_file_are_read_as_one_stream(tmp_path):
+    task = {"task_id": "t1", "question": "q", "gold_answer": "1"}
+    tasks = _write(tmp_path / "tasks.jsonl", [json.dumps(task).encode() + b"\n"])
+    items = [{"task_id": "t1", "trajectory_id": f"a{i}", "final_answer": "1"} for i in range(6)]
+    array = _write(tmp_path / "array.json", [json.dumps(items, indent=1).encode()])
+    reference = _run(tasks, array, tmp_path / "a1", shard_lines=10**6)
+    _assert_same(reference, _run(tasks, array, tmp_path / "a2", shard_lines=2, workers=2))
+    assert len(reference["results.jsonl"].splitlines()) == 6
+    odd = _write(tmp_path / "odd.jsonl", [b'{"what": 1}\n'] * 5)
+    rows = [json.loads(line) for line in _run(tasks, odd, tmp_path / "odd", shard_lines=2, workers=2)["results.jsonl"].splitlines()]
+    assert [r["error"]["kind"] for r in rows] == ["unsupported"] * 5
+
+
+@pytest.mark.skipif(os.cpu_count() == 1, reason="one core")
+def test_escalation_is_the_same_after_workers(server, generated, tmp_path):
+    """Cases waiting for a judge come back from the workers and are asked in one place."""
+    from tests.servers.loopback import Reply
+
+    server.set_default("judge-a", Reply("correct"))
+    paths = generate_conversations(tmp_path / "conv", 40, seed=3)
+    runs = {}
+    for workers in (1, 2):
+        from judge.llm import JudgeSettings, build_panel
+
+        panel = build_panel(JudgeSettings(judges=["openai:judge-a"], cache_path=tmp_path / f"cache{workers}.sqlite3"))
+        runs[workers] = _run(paths["turns"], paths["trajectories"], tmp_path / f"j{workers}", escalator=panel, workers=workers, shard_lines=7)
+    _assert_same(runs[1], runs[2])
+    summary = json.loads(runs[1]["summary.json"])
+    assert summary["judges"]["calls"] > 0
+
+
+# ---- the cutter and the reader agree on lines ---------------------------------------------------
+
+_LINES = st.lists(
+    st.sampled_from([b'{"a": 1}\n', b"\n", b"  \n", b"[1]\n", b'{"b":\n', b"2}\n", b"\xff\n", b"\r\n", b'{"c": 3}\r\n', b"x\rz\n", b'"s"\n']),
+    max_size=30,
+)
+
+
+@given(_LINES, st.integers(1, 5))
+@settings(max_examples=300, deadline=None)
+def test_shard_readers_see_the_lines_the_whole_reader_sees(lines, size):
+    """Each shard, read from its first line number and byte offset, numbers its lines and
+    locates its errors as a reader of the whole file does (the basis of every merge check)."""
+    import io
+
+    data = b"".join(lines)
+    first = next((x for x in data.split(b"\n") if _decodes(x) and x.strip()), b"")
+    if first.lstrip().startswith(b"["):
+        return  # read as one JSON array: the run never cuts such a file
+    whole = {item.line: item for item in read_items(io.BytesIO(data))}
+    cutter = LineShards(io.BytesIO(data), max_lines=size)
+    position = 0
+    for raw in cutter.shards():
+        assert raw.first_byte == position
+        position += raw.size
+        if raw.data.lstrip(b" \t\r\n")[:1] == b"[" or raw.index == 0:
+            continue  # a shard a reader would take for an array is never one the run reads alone
+        for item in read_items(ShardStream(raw, "<stream>"), Limits(), (raw.first_line, 0, raw.first_byte)):
+            if item.line in whole and item.error is None and whole[item.line].error is None:
+                assert item.value == whole[item.line].value
+            if item.error is not None and item.error.kind == "encoding":
+                assert whole[item.line].error is not None and whole[item.line].error.message == item.error.message
+    assert position == len(data)
+
+
+def _decodes(line: bytes) -> bool:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
