@@ -13,7 +13,7 @@ $(VENV)/.installed: pyproject.toml setup.py
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,ray]'
 	touch $@
 
 demo: $(VENV)/.installed

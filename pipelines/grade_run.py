@@ -231,6 +231,8 @@ class _Run:
         self.replay_versions: dict[str, str] = {}
         self.replay_hits = 0
         self.labels_used: set[str] = set()
+        self.report_rows: list[Any] = []  # the report's row of every result, in order (None: pending)
+        self.pending_rows: dict[tuple[int, int], int] = {}  # pending case -> its position in report_rows
         self.sha256: str | None = None
         self.ctx: GradingContext | None = None
         self.executor: Executor | None = None
@@ -350,13 +352,15 @@ class _Run:
         if result.first_error is not None:
             raise InputErrorsFound(result.first_error)
         rows = bytearray()
-        for row in result.rows:
+        for row, report_row in zip(result.rows, result.report_rows, strict=True):
             if isinstance(row, int):
                 ref = (result.index, row)
                 self.pending[ref] = result.pending[row]
+                self.pending_rows[ref] = len(self.report_rows)
                 rows += json.dumps({_PENDING: list(ref)}).encode() + b"\n"
             else:
                 rows += row
+            self.report_rows.append(report_row)
         self.agg.merge(result.aggregate)
         for key in result.keys:
             self.seen.setdefault(key[:2], key[2])
@@ -380,6 +384,7 @@ class _Run:
             replay=result.replay,
             sha256=raw.sha256,
             labels_used=sorted(result.labels_used),
+            report_rows=result.report_rows,
         )
         self.state.append_shard(bytes(rows), record, {"bytes": self.bytes, "lines": self.lines, "items": self.items, "shards": self.shards})
 
@@ -423,10 +428,13 @@ class _Run:
             for key in record.keys:
                 self.seen.setdefault(key[:2], key[2])
             self._tally(record.replay, record.labels_used)
+            pending_at = [len(self.report_rows) + i for i, row in enumerate(record.report_rows) if row is None]
+            self.report_rows.extend(record.report_rows)
             if record.pending_items:
                 result = grade_shard(ctx, Shard(raw, first_item=record.first_item, only=frozenset(record.pending_items)))
                 for local, case in enumerate(result.pending):
                     self.pending[(record.index, local)] = case
+                    self.pending_rows[(record.index, local)] = pending_at[local]
             self.items = record.first_item + record.items
             self.lines = record.first_line - 1 + record.lines
             self.bytes += record.size
@@ -484,8 +492,12 @@ class _Run:
                     dst.write(judged[(shard, local)].model_dump_json(exclude_none=True).encode("utf-8") + b"\n")
                 else:
                     dst.write(line)
-        for result in judged.values():
+        from reports import to_row
+
+        pool: dict[Any, Any] = {}
+        for ref, result in judged.items():
             self.agg.add(result)
+            self.report_rows[self.pending_rows[ref]] = to_row(result, pool)
         if self.inputs.labels is not None and self.opts.labels is not None:
             self.agg.add_warnings(self.inputs.labels.unused(display_name(self.opts.labels)))
         text = json.dumps(self.agg.summary(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
@@ -495,7 +507,8 @@ class _Run:
         manifest = self._manifest(summary, _vote_origins(judged.values()))
         del self.taskset
         self.inputs.taskset = TaskSet()
-        _write_reports(summary, staging)
+        _write_reports(summary, staging, self.report_rows)
+        self.report_rows = []
         rest = sorted(p.name for p in staging.iterdir() if p.name not in (RESULTS, SUMMARY))
         files = RunDirectory(out).publish(staging, [RESULTS, SUMMARY, *rest])
         manifest["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
@@ -696,10 +709,10 @@ def _answers_note(votes: dict[str, int]) -> dict[str, Any]:
     }
 
 
-def _write_reports(summary: dict[str, Any], out: Path) -> list[Path]:
+def _write_reports(summary: dict[str, Any], out: Path, rows: list[Any]) -> list[Path]:
     from reports import write_reports
 
-    return write_reports(summary, out)
+    return write_reports(summary, out, rows=rows)
 
 
 def _versions() -> dict[str, str]:

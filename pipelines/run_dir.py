@@ -70,6 +70,7 @@ class ShardRecord:
     replay: dict[str, Any] = field(default_factory=dict)
     sha256: str = ""  # of the input bytes it covered
     labels_used: list[str] = field(default_factory=list)
+    report_rows: list[Any] = field(default_factory=list)  # reports.to_row of each row (None: a pending case)
 
 
 class RunState:

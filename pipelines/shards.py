@@ -76,6 +76,7 @@ class ShardResult:
     first_error: InputErrorInfo | None
     replay: dict[str, Any] = field(default_factory=dict)  # environments used -> version, reference cache hits
     labels_used: set[str] = field(default_factory=set)  # external labels that labelled a trajectory here
+    report_rows: list[Any] = field(default_factory=list)  # reports.to_row of each row (None for a pending case)
 
 
 class ShardStream(io.RawIOBase):
@@ -155,6 +156,9 @@ class ShardGrader:
     a whole input as one stream, flushed in batches)."""
 
     def __init__(self, ctx: GradingContext, index: int, first_item: int):
+        from reports import to_row  # the report's compact row, made here where the result is at hand
+
+        self._to_row = to_row
         self.ctx = ctx
         self.index = index
         self.first_item = first_item
@@ -172,6 +176,8 @@ class ShardGrader:
         self.items = 0
         self.first_error: InputErrorInfo | None = None
         self.labels_used: set[str] = set()
+        self.report_rows: list[Any] = []
+        self._pool: dict[Any, Any] = {}
 
     def add(self, loaded: Loaded, only: frozenset[int] | None = None) -> bool:
         """Grade one item; False when the run must stop here (``--on-error fail``)."""
@@ -192,6 +198,7 @@ class ShardGrader:
         if isinstance(outcome, GradedCase):
             if self.ctx.escalating and outcome.next_escalation() is not None:
                 self.rows.append(len(self.pending))
+                self.report_rows.append(None)
                 self.pending.append(outcome)
                 self.pending_items.append(item if item is not None else -1)
                 return True
@@ -200,6 +207,7 @@ class ShardGrader:
             self.first_error = outcome.error
             return False
         self.rows.append(outcome.model_dump_json(exclude_none=True).encode("utf-8") + b"\n")
+        self.report_rows.append(self._to_row(outcome, self._pool))
         self.agg.add(outcome)
         return True
 
@@ -225,6 +233,7 @@ class ShardGrader:
             first_error=self.first_error,
             replay=replay,
             labels_used=self.labels_used,
+            report_rows=self.report_rows,
         )
         self.index += 1
         self.first_item += self.items

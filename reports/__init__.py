@@ -13,12 +13,13 @@ from reports._analysis import RunReport, analyse
 from reports._browser import dump_dom, find_chromium, screenshot
 from reports._html import render_html
 from reports._markdown import render_markdown
-from reports._run import ReportInputError, RunData, load_run
+from reports._run import ReportInputError, Row, RunData, load_run, to_row
 from reports._tables import pass_at_k, pass_hat_k
 from reports._write import build_report, render, write_reports
 
 __all__ = [
     "ReportInputError",
+    "Row",
     "RunData",
     "RunReport",
     "analyse",
@@ -32,5 +33,6 @@ __all__ = [
     "render_html",
     "render_markdown",
     "screenshot",
+    "to_row",
     "write_reports",
 ]

@@ -171,11 +171,14 @@ def load_run(
     name: str | None = None,
     drill_first: int = DRILL_FIRST,
     drill_extra_failures: int = DRILL_EXTRA_FAILURES,
+    rows: list[Row] | None = None,
 ) -> RunData:
     """Read one run directory. ``summary`` may be passed in (the grading run has it in memory).
 
     Drill-down: the first ``drill_first`` results in file order, plus up to ``drill_extra_failures``
     later non-passing ones; the note says how many were left out.
+    ``rows`` (``to_row`` of every result, in file order) may be passed in too: the grading run's
+    workers make them as they grade, and only the drill-down's results are then read back.
     """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -185,18 +188,29 @@ def load_run(
     for key in ("counts", "pass_rate", "failure_stages", "by", "leaderboard"):
         if key not in summary:
             raise ReportInputError(f"{run_dir / SUMMARY}: field {key!r} missing (is this a trajectory-judge summary.json?)")
-    rows: list[Row] = []
     full: dict[int, TrajectoryResult] = {}
     later_failures = 0
-    pool: dict[Any, Any] = {}
-    for i, r in enumerate(_read_results(run_dir / RESULTS)):
-        rows.append(to_row(r, pool))
-        if i < drill_first:
-            full[i] = r
-        elif r.verdict.value != "pass":
-            later_failures += 1
-            if later_failures <= drill_extra_failures:
+    if rows is None:
+        rows = []
+        pool: dict[Any, Any] = {}
+        for i, r in enumerate(_read_results(run_dir / RESULTS)):
+            rows.append(to_row(r, pool))
+            if i < drill_first:
                 full[i] = r
+            elif r.verdict.value != "pass":
+                later_failures += 1
+                if later_failures <= drill_extra_failures:
+                    full[i] = r
+    else:
+        picked: set[int] = set()
+        for i, row in enumerate(rows):
+            if i < drill_first:
+                picked.add(i)
+            elif row.verdict != "pass":
+                later_failures += 1
+                if later_failures <= drill_extra_failures:
+                    picked.add(i)
+        full = dict(_read_results(run_dir / RESULTS, picked))
     n = len(rows)
     if n <= drill_first:
         note = f"all {n} trajectories"
@@ -232,15 +246,21 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _read_results(path: Path):
+def _read_results(path: Path, only: set[int] | None = None):
+    """Every result of ``path`` in order; with ``only``, (index, result) of those indices."""
     if not path.exists():
         raise ReportInputError(f"{path}: file not found")
     with open(path, encoding="utf-8") as fh:
+        index = -1
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
+            index += 1
+            if only is not None and index not in only:
+                continue
             try:
-                yield TrajectoryResult.model_validate_json(line)
+                result = TrajectoryResult.model_validate_json(line)
+                yield result if only is None else (index, result)
             except ValidationError as exc:
                 err = exc.errors()[0]
                 raise ReportInputError(f"{path}:{lineno}: field {field_path(err['loc']) or '<root>'}: {err['msg']}") from exc

@@ -18,7 +18,7 @@ from reports import _tables as T
 from reports._analysis import RunReport, analyse
 from reports._html import render_html
 from reports._markdown import render_markdown
-from reports._run import DRILL_EXTRA_FAILURES, DRILL_FIRST, SCORE_NAMES, RunData, load_run
+from reports._run import DRILL_EXTRA_FAILURES, DRILL_FIRST, SCORE_NAMES, Row, RunData, load_run
 
 
 def _generated() -> str:
@@ -102,10 +102,11 @@ def render(reports: list[RunReport], out: Path, generated: str | None = None) ->
     return files
 
 
-def write_reports(summary: dict[str, Any], out: Path, calibration: Path | None = None) -> list[Path]:
-    """Every report format for one finished run in ``out`` (reads ``out/results.jsonl``)."""
+def write_reports(summary: dict[str, Any], out: Path, calibration: Path | None = None, rows: list[Row] | None = None) -> list[Path]:
+    """Every report format for one finished run in ``out`` (reads ``out/results.jsonl``; with
+    ``rows``, the ``to_row`` of every result in order, only the drill-down's results)."""
     out = Path(out)
-    run = load_run(out, summary=summary, calibration=calibration)
+    run = load_run(out, summary=summary, calibration=calibration, rows=rows)
     return render([analyse(run)], out)
 
 

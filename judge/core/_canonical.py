@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from typing import Any
 
 import orjson
@@ -78,13 +77,21 @@ def _numbers(value: Any) -> Any:
     return value
 
 
-# a run of 19 digits may be an integer past orjson's 64 bits, which it would read as a float
-_LONG_DIGITS, _LONG_DIGITS_BYTES = re.compile(r"\d{19}"), re.compile(rb"\d{19}")
+# A run of 19 digits may be an integer past orjson's 64 bits, which it would read as a float.
+# JSON numbers are ASCII digits: mapping every digit byte to "0" and every other byte to "."
+# makes the check one C-speed translate and one substring search (a regex is ~10x slower on KBs).
+_DIGITS_AS_ZERO = bytes(ord("0") if 48 <= c <= 57 else ord(".") for c in range(256))
+_LONG_RUN = b"0" * 19
+
+
+def _has_long_digit_run(text: str | bytes) -> bool:
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    return _LONG_RUN in raw.translate(_DIGITS_AS_ZERO)
 
 
 def loads_json(text: str | bytes) -> Any:
     """``json.loads``, faster: the same value for every input, a ``ValueError`` for the same ones."""
-    if not (_LONG_DIGITS.search(text) if isinstance(text, str) else _LONG_DIGITS_BYTES.search(text)):
+    if not _has_long_digit_run(text):
         try:
             return orjson.loads(text)
         except orjson.JSONDecodeError:  # NaN, Infinity, lone surrogates, malformed: the stdlib decides

@@ -577,28 +577,36 @@ class Haystack:
     pass over KBs of tool output, not one per question.
     """
 
-    __slots__ = ("_line", "_numbers", "_readings", "_texts", "leaves")
+    __slots__ = ("_leaves", "_line", "_numbers", "_readings", "_text", "_texts")
 
     def __init__(self, text: Any):
-        self.leaves = _walk_leaves(text)
-        self._texts: list[str] = []  # leaves that are not numbers, as text (None leaves left out)
-        self._numbers: list[int | float] = []
-        for leaf in self.leaves:
-            kind = type(leaf)
-            if kind is str:
-                self._texts.append(leaf)
-            elif kind is int or kind is float or _is_number(leaf):
-                self._numbers.append(leaf)
-            elif leaf is not None:
-                self._texts.append(_text(leaf))
+        self._text = text
+        self._leaves: list[Any] | None = None  # walked on the first look-up (often none is needed)
         self._line: str | None = None
         self._readings: list[tuple[float, ...]] | None = None
+
+    @property
+    def leaves(self) -> list[Any]:
+        if self._leaves is None:
+            self._leaves = _walk_leaves(self._text)
+            self._texts: list[str] = []  # leaves that are not numbers, as text (None leaves left out)
+            self._numbers: list[int | float] = []
+            for leaf in self._leaves:
+                kind = type(leaf)
+                if kind is str:
+                    self._texts.append(leaf)
+                elif kind is int or kind is float or _is_number(leaf):
+                    self._numbers.append(leaf)
+                elif leaf is not None:
+                    self._texts.append(_text(leaf))
+        return self._leaves
 
     def line(self) -> str:
         """Each leaf's tokens joined by single spaces, leaves joined by the separator token, padded
         with one space at each end: a run of tokens (none of them the separator) occurs inside one
         leaf iff its padded form is a substring of this line (tokens hold no whitespace)."""
         if self._line is None:
+            self.leaves  # noqa: B018  (walks the value once)
             sep = f" {_LEAF_SEP} "
             texts = self._texts + [_number_text(n) for n in self._numbers]
             ascii_part = normalize_ascii(sep.join(t for t in texts if t.isascii()))
@@ -611,6 +619,7 @@ class Haystack:
         separator, which the number pattern treats like the start / end of a string (it is no word
         character, digit, sign, dot, space or percent sign), so no mention spans two leaves."""
         if self._readings is None:
+            self.leaves  # noqa: B018  (walks the value once)
             found: list[tuple[float, ...]] = [(float(n),) for n in self._numbers]
             found.extend(map(_readings, _mention_matches(_LEAF_SEP.join(self._texts))))
             self._readings = found
