@@ -9,6 +9,7 @@ inherits it, Ray actors are built with it. Scheduling is the platform's own
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 from collections import deque
@@ -128,13 +129,13 @@ class RayCluster:
         self._ray = ray
         self._started = False
         if not ray.is_initialized():
-            ray.init(address=address, include_dashboard=False, logging_level="ERROR", log_to_driver=False, **(ray_init or {}))
+            ray.init(address=address, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False, **(ray_init or {}))
             self._started = True
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.workers = max(1, workers or cpus)
         grader = ray.remote(num_cpus=1)(_RayGrader)
         context = ray.put(ctx)
-        self._actors = [grader.remote(context) for _ in range(self.workers)]
+        self._actors: list[Any] = [grader.remote(context) for _ in range(self.workers)]
         self._pool = ActorPool(self._actors)
 
     def ordered(self, shards: Iterable[Shard]) -> Iterator[tuple[Shard, ShardResult]]:

@@ -20,6 +20,7 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import platform
 import sys
@@ -505,8 +506,11 @@ class _Run:
         (staging / SUMMARY).write_text(text, encoding="utf-8")
         summary = json.loads(text)  # reports see exactly what summary.json holds, whoever renders them
         manifest = self._manifest(summary, _vote_origins(judged.values()))
+        # the report needs none of the tasks: free them (and what still points at them) first
         del self.taskset
         self.inputs.taskset = TaskSet()
+        self.ctx = self.executor = None
+        gc.collect()
         _write_reports(summary, staging, self.report_rows)
         self.report_rows = []
         rest = sorted(p.name for p in staging.iterdir() if p.name not in (RESULTS, SUMMARY))
@@ -732,7 +736,7 @@ def _describe(component: Any, rubric_table: Any = None) -> Any:
     if callable(describe):
         return describe()
     out: dict[str, Any] = {"name": getattr(component, "name", type(component).__name__)}
-    stats = getattr(component, "stats", None)
+    stats: Any = getattr(component, "stats", None)
     if hasattr(stats, "model_dump"):
         out["stats"] = stats.model_dump(mode="json")
         table = rubric_table or rubrics.RUBRICS

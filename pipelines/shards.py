@@ -23,7 +23,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any, cast
 
 from judge import InputError, InputErrorInfo, TrajectoryResult, VerdictLabel
 from pipelines.aggregate import Aggregator
@@ -143,7 +143,9 @@ def grade_shard(ctx: GradingContext, shard: Shard) -> ShardResult:
     raw = shard.raw
     grader = ShardGrader(ctx, raw.index, shard.first_item)
     stream = ShardStream(raw, ctx.name)
-    items = read_trajectories(stream, ctx.fmt, ctx.limits, strict=ctx.strict, start=(raw.first_line, shard.first_item, raw.first_byte), seen=shard.seen).items
+    items = read_trajectories(
+        cast("IO[bytes]", stream), ctx.fmt, ctx.limits, strict=ctx.strict, start=(raw.first_line, shard.first_item, raw.first_byte), seen=shard.seen
+    ).items
     for loaded in items:
         stream.items_out += 1
         if not grader.add(loaded, shard.only):
