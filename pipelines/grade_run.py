@@ -44,6 +44,7 @@ from pipelines.ingest import (
     Limits,
     Loaded,
     TaskSet,
+    detect_task_format,
     detect_trajectory_format,
     load_tasks,
     load_tool_specs,
@@ -163,7 +164,12 @@ class _Inputs:
         if opts.tasks is not None:  # given tasks win over tasks the trajectory file carries
             tasks = self._open(opts.tasks, spool_dir)
             reference = self._open(opts.reference, spool_dir) if opts.reference is not None else None
-            self.taskset = load_tasks(tasks.path, opts.task_format, None if reference is None else reference.path, opts.limits, strict=opts.strict)
+            if reference is None and _tasks_in_shards(tasks.path, opts):
+                from pipelines.task_shards import load_tasks_in_shards
+
+                self.taskset = load_tasks_in_shards(tasks.path, opts.limits, opts.workers, opts.shard_lines, opts.shard_bytes, strict=opts.strict)
+            else:
+                self.taskset = load_tasks(tasks.path, opts.task_format, None if reference is None else reference.path, opts.limits, strict=opts.strict)
             self.digests = {"tasks": tasks.hash(), "reference": None if reference is None else reference.hash()}
         else:
             bundle = read_trajectories(self.trajectories.path, opts.trajectory_format, opts.limits, strict=opts.strict)
@@ -582,6 +588,19 @@ def _trajectory_mode(path: Path, fmt: str | None, limits: Limits) -> tuple[str |
         if isinstance(trajectory_format(name), BundleFormat):
             return None, True
     return (None, True) if _starts_array(path) else (name, False)
+
+
+def _tasks_in_shards(path: Path, opts: GradeOptions) -> bool:
+    """Worker processes load the tasks too: a native JSONL tasks file, local workers that fork."""
+    import multiprocessing
+
+    if opts.workers <= 1 or opts.ray or "fork" not in multiprocessing.get_all_start_methods():
+        return False
+    try:
+        fmt = opts.task_format or detect_task_format(path)
+    except ValueError:
+        return False  # the serial loader says why, as usual
+    return fmt == "native" and not _starts_array(path)
 
 
 def _starts_array(path: Path, budget: int = 1 << 20) -> bool:

@@ -20,8 +20,6 @@ one a single reader of the whole file writes:
 
 from __future__ import annotations
 
-import io
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, cast
 
@@ -31,7 +29,7 @@ from pipelines.alignment import TurnAlignmentError
 from pipelines.config import GradingConfig
 from pipelines.grade_case import GradedCase, grade_case
 from pipelines.ingest import Limits, Loaded, TaskSet, check_task, read_trajectories
-from pipelines.run_inputs import RawShard
+from pipelines.run_inputs import RawShard, ShardStream
 
 __all__ = ["GradingContext", "Shard", "ShardGrader", "ShardResult", "ShardStream", "error_row", "grade_loaded", "grade_shard"]
 
@@ -77,65 +75,6 @@ class ShardResult:
     replay: dict[str, Any] = field(default_factory=dict)  # environments used -> version, reference cache hits
     labels_used: set[str] = field(default_factory=set)  # external labels that labelled a trajectory here
     report_rows: list[Any] = field(default_factory=list)  # reports.to_row of each row (None for a pending case)
-
-
-class ShardStream(io.RawIOBase):
-    """The shard's bytes as a binary stream named like the input; virtual lines (too long to
-    keep) play back as filler of their size. Notes whether the reader reached the end of the
-    shard while it was still inside an item (``eof_after`` items were handed out then)."""
-
-    def __init__(self, raw: RawShard | Iterator[RawShard], name: str):
-        super().__init__()
-        self.name = name
-        self._segments = _segments(raw) if isinstance(raw, RawShard) else (seg for r in raw for seg in _segments(r))
-        self._current = b""
-        self._pos = 0
-        self.items_out = 0
-        self.eof_after: int | None = None
-
-    def readable(self) -> bool:
-        return True
-
-    def readline(self, size: int | None = -1) -> bytes:
-        limit = size if size is not None and size >= 0 else None
-        out = b""
-        while limit is None or len(out) < limit:
-            if self._pos >= len(self._current):
-                self._current, self._pos = next(self._segments, b""), 0
-                if not self._current:
-                    break
-            end = len(self._current) if limit is None else min(len(self._current), self._pos + limit - len(out))
-            newline = self._current.find(b"\n", self._pos, end)
-            take = newline + 1 if newline >= 0 else end
-            out += self._current[self._pos : take]
-            self._pos = take
-            if newline >= 0:
-                break
-        if not out and self.eof_after is None:
-            self.eof_after = self.items_out
-        return out
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.readline(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-
-def _segments(raw: RawShard) -> Iterator[bytes]:
-    pos = 0
-    for at, size, newline in raw.virtual:
-        if at > pos:
-            yield raw.data[pos:at]
-        pos = at
-        body = size - 1 if newline else size
-        while body > 0:
-            piece = min(body, 1 << 20)
-            yield b"x" * piece
-            body -= piece
-        if newline:
-            yield b"\n"
-    if pos < len(raw.data):
-        yield raw.data[pos:]
 
 
 def grade_shard(ctx: GradingContext, shard: Shard) -> ShardResult:

@@ -6,8 +6,18 @@ JSON object. Every item becomes exactly one task / trajectory or one ``InputErro
 file, line and field path; nothing is silently dropped or overwritten.
 """
 
-from pipelines.ingest._api import check_task, convert_trajectory, detect_task_format, detect_trajectory_format, iter_trajectories, load_tasks, read_trajectories
-from pipelines.ingest._base import Bundle, BundleFormat, Limits, Loaded, TaskSet
+from pipelines.ingest._api import (
+    check_task,
+    convert_trajectory,
+    detect_task_format,
+    detect_trajectory_format,
+    iter_trajectories,
+    load_tasks,
+    read_trajectories,
+    strict_tasks,
+)
+from pipelines.ingest._base import Bundle, BundleFormat, Limits, Loaded, TaskCollector, TaskSet
+from pipelines.ingest._parallel import TaskShard, read_task_shard, replay_task_shard
 from pipelines.ingest._registry import TASK_FORMATS, TRAJECTORY_FORMATS, trajectory_format
 from pipelines.ingest._schemas import export_json_schemas
 from pipelines.ingest._tool_specs import ToolSpecError, load_tool_specs, with_tool_specs
@@ -19,7 +29,9 @@ __all__ = [
     "BundleFormat",
     "Limits",
     "Loaded",
+    "TaskCollector",
     "TaskSet",
+    "TaskShard",
     "ToolSpecError",
     "check_task",
     "convert_trajectory",
@@ -29,7 +41,10 @@ __all__ = [
     "iter_trajectories",
     "load_tasks",
     "load_tool_specs",
+    "read_task_shard",
     "read_trajectories",
+    "replay_task_shard",
+    "strict_tasks",
     "trajectory_format",
     "with_tool_specs",
 ]

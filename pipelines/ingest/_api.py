@@ -105,6 +105,11 @@ def load_tasks(
     return _strict_tasks(taskset) if strict else taskset
 
 
+def strict_tasks(taskset: TaskSet) -> TaskSet:
+    """``--strict`` for a task set loaded otherwise (in shards): unknown fields become errors."""
+    return _strict_tasks(taskset)
+
+
 def _strict_tasks(taskset: TaskSet) -> TaskSet:
     """Unknown fields become errors: the task is reported as unreadable (its trajectories say why)."""
     kept = []

@@ -218,6 +218,7 @@ class ToolSpecs:
         self._by_text: dict[bytes, tuple[dict[str, Any], ToolSpec]] = {}
         self._by_content: dict[str, ToolSpec] = {}
         self._shared: set[int] = set()  # ids of the objects handed out (kept alive by _by_content)
+        self.keys: dict[int, bytes] = {}  # id(shared spec) -> the first raw text it was read as
 
     @staticmethod
     def _key(raw: Any) -> bytes | None:
@@ -240,7 +241,11 @@ class ToolSpecs:
         key = self._key(raw)
         if key is not None and key not in self._by_text:
             self._by_text[key] = (raw, shared)
+            self.keys.setdefault(id(shared), key)
         return shared
+
+    def raw_of(self, key: bytes) -> dict[str, Any]:
+        return self._by_text[key][0]
 
     def share(self, spec: ToolSpec) -> ToolSpec:
         """The shared object with ``spec``'s content (for specs built without a raw form)."""
@@ -319,6 +324,29 @@ class TaskCollector:
         else:
             self._digests[tid] = _task_digest(task)
             self._fresh = []
+
+    def add_packed(self, tid: str, source: SourceRef, packed: bytes, warnings: list[InputWarning], tools: dict[bytes, dict[str, Any]]) -> None:
+        """``add`` for a task validated and packed elsewhere (``pipelines.ingest._parallel``): the
+        same rules, in the same order, without validating it again. ``tools``: raw specs by key,
+        for the keys this collector has not met yet."""
+        store = self.result.tasks
+        for key, raw in tools.items():
+            if not store.known_key(key):
+                spec = self._tools.lookup(raw) or self._tools.remember(raw, ToolSpec.model_validate(raw))
+                store.register_key(key, spec)
+        self.result.warnings.extend(warnings)
+        if tid in self.result.invalid:
+            self._duplicate(tid, source, same=None)
+            return
+        if tid in self._digests:
+            self._duplicate(tid, source, same=self._digest(tid) == _task_digest(store.unpack(packed)))
+            return
+        self._digests[tid] = None
+        self.result.sources[tid] = source
+        if tid not in self.result.ambiguous:
+            store.put_packed(tid, packed)
+        else:
+            self._digests[tid] = _task_digest(store.unpack(packed))
 
     def add_error(self, info: InputErrorInfo, task_id: str | None) -> None:
         self._fresh = []

@@ -10,6 +10,7 @@ wrote (with a "did you mean" when a known field is close); top-level ones move i
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -44,7 +45,7 @@ from pipelines.ingest._base import (
     as_id,
     validation_error,
 )
-from pipelines.ingest._reader import read_items
+from pipelines.ingest._reader import RawItem, read_items
 
 _TRAJECTORY_KEYS = ("turns", "steps", "final_answer")
 _TRAJECTORY_SHORTHAND = ("steps", "final_answer")
@@ -166,8 +167,13 @@ def convert_task(item: dict[str, Any], file: str = "<memory>", line: int | None 
 def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
     if reference is not None:
         raise ValueError("native tasks carry their own reference calls and gold answers; they take no reference file")
-    collector = TaskCollector()
-    for raw in read_items(path, limits):
+    return load_task_items(read_items(path, limits), path, TaskCollector())
+
+
+def load_task_items(items: Iterable[RawItem], path: str, collector: TaskCollector) -> TaskSet:
+    """Each read item into ``collector`` (a task, or an error): the loop of ``_load_tasks``, also
+    run by workers on shards of a large tasks file (``pipelines.ingest._parallel``)."""
+    for raw in items:
         source = SourceRef(file=path, line=raw.line, item=raw.index)
         if raw.error is not None:
             collector.add_error(raw.error, None)

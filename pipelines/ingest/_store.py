@@ -21,7 +21,7 @@ from typing import Any
 
 from judge import SourceRef, Task, ToolSpec
 
-__all__ = ["SourceIndex", "TaskStore"]
+__all__ = ["SourceIndex", "TaskStore", "pack_task"]
 
 
 class _Pickler(pickle.Pickler):
@@ -34,12 +34,14 @@ class _Pickler(pickle.Pickler):
 
 
 class _Unpickler(pickle.Unpickler):
-    def __init__(self, file: io.BytesIO, tools: list[ToolSpec]):
+    def __init__(self, file: io.BytesIO, store: TaskStore):
         super().__init__(file)
-        self._tools = tools
+        self._store = store
 
     def persistent_load(self, pid: Any) -> ToolSpec:
-        return self._tools[pid]
+        if isinstance(pid, int):
+            return self._store._tools[pid]
+        return self._store._keyed[pid[1]]  # ("key", raw spec text): packed by a worker (see pack_task)
 
 
 class TaskStore(MutableMapping[str, Task]):
@@ -54,6 +56,7 @@ class TaskStore(MutableMapping[str, Task]):
         self._packed: dict[str, bytes] = {}
         self._tools: list[ToolSpec] = []
         self._tool_index: dict[int, int] = {}  # id(tool) -> position in _tools
+        self._keyed: dict[bytes, ToolSpec] = {}  # raw spec text -> shared spec, for tasks packed elsewhere
         self._live: OrderedDict[str, Task] = OrderedDict()
         self._live_max = live
 
@@ -80,9 +83,24 @@ class TaskStore(MutableMapping[str, Task]):
         if task is not None:
             self._live.move_to_end(tid)
             return task
-        task = _Unpickler(io.BytesIO(zlib.decompress(self._packed[tid])), self._tools).load()
+        task = self.unpack(self._packed[tid])
         self._remember(tid, task)
         return task
+
+    def unpack(self, packed: bytes) -> Task:
+        """The task of a packed form (this store's, or ``pack_task``'s whose keys are registered)."""
+        return _Unpickler(io.BytesIO(zlib.decompress(packed)), self).load()
+
+    def register_key(self, key: bytes, tool: ToolSpec) -> None:
+        """``tool`` is the spec tasks packed by ``pack_task`` refer to by ``key``."""
+        self._keyed.setdefault(key, tool)
+
+    def known_key(self, key: bytes) -> bool:
+        return key in self._keyed
+
+    def put_packed(self, tid: str, packed: bytes) -> None:
+        """Store a task packed by ``pack_task`` (its tool keys registered first)."""
+        self._packed[tid] = packed
 
     def _remember(self, tid: str, task: Task) -> None:
         self._live[tid] = task
@@ -107,13 +125,38 @@ class TaskStore(MutableMapping[str, Task]):
         return f"TaskStore({len(self)} tasks, {len(self._tools)} distinct tools)"
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"packed": self._packed, "tools": self._tools, "live": self._live_max}
+        return {"packed": self._packed, "tools": self._tools, "keyed": self._keyed, "live": self._live_max}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["live"])  # type: ignore[misc]
         self._packed = state["packed"]
         self._tools = state["tools"]
+        self._keyed = state["keyed"]
         self._tool_index = {id(t): i for i, t in enumerate(self._tools)}
+
+
+class _KeyPickler(pickle.Pickler):
+    def __init__(self, file: io.BytesIO, keys: dict[int, bytes]):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._keys = keys
+
+    def persistent_id(self, obj: Any) -> tuple[str, bytes] | None:
+        key = self._keys.get(id(obj)) if type(obj) is ToolSpec else None
+        return None if key is None else ("key", key)
+
+
+def pack_task(task: Task, keys: dict[int, bytes]) -> bytes:
+    """A task packed where its tools are known by their raw spec text (``keys``: id(tool) -> key),
+    for a ``TaskStore`` elsewhere that registers the same keys (a worker loading a shard of a
+    tasks file packs; the run's store stores and unpacks). Tools without a key travel inline."""
+    buffer = io.BytesIO()
+    state = task.__dict__.pop("tool_index", None)
+    try:
+        _KeyPickler(buffer, keys).dump(task)
+    finally:
+        if state is not None:
+            task.__dict__["tool_index"] = state
+    return zlib.compress(buffer.getvalue(), 1)
 
 
 class SourceIndex(MutableMapping[str, SourceRef]):

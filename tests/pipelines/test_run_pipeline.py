@@ -21,8 +21,7 @@ from bench.generate import generate
 from pipelines.grade_run import GradeOptions, run_grading
 from pipelines.ingest import Limits
 from pipelines.ingest._reader import read_items
-from pipelines.run_inputs import LineShards
-from pipelines.shards import ShardStream
+from pipelines.run_inputs import LineShards, ShardStream
 
 OUTPUTS = ("results.jsonl", "summary.json", "report.md")
 
@@ -173,3 +172,30 @@ def _decodes(line: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+# ---- tasks loaded in shards by workers ----------------------------------------------------------
+
+
+def test_tasks_loaded_in_shards_are_the_serially_loaded_task_set(tmp_path):
+    from pipelines.ingest import load_tasks
+    from pipelines.task_shards import load_tasks_in_shards
+
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}}
+
+    def task(i: int, **extra) -> bytes:
+        item = {"task_id": f"t{i}", "question": "q", "tools": [tool], "reference_calls": [{"name": "f", "arguments": {"x": i}}], "gold_answer": str(i)}
+        return json.dumps(item | extra).encode() + b"\n"
+
+    pretty = json.dumps({"task_id": "pretty", "question": "q", "tools": [tool], "gold_answer": "1"}, indent=2).encode() + b"\n"
+    lines = [task(i) for i in range(6)] + [task(2), task(3, gold_answer="other"), b"{bad json\n", b"[1]\n", pretty, task(7, extra_field=1)]
+    lines += [b'{"task_id": "t9", "question": 5}\n', task(9), b"\n", task(10), task(11, tools=[tool, tool])]
+    path = _write(tmp_path / "tasks.jsonl", lines)
+    serial = load_tasks(path)
+    for size in (1, 2, 3):
+        sharded = load_tasks_in_shards(path, Limits(), workers=2, shard_lines=size)
+        assert list(sharded.tasks) == list(serial.tasks)
+        assert all(sharded.tasks[k] == serial.tasks[k] for k in serial.tasks)
+        assert (sharded.errors, sharded.warnings, sharded.ambiguous, sharded.invalid) == (serial.errors, serial.warnings, serial.ambiguous, serial.invalid)
+        assert {k: sharded.sources[k] for k in sharded.sources} == {k: serial.sources[k] for k in serial.sources}
+    assert [e.kind for e in serial.errors] and "t3" in serial.ambiguous and "pretty" in serial.tasks

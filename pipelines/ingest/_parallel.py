@@ -1,0 +1,100 @@
+"""Loading a native tasks file in shards, in worker processes: the worker half.
+
+A task line per trajectory makes task loading as heavy as grading (a 9 KB line read, validated
+and packed per trajectory), and the run needs every task before it grades: done by one process,
+it is the serial part that keeps N workers from N times the speed. So the run cuts a native
+JSONL tasks file into shards of whole lines (``run_inputs.LineShards``) and each worker reads,
+validates and packs its shard's tasks (``read_task_shard``), recording what the serial loader
+would have done item by item (a task, or an error). The run then replays those records, in file
+order, into its own ``TaskCollector`` (``add_packed`` / ``add_error``): the duplicate rules, the
+error list and the sources come out exactly as the serial loader makes them, and no task is
+validated twice (a repeated id unpacks both definitions to compare them, as ``add`` does).
+
+Packed tasks name their shared tool specs by raw spec text; a record carries the raw specs the
+collector may not have met, so the run's store can resolve every key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from judge import InputErrorInfo, InputWarning, SourceRef, Task
+from pipelines.ingest._base import Limits, TaskCollector
+from pipelines.ingest._native import load_task_items
+from pipelines.ingest._reader import read_items
+from pipelines.ingest._store import pack_task
+
+__all__ = ["TaskRecord", "TaskShard", "read_task_shard", "replay_task_shard"]
+
+# ("task", task_id, source, packed, warnings, raw tools by key) | ("error", info, task_id)
+TaskRecord = tuple[Any, ...]
+
+
+@dataclass
+class TaskShard:
+    records: list[TaskRecord] = field(default_factory=list)
+    items: int = 0
+    overran: bool = False  # the reader reached the end of the shard inside an item
+
+
+class _Recorder(TaskCollector):
+    """A collector that records instead of deciding (the run's collector decides on replay);
+    it keeps its tool cache across the shards a worker reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[TaskRecord] = []
+        self._sent: set[bytes] = set()
+
+    def add(self, task: Task, source: SourceRef, warnings: list[InputWarning] | None = None) -> None:
+        task = self._share_tools(task)
+        keys = self._tools.keys
+        tools: dict[bytes, dict[str, Any]] = {}
+        for spec in task.tools:
+            key = keys.get(id(spec))
+            if key is not None and key not in self._sent:
+                self._sent.add(key)
+                tools[key] = self._tools.raw_of(key)
+        self.records.append(("task", task.task_id, source, pack_task(task, keys), list(warnings or []), tools))
+
+    def add_error(self, info: InputErrorInfo, task_id: str | None) -> None:
+        self._fresh = []
+        self.records.append(("error", info, task_id))
+
+
+_RECORDER: _Recorder | None = None
+
+
+def read_task_shard(stream: Any, path: str, start: tuple[int, int, int], limits: Limits) -> TaskShard:
+    """Every item of a shard (a binary stream cut at a line boundary, ``start`` = its line, item
+    index and byte offset) as the serial loader meets it. ``stream.eof_after`` / ``items_out``
+    (a ``ShardStream``) tell whether an item ran past the shard's end."""
+    global _RECORDER
+    if _RECORDER is None:
+        _RECORDER = _Recorder()
+    recorder = _RECORDER
+    recorder.records, recorder._sent = [], set()
+    shard = TaskShard()
+
+    def counted() -> Any:
+        for raw in read_items(stream, limits, start):
+            shard.items += 1
+            stream.items_out += 1
+            yield raw
+
+    load_task_items(counted(), path, recorder)
+    shard.records = recorder.records
+    shard.overran = stream.eof_after is not None and stream.eof_after < stream.items_out
+    return shard
+
+
+def replay_task_shard(records: list[TaskRecord], collector: TaskCollector) -> None:
+    """Apply the records to the run's collector, as the serial loader would have, in order."""
+    for record in records:
+        if record[0] == "task":
+            _, tid, source, packed, warnings, tools = record
+            collector.add_packed(tid, source, packed, warnings, tools)
+        else:
+            _, info, task_id = record
+            collector.add_error(info, task_id)

@@ -1,0 +1,76 @@
+"""Tasks loaded in shards by worker processes, for a native JSONL tasks file.
+
+The run's counterpart of ``pipelines.ingest._parallel`` (which says why): it cuts the file into
+shards of whole lines, has a pool of forked workers read, validate and pack each shard, and
+replays their records in file order into one ``TaskCollector``. As for trajectory shards, a
+shard whose reader ran past its end inside an item, or that started at a wrong item index, is
+read again here (joined with the next one, or from the right index): the task set is the one the
+serial loader builds, error for error.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+
+from pipelines.ingest import Limits, TaskCollector, TaskSet, TaskShard, read_task_shard, replay_task_shard, strict_tasks
+from pipelines.run_inputs import LineShards, RawShard, ShardStream
+
+__all__ = ["load_tasks_in_shards"]
+
+
+def _read(path: str, raw: RawShard, first_item: int, limits: Limits) -> TaskShard:
+    return read_task_shard(ShardStream(raw, path), path, (raw.first_line, first_item, raw.first_byte), limits)
+
+
+def load_tasks_in_shards(path: Path, limits: Limits, workers: int, shard_lines: int = 1000, shard_bytes: int = 8 << 20, strict: bool = False) -> TaskSet:
+    """The task set ``load_tasks(path, "native", ...)`` returns, read by ``workers`` processes."""
+    name = str(path)
+    collector = TaskCollector()
+    context = multiprocessing.get_context("fork")
+    with open(path, "rb") as fh, ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        raws: Iterator[RawShard] = LineShards(fh, shard_lines, shard_bytes, limits.max_line_bytes).shards()
+        window: deque[tuple[RawShard, int, Future[TaskShard]]] = deque()
+        items = guess = 0
+        while True:
+            while len(window) < 2 * workers and (raw := next(raws, None)) is not None:
+                window.append((raw, guess, pool.submit(_read, name, raw, guess, limits)))
+                guess += raw.nonblank
+            if not window:
+                break
+            raw, guessed, future = window.popleft()
+            shard = future.result()
+            while True:  # read it again here until it is what the whole file's reader reads
+                if shard.overran:
+                    following = window.popleft()[0] if window else next(raws, None)
+                    if following is not None:
+                        raw, guessed = _join(raw, following), items
+                        shard = _read(name, raw, items, limits)
+                        continue
+                if guessed != items:
+                    guessed = items
+                    shard = _read(name, raw, items, limits)
+                    continue
+                break
+            replay_task_shard(shard.records, collector)
+            items += shard.items
+            guess = items + sum(r.nonblank for r, _, _ in window)  # the next guesses start from what is known
+    taskset = collector.result
+    return strict_tasks(taskset) if strict else taskset
+
+
+def _join(a: RawShard, b: RawShard) -> RawShard:
+    shift = len(a.data)
+    return RawShard(
+        a.index,
+        a.data + b.data,
+        a.first_line,
+        a.first_byte,
+        a.lines + b.lines,
+        a.nonblank + b.nonblank,
+        a.size + b.size,
+        a.virtual + tuple((at + shift, size, nl) for at, size, nl in b.virtual),
+    )
