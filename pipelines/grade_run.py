@@ -512,11 +512,13 @@ class _Run:
         (staging / SUMMARY).write_text(text, encoding="utf-8")
         summary = json.loads(text)  # reports see exactly what summary.json holds, whoever renders them
         manifest = self._manifest(summary, _vote_origins(judged.values()))
-        # the report needs none of the tasks: free them (and what still points at them) first
+        # the report needs none of the tasks, ids or cases: free them (and what still points at them) first
         del self.taskset
         self.inputs.taskset = TaskSet()
         self.ctx = self.executor = None
+        self.seen, self.pending, judged = {}, {}, {}
         gc.collect()
+        _trim_heap()
         _write_reports(summary, staging, self.report_rows)
         self.report_rows = []
         rest = sorted(p.name for p in staging.iterdir() if p.name not in (RESULTS, SUMMARY))
@@ -730,6 +732,21 @@ def _answers_note(votes: dict[str, int]) -> dict[str, Any]:
         if votes["cached"]
         else [],
     }
+
+
+def _trim_heap() -> None:
+    """Hand freed heap memory back to the system (glibc keeps it otherwise), so the report's
+    tables grow into it instead of on top of it."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        ctypes.CDLL(name).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 def _write_reports(summary: dict[str, Any], out: Path, rows: list[Any]) -> list[Path]:

@@ -10,6 +10,7 @@ serial loader builds, error for error.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 from collections import deque
 from collections.abc import Iterator
@@ -22,8 +23,8 @@ from pipelines.run_inputs import LineShards, RawShard, ShardStream
 __all__ = ["load_tasks_in_shards"]
 
 
-def _read(path: str, raw: RawShard, first_item: int, limits: Limits) -> TaskShard:
-    return read_task_shard(ShardStream(raw, path), path, (raw.first_line, first_item, raw.first_byte), limits)
+def _read(path: str, raw: RawShard, first_item: int, limits: Limits, zdict: bytes | None = None, sample: bool = False) -> TaskShard:
+    return read_task_shard(ShardStream(raw, path), path, (raw.first_line, first_item, raw.first_byte), limits, zdict, sample)
 
 
 def load_tasks_in_shards(path: Path, limits: Limits, workers: int, shard_lines: int = 1000, shard_bytes: int = 8 << 20, strict: bool = False) -> TaskSet:
@@ -31,35 +32,47 @@ def load_tasks_in_shards(path: Path, limits: Limits, workers: int, shard_lines: 
     name = str(path)
     collector = TaskCollector()
     context = multiprocessing.get_context("fork")
-    with open(path, "rb") as fh, ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with open(path, "rb") as fh:
         raws: Iterator[RawShard] = LineShards(fh, shard_lines, shard_bytes, limits.max_line_bytes).shards()
-        window: deque[tuple[RawShard, int, Future[TaskShard]]] = deque()
-        items = guess = 0
-        while True:
-            while len(window) < 2 * workers and (raw := next(raws, None)) is not None:
-                window.append((raw, guess, pool.submit(_read, name, raw, guess, limits)))
-                guess += raw.nonblank
-            if not window:
-                break
-            raw, guessed, future = window.popleft()
-            shard = future.result()
-            while True:  # read it again here until it is what the whole file's reader reads
-                if shard.overran:
-                    following = window.popleft()[0] if window else next(raws, None)
-                    if following is not None:
-                        raw, guessed = _join(raw, following), items
-                        shard = _read(name, raw, items, limits)
-                        continue
-                if guessed != items:
-                    guessed = items
-                    shard = _read(name, raw, items, limits)
-                    continue
-                break
-            replay_task_shard(shard.records, collector)
-            items += shard.items
-            guess = items + sum(r.nonblank for r, _, _ in window)  # the next guesses start from what is known
+        first = next(raws, None)
+        zdict = None
+        if first is not None:  # the store's compression dictionary, from the file's first task, before the workers fork
+            sample = _read(name, first, 0, limits, sample=True).sample
+            zdict = collector.result.tasks.prime(*sample) if sample is not None else None
+            raws = itertools.chain([first], raws)
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            _load(name, raws, pool, workers, limits, zdict, collector)
     taskset = collector.result
     return strict_tasks(taskset) if strict else taskset
+
+
+def _load(name: str, raws: Iterator[RawShard], pool: ProcessPoolExecutor, workers: int, limits: Limits, zdict: bytes | None, collector: TaskCollector) -> None:
+    """Shards to the pool, records replayed in order; a shard read wrong is read again here."""
+    window: deque[tuple[RawShard, int, Future[TaskShard]]] = deque()
+    items = guess = 0
+    while True:
+        while len(window) < 2 * workers and (raw := next(raws, None)) is not None:
+            window.append((raw, guess, pool.submit(_read, name, raw, guess, limits, zdict)))
+            guess += raw.nonblank
+        if not window:
+            break
+        raw, guessed, future = window.popleft()
+        shard = future.result()
+        while True:  # read it again here until it is what the whole file's reader reads
+            if shard.overran:
+                following = window.popleft()[0] if window else next(raws, None)
+                if following is not None:
+                    raw, guessed = _join(raw, following), items
+                    shard = _read(name, raw, items, limits, zdict)
+                    continue
+            if guessed != items:
+                guessed = items
+                shard = _read(name, raw, items, limits, zdict)
+                continue
+            break
+        replay_task_shard(shard.records, collector)
+        items += shard.items
+        guess = items + sum(r.nonblank for r, _, _ in window)  # the next guesses start from what is known
 
 
 def _join(a: RawShard, b: RawShard) -> RawShard:

@@ -270,7 +270,7 @@ class TaskCollector:
 
     def __init__(self) -> None:
         self.result = TaskSet()
-        self._digests: dict[str, str | None] = {}  # task id -> canonical hash of its first definition (None: not computed yet)
+        self._digests: dict[str, str] = {}  # task id -> canonical hash of its first definition, computed on first need
         self._tools = ToolSpecs()
         self._fresh: list[tuple[int, Any]] = []  # (index, raw spec) of the prepared item's specs not seen before
 
@@ -313,11 +313,10 @@ class TaskCollector:
             self._fresh = []
             self._duplicate(tid, source, same=None)
             return
-        if tid in self._digests:
+        if tid in self.result.sources:  # defined before (ids of unreadable items are in ``invalid``)
             self._fresh = []
             self._duplicate(tid, source, same=self._digest(tid) == _task_digest(task))
             return
-        self._digests[tid] = None
         self.result.sources[tid] = source
         if tid not in self.result.ambiguous:  # e.g. its reference item was defined twice
             self.result.tasks[tid] = self._share_tools(task)
@@ -338,10 +337,9 @@ class TaskCollector:
         if tid in self.result.invalid:
             self._duplicate(tid, source, same=None)
             return
-        if tid in self._digests:
+        if tid in self.result.sources:
             self._duplicate(tid, source, same=self._digest(tid) == _task_digest(store.unpack(packed)))
             return
-        self._digests[tid] = None
         self.result.sources[tid] = source
         if tid not in self.result.ambiguous:
             store.put_packed(tid, packed)
@@ -353,7 +351,7 @@ class TaskCollector:
         self.result.errors.append(info)
         if task_id is None:
             return
-        if task_id in self._digests or task_id in self.result.invalid:
+        if task_id in self.result.sources or task_id in self.result.invalid:
             first = self.result.sources.get(task_id)
             where = _where(first) if first else _where_info(self.result.invalid[task_id])
             self.mark_ambiguous(task_id, info.file, info.line, f"defined at {where} and again at {_where_info(info)}, which could not be read")

@@ -36,6 +36,7 @@ class TaskShard:
     records: list[TaskRecord] = field(default_factory=list)
     items: int = 0
     overran: bool = False  # the reader reached the end of the shard inside an item
+    sample: Any = None  # (first task, tool keys) when asked for: primes the run's store
 
 
 class _Recorder(TaskCollector):
@@ -46,6 +47,8 @@ class _Recorder(TaskCollector):
         super().__init__()
         self.records: list[TaskRecord] = []
         self._sent: set[bytes] = set()
+        self.zdict: bytes | None = None
+        self.first: Task | None = None
 
     def add(self, task: Task, source: SourceRef, warnings: list[InputWarning] | None = None) -> None:
         task = self._share_tools(task)
@@ -56,7 +59,9 @@ class _Recorder(TaskCollector):
             if key is not None and key not in self._sent:
                 self._sent.add(key)
                 tools[key] = self._tools.raw_of(key)
-        self.records.append(("task", task.task_id, source, pack_task(task, keys), list(warnings or []), tools))
+        if self.first is None:
+            self.first = task
+        self.records.append(("task", task.task_id, source, pack_task(task, keys, self.zdict), list(warnings or []), tools))
 
     def add_error(self, info: InputErrorInfo, task_id: str | None) -> None:
         self._fresh = []
@@ -66,15 +71,16 @@ class _Recorder(TaskCollector):
 _RECORDER: _Recorder | None = None
 
 
-def read_task_shard(stream: Any, path: str, start: tuple[int, int, int], limits: Limits) -> TaskShard:
+def read_task_shard(stream: Any, path: str, start: tuple[int, int, int], limits: Limits, zdict: bytes | None = None, sample: bool = False) -> TaskShard:
     """Every item of a shard (a binary stream cut at a line boundary, ``start`` = its line, item
-    index and byte offset) as the serial loader meets it. ``stream.eof_after`` / ``items_out``
-    (a ``ShardStream``) tell whether an item ran past the shard's end."""
+    index and byte offset) as the serial loader meets it, tasks packed with ``zdict`` (the run's
+    store's). ``stream.eof_after`` / ``items_out`` (a ``ShardStream``) tell whether an item ran
+    past the shard's end. ``sample``: also return the first task and the tool keys (in-process)."""
     global _RECORDER
     if _RECORDER is None:
         _RECORDER = _Recorder()
     recorder = _RECORDER
-    recorder.records, recorder._sent = [], set()
+    recorder.records, recorder._sent, recorder.zdict, recorder.first = [], set(), zdict, None
     shard = TaskShard()
 
     def counted() -> Any:
@@ -85,6 +91,8 @@ def read_task_shard(stream: Any, path: str, start: tuple[int, int, int], limits:
 
     load_task_items(counted(), path, recorder)
     shard.records = recorder.records
+    if sample and recorder.first is not None:
+        shard.sample = (recorder.first, dict(recorder._tools.keys))
     shard.overran = stream.eof_after is not None and stream.eof_after < stream.items_out
     return shard
 
