@@ -20,6 +20,7 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import json
 import platform
@@ -394,6 +395,8 @@ class _Run:
             report_rows=result.report_rows,
         )
         self.state.append_shard(bytes(rows), record, {"bytes": self.bytes, "lines": self.lines, "items": self.items, "shards": self.shards})
+        if self.shards % 8 == 0:
+            _trim_heap()  # a shard's transient objects are gone: give their pages back before the next ones
 
     def _tally(self, replay: dict[str, Any], labels_used: set[str] | list[str]) -> None:
         self.replay_versions.update(replay.get("versions", {}))
@@ -735,18 +738,23 @@ def _answers_note(votes: dict[str, int]) -> dict[str, Any]:
 
 
 def _trim_heap() -> None:
-    """Hand freed heap memory back to the system (glibc keeps it otherwise), so the report's
-    tables grow into it instead of on top of it."""
+    """Hand freed heap memory back to the system (glibc keeps it otherwise), so what comes next
+    (the next shards, the report's tables) grows into it instead of on top of it."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Any:
     import ctypes
     import ctypes.util
 
     name = ctypes.util.find_library("c")
-    if name is None:
-        return
     try:
-        ctypes.CDLL(name).malloc_trim(0)
+        return ctypes.CDLL(name).malloc_trim if name is not None else None
     except (OSError, AttributeError):  # not glibc
-        pass
+        return None
 
 
 def _write_reports(summary: dict[str, Any], out: Path, rows: list[Any]) -> list[Path]:

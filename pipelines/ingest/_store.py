@@ -83,7 +83,7 @@ class TaskStore(MutableMapping[str, Task]):
     processes): the packed tasks and the tools travel, the live cache does not.
     """
 
-    def __init__(self, live: int = 1024):
+    def __init__(self, live: int = 256):
         self.zdict: bytes | None = None  # primes the compression of every task (set by the first one)
         self._packed: dict[str, bytes] = {}
         self._tools: list[ToolSpec] = []
