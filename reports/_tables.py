@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -131,7 +132,9 @@ def accuracy_by_hops(run: RunData) -> pd.DataFrame:
     rows = []
     graded = run.graded
     for dim in ("hop_count", "hop_type", "hop_pattern"):
-        value_of = (lambda r: hop_type(r.hop_pattern)) if dim == "hop_type" else (lambda r, d=dim: "unknown" if getattr(r, d) is None else str(getattr(r, d)))
+        value_of: Callable[[Row], str] = (
+            (lambda r: hop_type(r.hop_pattern)) if dim == "hop_type" else (lambda r, d=dim: "unknown" if getattr(r, d) is None else str(getattr(r, d)))
+        )
         cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
         for r in graded:
             for pol in ("all", _policy_label(r)):
