@@ -61,8 +61,8 @@ def _sniff(head: bytes, first: dict[str, Any] | None) -> bool:
     if head[:4] == b"PK\x03\x04":
         name = _first_member(head)
         return name is not None and (name in (*_HEADERS, "results.json", "summaries.json", "reductions.json") or name.startswith(("samples/", "_journal/")))
-    if first is not None:
-        return isinstance(first.get("eval"), dict) and "version" in first and any(k in first for k in ("samples", "plan", "results", "status"))
+    if first is not None and isinstance(first.get("eval"), dict) and "version" in first and any(k in first for k in ("samples", "plan", "results", "status")):
+        return True
     text = head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
     return text.startswith("{") and '"version"' in text and '"eval"' in text and ('"run_id"' in text or '"task_id"' in text)
 

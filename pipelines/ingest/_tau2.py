@@ -95,8 +95,10 @@ def published_tool_types() -> dict[str, dict[str, str]]:
 
 
 def _sniff(head: bytes, first: dict[str, Any] | None) -> bool:
-    if first is not None:
-        return isinstance(first.get("info"), dict) and isinstance(first.get("tasks"), list) and "simulations" in first
+    """The first object (when the file could be parsed whole for detection), else its first bytes:
+    tau2 writes ``{"timestamp", "info": {"git_commit", "num_trials", "max_steps", ..., "user_info"`` first."""
+    if first is not None and isinstance(first.get("info"), dict) and isinstance(first.get("tasks"), list) and "simulations" in first:
+        return True
     text = head.decode("utf-8", "replace")
     return text.lstrip("\ufeff \t\r\n").startswith("{") and all(key in text for key in ('"info"', '"num_trials"', '"max_steps"', '"user_info"'))
 
@@ -558,7 +560,7 @@ def _simulations(doc: Document, agent: str | None) -> Iterator[Loaded]:
     if doc.stopped is not None:
         yield rows.error(doc.stopped, line=doc.stopped.line, task_id=None, trajectory_id=None)
         return
-    if not spans and "simulations" not in doc.members:
+    if spans is None and "simulations" not in doc.members:
         info = InputErrorInfo(kind="invalid_field", message="a tau2 results file needs its simulations", file=doc.file, field="simulations")
         yield rows.error(info, line=None, task_id=None, trajectory_id=None)
         return
