@@ -512,8 +512,8 @@ def _read_archive(path: str, limits: Limits) -> Bundle:
     if not refs and not problems:
         problems.append(InputErrorInfo(kind="no_samples", message="the archive holds no samples/<id>_epoch_<n>.json member", file=path, field="samples/"))
     tasks = _Tasks(path, header)
-    for index, ref in enumerate(refs):  # pass one: the tasks (each sample is read again for its trajectory)
-        value = ref.load()
+    for index, ref in enumerate(refs):  # pass one, the tasks: a quick reading; the rows read each sample strictly
+        value = archive.read_json(ref.where, strict=False)
         if not isinstance(value, InputErrorInfo):
             tasks.add_sample(value, SourceRef(file=path, line=None, item=index), ref.prefix)
     return Bundle(tasks=tasks.build(), items=_closing(archive, _rows(path, refs, header, problems)))
