@@ -320,3 +320,17 @@ def test_detection_through_read_trajectories(tmp_path):
     bundle = read_trajectories(path)
     assert bundle.tasks is not None and list(bundle.tasks.tasks) == ["1"]
     assert detect_trajectory_format(write_json(tmp_path / "log.json", [sample()])) == "inspect"
+
+
+def test_judge_grade_takes_the_tasks_from_the_log(tmp_path):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    out = tmp_path / "run"
+    log = shared("inspect_ai_log_message_deduplication.eval")
+    result = CliRunner().invoke(app, ["grade", "--trajectories", str(log), "--out", str(out), "--offline"])
+    assert result.exit_code == 0, result.output
+    (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert (row["task_id"], row["trajectory_id"]) == ("0", "0:1")
+    assert (row["verdict"], row["failure_stage"]) == ("fail", "answer_correctness")  # "done" is not 42.7; the scorer agrees (0.0)

@@ -381,3 +381,22 @@ def test_sniff_from_the_head_of_a_file_too_large_to_parse_for_detection():
     head = shared("airline_gpt-4.1-mini_results.json").read_bytes()[:4096]
     assert BUNDLE.sniff(head, None)
     assert not BUNDLE.sniff(b'{"version": 2, "eval": {"task": "x"}}', None)
+
+
+# ---- end to end -----------------------------------------------------------------------------------
+
+
+def test_judge_grade_takes_the_tasks_from_the_results_file(tmp_path):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["grade", "--trajectories", str(shared("airline_gpt-4.1-mini_results.json")), "--out", str(out), "--offline"])
+    assert result.exit_code == 0, result.output
+    rows = {r["trajectory_id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    assert set(rows) == {"804db61e-ffb0-4fa3-95e1-0cc6ba405348", "f2dfe6ed-8489-494a-8973-8bc83949e199"}
+    assert all(r["verdict"] != "error" for r in rows.values())
+    # the agent cancelled a reservation tau2's reference leaves alone: a surplus write, as tau2's DB check says
+    cancelled = rows["f2dfe6ed-8489-494a-8973-8bc83949e199"]
+    assert (cancelled["verdict"], cancelled["failure_stage"]) == ("fail", "tool_selection")
