@@ -367,6 +367,7 @@ class _Simulation:
         self.user_calls = _UserCalls()
         self.system: list[str] = []
         self.extras: dict[str, dict[str, Any]] = {}
+        self.audio: list[str] = []  # messages whose content is audio (voice runs): not read as text
         self.input_tokens = 0
         self.output_tokens = 0
         self.usage_seen = False
@@ -398,6 +399,8 @@ class _Simulation:
             metadata["system"] = "\n".join(self.system)
         if self.extras:
             metadata["message_extras"] = self.extras
+        if self.audio:
+            metadata["audio_messages"] = self.audio
         usage: dict[str, Any] = {}
         if self.usage_seen:
             usage = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
@@ -425,6 +428,9 @@ class _Simulation:
         if role not in ("system", "user", "assistant"):
             raise ItemError("invalid_field", f"unknown role {role!r}; expected system, user, assistant or tool", f"{path}.role")
         content = message.get("content")
+        if message.get("is_audio") is True:  # content holds base64 audio, not text
+            self.audio.append(path)
+            content = None
         text = text_of(content, f"{path}.content") if content is not None else None
         if role == "system":
             if text:

@@ -318,6 +318,13 @@ def test_unknown_fields_are_kept_not_rejected(tmp_path):
     assert traj.metadata["message_extras"] == {"simulations[0].messages[0]": {"sentiment": "calm"}}
 
 
+def test_audio_content_is_not_text(tmp_path):
+    messages = [{"role": "user", "content": "UklGRg==", "is_audio": True}, {"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]
+    _, items = read(write_results(tmp_path, [_task("t")], [_sim("s1", "t", messages)]))
+    traj = items[0].trajectory
+    assert [t.query for t in traj.turns] == ["hello"] and traj.metadata["audio_messages"] == ["simulations[0].messages[0]"]
+
+
 def test_full_duplex_ticks_are_unsupported(tmp_path):
     sim = _sim("s1", "t", None, ticks=[{"tick_id": 0, "timestamp": "t"}], mode="full_duplex")
     _, items = read(write_results(tmp_path, [_task("t")], [sim]))
