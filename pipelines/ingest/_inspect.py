@@ -483,7 +483,7 @@ def _read_json(path: str, limits: Limits) -> Bundle:
     problems: list[InputErrorInfo] = []
     if doc.stopped is not None:
         problems.append(doc.stopped)
-    if "samples" not in doc.spans and doc.stopped is None:
+    if not doc.spans.get("samples") and doc.stopped is None:
         problems.append(
             InputErrorInfo(kind="no_samples", message="the log holds no samples (was it written with log_samples off?)", file=path, field="samples")
         )

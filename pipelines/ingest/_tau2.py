@@ -551,8 +551,11 @@ def _read(path: str, limits: Limits) -> Bundle:
             collector.add_error(value, None)
         else:
             tasks.add(value, span)
-    if "tasks" not in doc.spans and "tasks" not in doc.members and doc.stopped is None:
-        collector.result.errors.append(InputErrorInfo(kind="invalid_field", message="a tau2 results file needs its tasks", file=path, field="tasks"))
+    if "tasks" not in doc.spans and doc.stopped is None:
+        got = f", got {short(doc.members['tasks'])}" if "tasks" in doc.members else ""
+        collector.result.errors.append(
+            InputErrorInfo(kind="invalid_field", message=f"a tau2 results file needs its tasks (an array){got}", file=path, field="tasks")
+        )
     agent_info = _object(info.get("agent_info"))
     agent = as_id(agent_info.get("llm")) or as_id(agent_info.get("implementation"))
     return Bundle(tasks=collector.result, items=_simulations(doc, agent))
@@ -560,19 +563,28 @@ def _read(path: str, limits: Limits) -> Bundle:
 
 def _simulations(doc: Document, agent: str | None) -> Iterator[Loaded]:
     rows = Rows(doc.file)
-    spans = doc.spans.get("simulations")
     for span, value in doc.items("simulations"):
         yield _row(rows, value, f"simulations[{span.index}]", span.line, agent, None)
     if doc.stopped is not None:
         yield rows.error(doc.stopped, line=doc.stopped.line, task_id=None, trajectory_id=None)
         return
-    if spans is None and "simulations" not in doc.members:
-        info = InputErrorInfo(kind="invalid_field", message="a tau2 results file needs its simulations", file=doc.file, field="simulations")
-        yield rows.error(info, line=None, task_id=None, trajectory_id=None)
-        return
-    if not spans:
-        yield from _simulation_files(doc, rows, agent)
+    if not doc.spans.get("simulations"):
+        folder = Path(doc.file).parent / "simulations"
+        if doc.members.get("simulation_index") or folder.is_dir():  # tau2's dir layout
+            yield from _simulation_files(doc, rows, agent)
+        else:
+            yield rows.error(_no_simulations(doc), line=None, task_id=None, trajectory_id=None)
     doc.text = ""  # the rows are out: let the text go before the run ends
+
+
+def _no_simulations(doc: Document) -> InputErrorInfo:
+    if "simulations" in doc.members:
+        message = f"simulations must be an array, got {short(doc.members['simulations'])}"
+    elif "simulations" in doc.spans:
+        message = "the file holds no simulations (and no simulations/ folder beside it)"
+    else:
+        message = "a tau2 results file needs its simulations (inline, or listed in simulation_index beside a simulations/ folder)"
+    return InputErrorInfo(kind="invalid_field", message=message, file=doc.file, field="simulations")
 
 
 def _row(rows: Rows, value: Any, prefix: str, line: int | None, agent: str | None, file: str | None) -> Loaded:

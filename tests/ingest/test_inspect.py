@@ -305,6 +305,18 @@ def test_not_a_zip_and_not_an_inspect_zip(tmp_path):
 def test_json_log_without_samples_says_so(tmp_path):
     tasks, items = read(write_json(tmp_path / "log.json", None, status="error"))
     assert [i.error.kind for i in items] == ["no_samples"] and [w.kind for w in tasks.warnings] == ["incomplete_log"]
+    _, items = read(write_json(tmp_path / "empty.json", []))
+    assert [i.error.kind for i in items] == ["no_samples"]
+
+
+def test_a_sample_whose_task_cannot_be_built(tmp_path):
+    tasks, items = read(write_json(tmp_path / "log.json", [sample(target={"not": "a target"})]))
+    (error,) = tasks.errors
+    assert error.field == "samples[0].target" and error.line is not None
+    from pipelines.ingest import check_task
+
+    problem = check_task(items[0], tasks)
+    assert problem is not None and "could not be read" in problem.message
 
 
 def test_a_broken_sample_in_a_json_log_names_its_line(tmp_path):

@@ -384,6 +384,30 @@ def test_dir_layout_reads_the_simulation_files(tmp_path):
     assert items[0].source.file == str(folder / "s1.json")
 
 
+@pytest.mark.parametrize(("simulations", "message"), [([], "no simulations"), (None, "must be an array"), ("absent", "needs its simulations")])
+def test_no_simulations_is_said(tmp_path, simulations, message):
+    path = write_results(tmp_path, [_task("t")], [] if simulations == "absent" else simulations)
+    if simulations == "absent":
+        doc = json.loads(path.read_text())
+        del doc["simulations"]
+        path.write_text(json.dumps(doc, indent=2))
+    _, items = read(path)
+    (item,) = items
+    assert item.error.field == "simulations" and message in item.error.message
+
+
+def test_dir_layout_without_the_key(tmp_path):
+    """tau2 writes the dir layout's results.json without a simulations key at all."""
+    path = write_results(tmp_path, [_task("t")], [], simulation_index=[{"id": "s1", "task_id": "t", "trial": 0}])
+    doc = json.loads(path.read_text())
+    del doc["simulations"]
+    path.write_text(json.dumps(doc, indent=2))
+    (tmp_path / "simulations").mkdir()
+    (tmp_path / "simulations" / "s1.json").write_text(json.dumps(_sim("s1", "t", _dialogue())))
+    _, items = read(path)
+    assert [(i.trajectory_id, i.error) for i in items] == [("s1", None)]
+
+
 def test_sniff_from_the_head_of_a_file_too_large_to_parse_for_detection():
     head = shared("airline_gpt-4.1-mini_results.json").read_bytes()[:4096]
     assert BUNDLE.sniff(head, None)
