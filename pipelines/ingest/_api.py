@@ -214,15 +214,18 @@ def check_task(loaded: Loaded, tasks: TaskSet) -> InputErrorInfo | None:
     if loaded.trajectory is None:
         return None
     task_id = loaded.trajectory.task_id
-    where = {"file": loaded.source.file, "line": loaded.source.line, "field": "task_id"}
+
+    def error(kind: str, message: str) -> InputErrorInfo:
+        return InputErrorInfo(kind=kind, message=message, file=loaded.source.file, line=loaded.source.line, field="task_id")
+
     if task_id in tasks.ambiguous:
         info = tasks.ambiguous[task_id]
-        return InputErrorInfo(kind="ambiguous_task", message=f"{info.message}; not graded against a guess", **where)
+        return error("ambiguous_task", f"{info.message}; not graded against a guess")
     if task_id in tasks.tasks:
         return None
     if task_id in tasks.invalid:
         bad = tasks.invalid[task_id]
-        return InputErrorInfo(kind="unknown_task", message=f"task {task_id!r} could not be read: {bad.render()}", **where)
+        return error("unknown_task", f"task {task_id!r} could not be read: {bad.render()}")
     close = difflib.get_close_matches(task_id, list(tasks.tasks), n=3) if len(tasks.tasks) <= 10_000 else []
     hint = f"; similar ids: {', '.join(close)}" if close else ""
-    return InputErrorInfo(kind="unknown_task", message=f"no task with id {task_id!r} among {len(tasks.tasks)} tasks{hint}", **where)
+    return error("unknown_task", f"no task with id {task_id!r} among {len(tasks.tasks)} tasks{hint}")

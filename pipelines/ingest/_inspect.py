@@ -50,6 +50,7 @@ from pipelines.ingest._rows import Rows
 
 _SAMPLE_MEMBER = re.compile(r"^samples/(?P<stem>.+)_epoch_(?P<epoch>\d+)\.json$")
 _CHUNKED_SHELL = re.compile(r"^samples/(?P<stem>.+)_epoch_(?P<epoch>\d+)/sample\.json$")
+_JSON_HEAD = re.compile(r'[\ufeff \t\r\n]*\{\s*"version"\s*:\s*\d+\s*,')  # EvalLog writes its version first
 _HEADERS = ("header.json", "_journal/start.json", "start.json")
 _ATTACHMENT = ("attachment://", "tc://")
 _THINK = re.compile(r"<think([^>]*)>(.*?)</think>", re.DOTALL)  # as Inspect splits reasoning from text
@@ -63,8 +64,8 @@ def _sniff(head: bytes, first: dict[str, Any] | None) -> bool:
         return name is not None and (name in (*_HEADERS, "results.json", "summaries.json", "reductions.json") or name.startswith(("samples/", "_journal/")))
     if first is not None and isinstance(first.get("eval"), dict) and "version" in first and any(k in first for k in ("samples", "plan", "results", "status")):
         return True
-    text = head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
-    return text.startswith("{") and '"version"' in text and '"eval"' in text and ('"run_id"' in text or '"task_id"' in text)
+    text = head.decode("utf-8", "replace")
+    return _JSON_HEAD.match(text) is not None and '"eval"' in text
 
 
 def _first_member(head: bytes) -> str | None:

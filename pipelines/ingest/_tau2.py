@@ -36,6 +36,7 @@ Full-duplex (voice) simulations, recorded as ``ticks``, are reported as ``unsupp
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from functools import cache
 from importlib import resources
@@ -53,6 +54,7 @@ from pipelines.ingest._reader import read_items
 from pipelines.ingest._rows import Rows
 
 DEFAULT_REWARD_BASIS = ("DB", "COMMUNICATE")  # tau2's EvaluationCriteria default
+_HEAD = re.compile(r'[\ufeff \t\r\n]*\{\s*"(?:timestamp|info)"\s*:')  # tau2 writes Results' fields in order
 _FINISHED = {"agent_stop", "user_stop"}  # other terminations get reward 0 in tau2, whatever happened
 _MESSAGE_FIELDS = {
     # tau2's message models (src/tau2/data_model/message.py): read, summarised or deliberately not kept
@@ -100,7 +102,7 @@ def _sniff(head: bytes, first: dict[str, Any] | None) -> bool:
     if first is not None and isinstance(first.get("info"), dict) and isinstance(first.get("tasks"), list) and "simulations" in first:
         return True
     text = head.decode("utf-8", "replace")
-    return text.lstrip("\ufeff \t\r\n").startswith("{") and all(key in text for key in ('"info"', '"num_trials"', '"max_steps"', '"user_info"'))
+    return _HEAD.match(text) is not None and all(key in text for key in ('"info"', '"num_trials"', '"max_steps"', '"user_info"'))
 
 
 # ---- tool types ---------------------------------------------------------------------------------

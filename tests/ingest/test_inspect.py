@@ -346,3 +346,15 @@ def test_judge_grade_takes_the_tasks_from_the_log(tmp_path):
     (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert (row["task_id"], row["trajectory_id"]) == ("0", "0:1")
     assert (row["verdict"], row["failure_stage"]) == ("fail", "answer_correctness")  # "done" is not 42.7; the scorer agrees (0.0)
+
+
+def test_other_formats_that_mention_the_same_keys_are_not_bundles(write_jsonl):
+    line = {
+        "task_id": "t",
+        "trajectory_id": "r",
+        "steps": [],
+        "final_answer": "4",
+        "metadata": {"version": 2, "eval": "nightly", "info": {"num_trials": 1, "max_steps": 3, "user_info": {}}},
+    }
+    path = write_jsonl("native.jsonl", [line])
+    assert detect_trajectory_format(path) == "native"
