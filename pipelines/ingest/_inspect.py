@@ -23,7 +23,9 @@ messages; provider-side tool uses (``tool_use`` content parts) are steps with th
 ``error: {type, message}`` on a tool message fails the step with that message, except ``approval``
 (the call was refused: ``blocked``) and ``output_limit`` (the tool ran; only its output was cut:
 recorded in ``metadata.truncated_outputs``). Reasoning parts and ``<think>`` blocks are not text the
-agent said, nor answers. Each scorer's value -> external label ``inspect:<scorer>`` (C/I/P/N, numbers,
+agent said, nor answers. The answer is ``output.completion``, what Inspect's scorers read (a react
+agent's submitted answer is only there); when it differs from the agent's last message it is added
+as the agent's last message. Each scorer's value -> external label ``inspect:<scorer>`` (C/I/P/N, numbers,
 booleans via ``label_passed``; other values are kept with ``passed`` unknown). Other sample fields are
 kept in metadata, except the event transcript, attachments and message pool (storage of what the
 messages already hold).
@@ -311,6 +313,7 @@ class _Sample:
             self.message(message, f"{self.prefix}messages[{j}]")
         if not self.builder.turns:  # no user text and nothing the agent did: the input is the turn's query
             self.builder.start(_query(resolve(raw.get("input")), f"{self.prefix}input"))
+        self.completion(resolve(raw.get("output")))
         eval_spec = _object(self.header.get("eval"))
         agent = as_id(eval_spec.get("model"))
         metadata: dict[str, Any] = {k: v for k, v in raw.items() if k not in _MAPPED and k not in _NOT_KEPT and v is not None}
@@ -326,6 +329,18 @@ class _Sample:
         item = {"task_id": sample_id, "trajectory_id": f"{sample_id}:{epoch}", "agent": agent}
         trajectory = self.builder.build(item, self.ctx, _usage(raw.get("model_usage"), agent), metadata)
         return trajectory.model_copy(update={"external_labels": _labels(raw.get("scores"), f"{self.prefix}scores")})
+
+    def completion(self, output: Any) -> None:
+        """The answer Inspect's scorers read is ``output.completion``. A react agent's submitted answer
+        is only there (its submit call is removed from the messages): when the completion is not the
+        last thing the agent said, it is what the agent said last, and the answer."""
+        completion = output.get("completion") if isinstance(output, dict) else None
+        if not isinstance(completion, str) or not completion.strip():
+            return
+        said = self.builder.current["agent_messages"]
+        if not said or said[-1].strip() != completion.strip():
+            self.builder.say(completion)
+        self.builder.set_answer(completion)
 
     def message(self, message: Any, path: str) -> None:
         expect(message, dict, path, "a message")

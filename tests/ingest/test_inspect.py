@@ -203,6 +203,23 @@ def test_calls_parse_errors_server_tools_and_payloads(tmp_path):
     assert traj.final_answer == "It is found." and traj.turns[0].agent_messages == ["Searching.", "It is found."]
 
 
+def test_the_answer_is_what_scorers_read(tmp_path):
+    """A react agent's submit call is removed from its messages; the answer is in output.completion."""
+    messages = [
+        {"role": "user", "content": "What is 6 x 7?"},
+        {"role": "assistant", "content": "Let me compute.", "tool_calls": [{"id": "c1", "function": "python", "arguments": {"code": "print(6*7)"}}]},
+        {"role": "tool", "tool_call_id": "c1", "function": "python", "content": "42"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Done."}, {"type": "text", "text": ""}]},
+    ]
+    output = {"model": "m", "choices": [], "completion": "Done.\n\n42"}
+    _, items = read(write_json(tmp_path / "log.json", [sample(messages=messages, output=output, target="42")]))
+    traj = items[0].trajectory
+    assert traj.final_answer == "Done.\n\n42" and [m.strip() for m in traj.turns[-1].agent_messages] == ["Let me compute.", "Done.", "Done.\n\n42"]
+    plain = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
+    _, items = read(write_json(tmp_path / "plain.json", [sample(messages=plain, output={"completion": "Hello"})]))
+    assert items[0].trajectory.turns[0].agent_messages == ["Hello"]  # the usual case: not said twice
+
+
 def test_missing_attachment_is_a_warning(tmp_path):
     messages = [{"role": "user", "content": "attachment://nope"}, {"role": "assistant", "content": "ok"}]
     _, items = read(write_json(tmp_path / "log.json", [sample(messages=messages, attachments={})]))
