@@ -375,3 +375,15 @@ def test_other_formats_that_mention_the_same_keys_are_not_bundles(write_jsonl):
     }
     path = write_jsonl("native.jsonl", [line])
     assert detect_trajectory_format(path) == "native"
+
+
+def test_tool_specs_do_not_replace_the_logs_own_definitions(tmp_path):
+    from pipelines.ingest import load_tool_specs, with_tool_specs
+
+    events = [{"event": "model", "tools": [{"name": "search", "description": "Search the web.", "parameters": {"type": "object", "properties": {}}}]}]
+    tasks, _ = read(write_json(tmp_path / "log.json", [sample(events=events)]))
+    specs = tmp_path / "specs.json"
+    specs.write_text(json.dumps([{"name": "search", "description": "other", "side_effect": "write"}, {"name": "delete", "side_effect": "write"}]))
+    task = with_tool_specs(tasks, load_tool_specs(specs)).tasks["1"]
+    assert task.tool("search").description == "Search the web." and not task.is_write("search")  # a described tool: the log wins
+    assert task.is_write("delete")  # a tool the log does not declare is added

@@ -227,6 +227,17 @@ def test_unknown_tool_type_is_a_read_with_a_warning(tmp_path):
     assert "refund" in warning.message and "--tool-specs" in warning.message
 
 
+def test_tool_specs_give_the_types_the_file_does_not(tmp_path):
+    from pipelines.ingest import load_tool_specs, with_tool_specs
+
+    actions = [{"action_id": "a", "name": "refund", "arguments": {"order_id": "7"}}]
+    tasks, _ = read(write_results(tmp_path, [_task("t", actions=actions)], []))
+    specs = tmp_path / "specs.jsonl"
+    specs.write_text(json.dumps({"name": "refund", "side_effect": "write", "description": "Refund an order."}) + "\n")
+    task = with_tool_specs(tasks, load_tool_specs(specs)).tasks["t"]
+    assert task.is_write("refund") and task.tool("refund").description == "Refund an order."
+
+
 def test_tool_types_from_the_files_action_checks(tmp_path):
     actions = [{"action_id": "a", "name": "refund", "arguments": {"order_id": "7"}}]
     sim = _sim("s1", "t", _dialogue())
