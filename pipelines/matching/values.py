@@ -5,6 +5,11 @@ Rules (see ``compare_argument``): acceptable values are the reference literal pl
 tolerances; strings BFCL-normalised unless exact; ISO dates as dates; lists ordered unless the
 rule or schema says unordered (then as multisets, by optimal assignment); objects key by key.
 
+Schemas converted from BFCL (they carry ``x-bfcl-type``) follow BFCL's checker: an int stands for
+a ``float`` only at the argument's top level (BFCL converts it there; an int item of a float list
+is its nested type error), an int never stands for a BFCL ``integer``'s float, and strings compare
+by BFCL's standardised text only (no date reading).
+
 Invariant: ``values_equal(a, b) == values_equal(b, a)``. The type check is symmetric too: a value
 passes it when it fits the schema type *or* has the same JSON type as the other side (BFCL's
 "variable" rule: a reference may hold a string where the schema says integer).
@@ -63,6 +68,11 @@ class _Opts:
     relative_tolerance: float | None = None
     unordered: bool | None = None  # applies to the top-level list only; nested lists follow their schema
     exact: bool = False
+    depth: int = 0  # 0: the argument itself; nested values are deeper
+    array_item: bool = False  # a direct item of the argument's top-level list (BFCL's nested type check)
+
+    def inner(self, *, array_item: bool = False) -> _Opts:
+        return _Opts(self.tolerance, self.relative_tolerance, None, self.exact, self.depth + 1, array_item)
 
 
 @dataclass(frozen=True)
@@ -125,7 +135,7 @@ def _declared_types(schema: dict | None) -> set[str]:
     return set() if None in types else types
 
 
-def _fits(value: Any, schema: dict | None) -> bool:
+def _fits(value: Any, schema: dict | None, array_item: bool = False) -> bool:
     """Does ``value`` have a JSON type the schema allows? No declared type: anything fits."""
     declared = _declared_types(schema)
     if not declared:
@@ -134,7 +144,8 @@ def _fits(value: Any, schema: dict | None) -> bool:
     if kind in declared:
         return True
     if kind == "integer" and "number" in declared:
-        return True  # BFCL's int-for-float; JSON Schema's integers are numbers
+        # JSON Schema's integers are numbers; BFCL converts an int to float only at the top level
+        return not (array_item and (schema or {}).get("x-bfcl-type") == "float")
     if kind == "number" and "integer" in declared:
         # JSON Schema counts 3.0 as an integer; BFCL's Python checker does not.
         strict = (schema or {}).get("x-bfcl-type") == "integer"
@@ -142,12 +153,12 @@ def _fits(value: Any, schema: dict | None) -> bool:
     return False
 
 
-def _type_diff(a: Any, b: Any, schema: dict | None, path: str) -> _Diff | None:
+def _type_diff(a: Any, b: Any, schema: dict | None, path: str, array_item: bool = False) -> _Diff | None:
     if _kind(a) == _kind(b):
         return None
     want = "/".join(sorted(_declared_types(schema)))
     for value in (b, a):
-        if not _fits(value, schema):
+        if not _fits(value, schema, array_item):
             return _Diff(path, _show(a), _show(b), f"type: the schema wants {want}, not {_kind(value)} {_show(value, 30)}")
     return None
 
@@ -209,6 +220,8 @@ def _string_diff(a: str, b: str, schema: dict | None, opts: _Opts, path: str) ->
     fmt = schema.get("format")
     if opts.exact or schema.get("x-exact") is True or fmt in _EXACT_FORMATS:
         return None if a == b else _Diff(path, _show(a), _show(b), "compared verbatim")
+    if "x-bfcl-type" in schema:  # BFCL's checker: standardised text, dates included
+        return None if bfcl_normalize(a) == bfcl_normalize(b) else _Diff(path, _show(a), _show(b))
     if fmt in _DATE_FORMATS or _ISO_DATE.match(a.strip()) or _ISO_DATE.match(b.strip()):
         wa, wb = _parse_when(a), _parse_when(b)
         if wa is not None and wb is not None:
@@ -252,7 +265,7 @@ def _property_schema(schema: dict | None, key: str) -> dict | None:
 
 def _list_diff(a: list, b: list, schema: dict | None, opts: _Opts, path: str) -> _Diff | None:
     item_schema = _items_schema(schema)
-    inner = _Opts(opts.tolerance, opts.relative_tolerance, None, opts.exact)
+    inner = opts.inner(array_item=opts.depth == 0)
     if not _unordered_for(schema, opts.unordered):
         if len(a) != len(b):
             return _Diff(path, _count(len(a)), _count(len(b)), f"{_show(a)} vs {_show(b)}")
@@ -275,7 +288,7 @@ def _list_diff(a: list, b: list, schema: dict | None, opts: _Opts, path: str) ->
 
 
 def _dict_diff(a: dict, b: dict, schema: dict | None, opts: _Opts, path: str) -> _Diff | None:
-    inner = _Opts(opts.tolerance, opts.relative_tolerance, None, opts.exact)
+    inner = opts.inner()
     for key in sorted(set(a) | set(b), key=str):
         where = f"{path}.{key}" if path else str(key)
         if key not in b:
@@ -290,7 +303,7 @@ def _dict_diff(a: dict, b: dict, schema: dict | None, opts: _Opts, path: str) ->
 
 def _diff(a: Any, b: Any, schema: dict | None, opts: _Opts, path: str) -> _Diff | None:
     """None when ``a`` and ``b`` are equal under the schema and options; else why not."""
-    type_diff = _type_diff(a, b, schema, path)
+    type_diff = _type_diff(a, b, schema, path, opts.array_item)
     if type_diff is not None:
         return type_diff
     if _is_number(a) and _is_number(b):
