@@ -28,6 +28,7 @@ from judge import (
     Trajectory,
     TrajectoryResult,
 )
+from pipelines.alignment import TurnAlignmentError, align
 from pipelines.attribution import attribute_trajectory, attribute_turn
 from pipelines.checks import AnswerCheck, GroundingCheck, PolicyCheck, TurnContext, build_context, match_calls
 from pipelines.config import GradingConfig
@@ -139,27 +140,17 @@ def grade_case(
     source: SourceRef | None = None,
     replay: list[Any] | None = None,
 ) -> GradedCase:
-    """Run every deterministic check of every turn. Raises ``InputError`` for turns the task lacks."""
-    by_id = {t.turn_id: t for t in trajectory.turns}
-    task_ids = {t.turn_id for t in task.turns}
-    single = len(task.turns) == 1 and len(trajectory.turns) == 1
-    if not single:
-        extra = [tid for tid in by_id if tid not in task_ids]
-        if extra:
-            raise InputError.at(
-                "unknown_turn",
-                f"trajectory has turns {extra} that task {task.task_id!r} does not define (task turns: {sorted(task_ids)})",
-                source.file if source else "<memory>",
-                source.line if source else None,
-                "turns",
-            )
-    replay_by_id = {r.turn_id: r for r in replay} if replay else {}
+    """Run every deterministic check of every turn (turns aligned by ``config.turns``, see
+    ``pipelines.alignment``). Raises ``InputError`` when the turns cannot be aligned."""
+    try:
+        alignment = align(task, trajectory, config.turns)
+    except TurnAlignmentError as exc:
+        raise InputError.at("unknown_turn", str(exc), source.file if source else "<memory>", source.line if source else None, "turns") from None
     states: list[TurnState] = []
     prior_outputs: list[Any] = []
     calls_before = 0
-    for turn in task.turns:
-        traj_turn = trajectory.turns[0] if single else by_id.get(turn.turn_id)
-        rep = (replay[0] if replay else None) if single else replay_by_id.get(turn.turn_id)
+    for i, (turn, traj_turn) in enumerate(alignment.pairs):
+        rep = replay[i] if replay else None
         ctx = build_context(task, turn, trajectory, traj_turn, config, replay=rep, prior_outputs=prior_outputs, calls_before=calls_before)
         states.append(_evaluate(ctx))
         prior_outputs = prior_outputs + [v.result for v in ctx.steps if v.ok]

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import rubrics
 from judge import Escalator, InputError, InputErrorInfo, TrajectoryResult, VerdictLabel
 from pipelines.aggregate import Aggregator
+from pipelines.alignment import TurnAlignmentError
 from pipelines.config import GradingConfig
 from pipelines.grade_case import GradedCase, grade_case
 from pipelines.ingest import Limits, Loaded, TaskSet, check_task, load_tasks, read_trajectories
@@ -130,10 +131,12 @@ def _grade_loaded(loaded: Loaded, taskset: TaskSet, opts: GradeOptions) -> Grade
     try:
         replay = None
         if opts.replayer is not None and task.environment is not None:
-            replay = opts.replayer.replay(task, loaded.trajectory)
+            replay = opts.replayer.replay(task, loaded.trajectory, opts.config.turns)
         return grade_case(task, loaded.trajectory, opts.config, source=loaded.source, replay=replay)
     except InputError as exc:
         return _error_row(loaded, exc.info)
+    except TurnAlignmentError as exc:
+        return _error_row(loaded, InputErrorInfo(kind="unknown_turn", message=str(exc), file=loaded.source.file, line=loaded.source.line, field="turns"))
     except Exception as exc:  # an environment or replay failure must not sink the run
         info = InputErrorInfo(kind="grading_error", message=f"{type(exc).__name__}: {exc}", file=loaded.source.file, line=loaded.source.line)
         return _error_row(loaded, info)
