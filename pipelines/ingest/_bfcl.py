@@ -295,9 +295,7 @@ def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
             collector.add_error(info, uid)
             continue
         for kind, message, where in warnings:
-            collector.result.warnings.append(
-                InputWarning(kind=kind, message=f"{message} (task {uid!r})", file=reference, line=answer.source.line, field=where)
-            )
+            collector.result.warnings.append(InputWarning(kind=kind, message=f"{message} (task {uid!r})", file=reference, line=answer.source.line, field=where))
         collector.add(task, source)
     for uid, entry in answers.items():
         if not entry.used:

@@ -132,6 +132,8 @@ def _from_json(text: str) -> list[DecodedCall]:
         value = json.loads(text)
     except ValueError as err:
         raise _Unreadable(f"not JSON ({err})") from None
+    except RecursionError:
+        raise _Unreadable("JSON nested too deeply") from None
     if isinstance(value, dict):
         value = [value]
     if not isinstance(value, list):
@@ -322,7 +324,7 @@ def _arithmetic(node: ast.BinOp) -> Any:
         if isinstance(result, complex) or (isinstance(result, float) and not math.isfinite(result)):
             return _source(node)
         return result
-    if isinstance(node.op, ast.Add) and type(left) is type(right) and isinstance(left, (str, list)):
-        if len(left) + len(right) <= _MAX_COLLECTION:
-            return left + right
+    same_kind = type(left) is type(right) and isinstance(left, (str, list))
+    if isinstance(node.op, ast.Add) and same_kind and len(left) + len(right) <= _MAX_COLLECTION:
+        return left + right
     return _source(node)

@@ -34,7 +34,7 @@ _MAX_REASON = 400
 
 def looks_like_bfcl_scores(first: Any) -> bool:
     """The first object of a BFCL score file is its category summary."""
-    return isinstance(first, dict) and _SUMMARY_KEYS <= set(first) and "id" not in first
+    return isinstance(first, dict) and set(first) >= _SUMMARY_KEYS and "id" not in first
 
 
 def sniff_bfcl_scores(path: str | Path) -> bool:
