@@ -30,7 +30,7 @@ from judge import (
 )
 from pipelines.alignment import TurnAlignmentError, align
 from pipelines.attribution import attribute_trajectory, attribute_turn
-from pipelines.checks import AnswerCheck, GroundingCheck, PolicyCheck, TurnContext, build_context, match_calls
+from pipelines.checks import AnswerCheck, CallMatching, GroundingCheck, PolicyCheck, TurnContext, build_context, match_calls
 from pipelines.config import GradingConfig
 from pipelines.scoring import TurnFacts, compute_scores
 
@@ -45,6 +45,7 @@ class TurnState:
     checks: dict[Check, StageResult]
     facts: TurnFacts
     asked: set[Check] = field(default_factory=set)  # escalated already (decided or left open)
+    nothing_to_check: str | None = None  # the task specifies nothing for this turn: unresolved, never asked
 
 
 @dataclass
@@ -60,6 +61,8 @@ class GradedCase:
     # ---- escalation -------------------------------------------------------------------------
     def next_escalation(self) -> tuple[int, Check] | None:
         for ti, ts in enumerate(self.turns):
+            if ts.nothing_to_check is not None and not any(c.outcome == Outcome.MISMATCH for c in ts.checks.values()):
+                continue
             mismatch_seen = False
             for check in CHECK_ORDER:
                 result = ts.checks[check]
@@ -105,7 +108,7 @@ class GradedCase:
 
     # ---- result -----------------------------------------------------------------------------
     def result(self) -> TrajectoryResult:
-        turn_results = [attribute_turn(ts.ctx.turn.turn_id, [ts.checks[c] for c in CHECK_ORDER]) for ts in self.turns]
+        turn_results = [attribute_turn(ts.ctx.turn.turn_id, [ts.checks[c] for c in CHECK_ORDER], ts.nothing_to_check) for ts in self.turns]
         verdict, stage, unresolved, decided_by = attribute_trajectory(turn_results)
         for ts in self.turns:
             ts.facts.answer = ts.checks[Check.ANSWER]
@@ -164,7 +167,21 @@ def _evaluate(ctx: TurnContext) -> TurnState:
     matching = match_calls(ctx, _answer_correct(answer))
     grounding = _GROUNDING.run(ctx, answer, matching.result.outcome == Outcome.MATCH)
     checks = {Check.POLICY: policy, Check.CALLS: matching.result, Check.ANSWER: answer, Check.GROUNDING: grounding}
-    return TurnState(ctx=ctx, checks=checks, facts=TurnFacts(ctx, matching, policy, answer))
+    return TurnState(ctx=ctx, checks=checks, facts=TurnFacts(ctx, matching, policy, answer), nothing_to_check=_nothing_to_check(ctx, matching))
+
+
+def _nothing_to_check(ctx: TurnContext, matching: CallMatching) -> str | None:
+    """Why the turn has nothing to check, or None. Something to check: a required reference call,
+    an answer specification (gold, pattern, criteria, required content), a policy, a ban on extra
+    calls, or a final state compared by replay."""
+    task, turn = ctx.task, ctx.turn
+    if any(not st.advisory for st in matching.refs) or turn.has_answer_spec or task.extra_calls == "forbid":
+        return None
+    if task.policy is not None and (task.policy.has_rules or task.policy.text):
+        return None
+    if ctx.reference_state is not None and ctx.predicted_state is not None:
+        return None
+    return "nothing to check: the task gives no required reference call, no answer specification and no policy for this turn"
 
 
 def _answer_correct(answer: StageResult) -> bool | None:
@@ -204,9 +221,7 @@ def _clip(value: Any) -> Any:
 def _material(ctx: TurnContext, check: Check) -> dict[str, Any]:
     turn = ctx.turn
     answer = ctx.traj_turn.final_answer if ctx.traj_turn is not None else None
-    predicted = [
-        {"step": v.index, "name": v.step.name, "arguments": v.step.arguments, "status": "ok" if v.ok else "error", "result": _clip(v.result)} for v in ctx.steps
-    ]
+    predicted = [{"step": v.index, "name": v.step.name, "arguments": v.step.arguments, "status": v.status, "result": _clip(v.result)} for v in ctx.steps]
     if check == Check.POLICY:
         return {
             "policy": ctx.task.policy.text or "",
