@@ -248,3 +248,57 @@ def test_score_file_errors_name_file_and_line(tmp_path):
         read_bfcl_scores(empty)
     assert looks_like_bfcl_scores({"accuracy": 1, "correct_count": 1, "total_count": 1})
     assert not looks_like_bfcl_scores({"id": "x", "accuracy": 1, "correct_count": 1, "total_count": 1})
+
+
+# ---------------------------------------------------------------- graded end to end
+
+
+def _grade(tmp_path, trajectories, tasks, reference):
+    from pipelines.grade_run import GradeOptions, run_grading
+
+    out = tmp_path / "run"
+    run_grading(GradeOptions(tasks=tasks, reference=reference, trajectories=trajectories, out=out))
+    return {row["trajectory_id"]: row for row in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+
+
+def test_graded_against_bfcl_questions_and_possible_answers(fixtures, tmp_path):
+    rows = _grade(tmp_path, fixtures / "bfcl_results.jsonl", fixtures / "bfcl_questions.jsonl", fixtures / "bfcl_possible_answers.jsonl")
+    verdicts = {tid: (row["verdict"], row["failure_stage"]) for tid, row in rows.items()}
+    assert verdicts == {
+        "simple_0": ("pass", "none"),
+        "simple_13": ("fail", "argument_values"),  # [1, 3] for a list of floats: BFCL's type_error:nested
+        "parallel_0": ("pass", "none"),
+        "parallel_29": ("fail", "argument_values"),  # adults=1 where the answer says 0
+        "parallel_multiple_3": ("pass", "none"),
+    }
+
+
+def test_calls_beyond_the_expected_ones_fail_and_a_missing_call_fails(fixtures, tmp_path, write_jsonl):
+    extra = "[get_rectangle_property(perimeter=14, area=15, property='width'), get_rectangle_property(perimeter=14, area=15, property='length'), integral(function='x', a=0.0, b=1.0)]"
+    results = write_jsonl(
+        "r.jsonl",
+        [
+            {"id": "parallel_multiple_3", "result": extra},
+            {"id": "parallel_0", "result": "[spotify.play(artist='Taylor Swift', duration=20)]"},
+            {"id": "simple_0", "result": "Sorry, I need the units first."},
+        ],
+    )
+    rows = _grade(tmp_path, results, fixtures / "bfcl_questions.jsonl", fixtures / "bfcl_possible_answers.jsonl")
+    assert (rows["parallel_multiple_3"]["verdict"], rows["parallel_multiple_3"]["failure_stage"]) == ("fail", "tool_selection")
+    assert rows["parallel_0"]["verdict"] == "fail"  # one call short (BFCL: wrong_count); the stage is the matcher's diagnosis
+    assert (rows["simple_0"]["verdict"], rows["simple_0"]["failure_stage"]) == ("fail", "tool_selection")
+
+
+@needs_shared
+@pytest.mark.parametrize("category", ["simple", "parallel"])
+def test_agreement_with_bfcls_own_score_files_on_the_real_v3_run(category, tmp_path):
+    """The measured figure of the README: our verdict against BFCL's score file, entry by entry."""
+    rows = _grade(
+        tmp_path,
+        next(V3.glob(f"result/*/BFCL_v3_{category}_result.json")),
+        V3 / "data" / f"BFCL_v3_{category}.json",
+        V3 / "data" / "possible_answer" / f"BFCL_v3_{category}.json",
+    )
+    labels = read_bfcl_scores(next(V3.glob(f"score/*/BFCL_v3_{category}_score.json")))
+    disagreements = {tid: (row["verdict"], labels[tid].reason) for tid, row in rows.items() if (row["verdict"] == "pass") != labels[tid].passed}
+    assert len(rows) == 30 and disagreements == {}
