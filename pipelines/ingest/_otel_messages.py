@@ -78,7 +78,7 @@ def messages_from(value: Any, default_role: str) -> Extracted:
         if isinstance(value.get("messages"), list):
             value = value["messages"]
         elif value.get("object") == "response" or (isinstance(value.get("output"), list) and "id" in value):
-            out.tools.extend(_tool_def(t) for t in value.get("tools") or [] if _tool_def(t))
+            out.tools.extend(d for d in (_tool_def(t) for t in value.get("tools") or []) if d is not None)
             if isinstance(value.get("instructions"), str) and value["instructions"]:
                 out.system.append(value["instructions"])
             value = value["output"]
@@ -232,7 +232,7 @@ def _tool_def(obj: Any) -> dict[str, Any] | None:
     obj = parse_json_value(obj)
     if not isinstance(obj, dict):
         return None
-    inner = obj.get("function") if isinstance(obj.get("function"), dict) else obj
+    inner: dict[str, Any] = obj["function"] if isinstance(obj.get("function"), dict) else obj
     name = inner.get("name")
     if not isinstance(name, str) or not name or not (obj.get("type") == "function" or "parameters" in inner or "description" in inner):
         return None
@@ -303,8 +303,7 @@ def indexed_messages(attributes: dict[str, Any], prefix: str) -> list[dict[str, 
     as message objects ``_message`` reads."""
     out = []
     for entry in unflatten(attributes, prefix):
-        message = entry.get("message") if isinstance(entry.get("message"), dict) else entry
-        message = dict(message)
+        message = dict(entry["message"] if isinstance(entry.get("message"), dict) else entry)
         contents = message.pop("contents", None)
         if isinstance(contents, list) and "content" not in message:
             message["content"] = [c.get("message_content", c) for c in contents if isinstance(c, dict)]

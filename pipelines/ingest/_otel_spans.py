@@ -239,9 +239,7 @@ def _otlp_span(raw: Any, resource: dict[str, Any], line: int | None, order: int,
         missing = "traceId" if trace_id is None else "spanId"
         raise SpanFormatError(f"a span needs its {missing}", f"{path}.{missing}")
     status, message = _status(raw.get("status"))
-    events = [
-        SpanEvent(str(e.get("name") or ""), attribute_map(e.get("attributes"))) for e in raw.get("events") or [] if isinstance(e, dict)
-    ]
+    events = [SpanEvent(str(e.get("name") or ""), attribute_map(e.get("attributes"))) for e in raw.get("events") or [] if isinstance(e, dict)]
     return Span(
         trace_id=trace_id,
         span_id=span_id,
@@ -298,7 +296,7 @@ def _iso(value: Any) -> float | None:
 
 
 def _langfuse(item: dict[str, Any], line: int | None, first_order: int) -> tuple[list[Span], list[TraceInfo]]:
-    trace = item.get("trace") if isinstance(item.get("trace"), dict) else item
+    trace: dict[str, Any] = item["trace"] if isinstance(item.get("trace"), dict) else item
     observations = item.get("observations") if isinstance(item.get("observations"), list) else trace.get("observations")
     prefix = "observations" if isinstance(item.get("observations"), list) else "trace.observations"
     if not isinstance(observations, list):
