@@ -19,8 +19,11 @@ Positional arguments are not bound to parameter names (BFCL drops them too): the
 Non-string dict keys become strings (arguments are JSON).
 
 A result that is not a call structure is the model's failure, reported as ``Decoded.error`` (the
-caller grades a trajectory without calls). A call whose name is known but whose arguments cannot
-be read becomes a ``DecodedCall`` with ``error`` set (a failed step).
+caller grades a trajectory without calls). Nothing is cleaned up beyond what BFCL's decoder does:
+text after the call list, even a chat-template token a serving stack left (``<end_of_turn>``), makes
+the result unparseable as it does for BFCL; the error then says that the list would parse without
+it, so a serving problem is visible without being graded as a success. A call whose name is known
+but whose arguments cannot be read becomes a ``DecodedCall`` with ``error`` set (a failed step).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from typing import Any
 __all__ = ["Decoded", "DecodedCall", "decode_result"]
 
 # Chat-template control tokens a serving stack sometimes leaves at the end of the text
-# (``<end_of_turn>``, ``<|eot_id|>``, ``<|im_end|>``, ``</s>``): not model content.
+# (``<end_of_turn>``, ``<|eot_id|>``, ``<|im_end|>``, ``</s>``): named in the error, never removed.
 _TRAILING_SPECIAL = re.compile(r"(?:\s*(?:<\|[A-Za-z0-9_]+\|>|<(?:end_of_turn|eos|/s|\|endoftext\|)>))+\s*\Z")
 _TOOLCALL_TAG = re.compile(r"<TOOLCALL>(.*?)</TOOLCALL>", re.DOTALL)
 _MAX_TEXT = 1 << 20  # a call list longer than this is not decoded (ast on huge hostile input)
@@ -58,7 +61,6 @@ class Decoded:
     calls: list[DecodedCall] = field(default_factory=list)
     error: str | None = None  # the result is not a call structure: the model's failure
     text: str | None = None  # the model's text when the result is text
-    notes: list[str] = field(default_factory=list)  # liberal steps taken (e.g. a trailing token removed)
     syntax: str | None = None  # "python", "json" or "structured"
 
 
@@ -88,7 +90,6 @@ def _decode_list(items: list[Any]) -> Decoded:
             if sub.error is not None:
                 return Decoded(error=f"result[{i}]: {sub.error}", text=item)
             out.calls.extend(sub.calls)
-            out.notes.extend(sub.notes)
         elif isinstance(item, dict):
             try:
                 out.calls.append(_call_from_object(item))
@@ -102,17 +103,12 @@ def _decode_list(items: list[Any]) -> Decoded:
 
 
 def _decode_text(raw: str) -> Decoded:
-    notes: list[str] = []
     text = raw
-    stripped = _TRAILING_SPECIAL.sub("", text)
-    if stripped != text:
-        notes.append(f"removed trailing control token(s) {text[len(stripped) :].strip()!r}")
-        text = stripped
     tagged = _TOOLCALL_TAG.search(text)
     if tagged:
         text = tagged.group(1)
     if len(text) > _MAX_TEXT:
-        return Decoded(error=f"result text of {len(text)} characters is too long to decode", text=raw, notes=notes)
+        return Decoded(error=f"result text of {len(text)} characters is too long to decode", text=raw)
     errors: list[str] = []
     for syntax, decoder in (("json", _from_json), ("python", _from_python), ("json", _from_json_sequence)):
         try:
@@ -120,8 +116,12 @@ def _decode_text(raw: str) -> Decoded:
         except _Unreadable as err:
             errors.append(f"{syntax}: {err}")
             continue
-        return Decoded(calls=calls, notes=notes, syntax=syntax, text=raw)
-    return Decoded(error="not a call list (" + "; ".join(dict.fromkeys(errors)) + ")", text=raw, notes=notes)
+        return Decoded(calls=calls, syntax=syntax, text=raw)
+    error = "not a call list (" + "; ".join(dict.fromkeys(errors)) + ")"
+    trailing = _TRAILING_SPECIAL.search(text)
+    if trailing and not _decode_text(text[: trailing.start()]).error:
+        error += f"; it would parse without the trailing {trailing.group().strip()!r} (a chat-template token the serving stack left?)"
+    return Decoded(error=error, text=raw)
 
 
 # ---------------------------------------------------------------- JSON

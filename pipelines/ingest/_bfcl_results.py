@@ -85,8 +85,6 @@ def _convert(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
     metadata: dict[str, Any] = {k: v for k, v in item.items() if k != "id"}  # the raw result included
     if decoded.syntax is not None:
         metadata["result_syntax"] = decoded.syntax
-    for note in decoded.notes:
-        ctx.warn("bfcl_result_cleaned", note, "result")
     steps: list[dict[str, Any]] = []
     final_answer = None
     agent_messages: list[str] = []
