@@ -514,7 +514,7 @@ def build_trajectory(conversation: _Conversation, ctx: ItemContext) -> Trajector
     trajectory_id = _first_attribute(spans, conversation.infos, ("trajectory_judge.trajectory_id",)) or conv or trace
     agent = _first_attribute([s for s in spans if kinds[s.span_id] == "agent"], [], ("gen_ai.agent.name",))
     models = sorted(
-        {str(m) for s in chat_spans for m in (s.attributes.get("gen_ai.response.model") or s.attributes.get("gen_ai.request.model") or s.model,) if m}
+        {str(m) for s in chat_spans for m in (s.attributes.get("gen_ai.response.model") or s.attributes.get("gen_ai.request.model") or s.attributes.get("llm.model_name") or s.model,) if m}
     )
     otel: dict[str, Any] = {
         "trace_ids": conversation.trace_ids,

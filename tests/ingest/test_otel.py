@@ -367,3 +367,45 @@ def test_graded_with_tasks(fixtures, tmp_path, write_jsonl):
     run_grading(GradeOptions(tasks=tasks, trajectories=fixtures / "otel_tool_calls.otlp.json", out=out))
     (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert (row["task_id"], row["trajectory_id"], row["verdict"]) == ("weather-paris", "conv-paris-1", "pass")
+
+
+def test_openinference_indexed_attributes_and_structured_values(write_jsonl):
+    """OpenInference spans (not via Langfuse): llm.input_messages.<i>.message.*, tool spans with
+    tool.name / input.value / output.value; and messages as structured AnyValues, not JSON text."""
+    trace = "b2" * 16
+    llm = span(
+        trace,
+        "01",
+        "ChatCompletion",
+        0,
+        {
+            "openinference.span.kind": "LLM",
+            "llm.model_name": "gpt-4o",
+            "llm.input_messages.0.message.role": "system",
+            "llm.input_messages.0.message.content": "Be brief.",
+            "llm.input_messages.1.message.role": "user",
+            "llm.input_messages.1.message.contents.0.message_content.type": "text",
+            "llm.input_messages.1.message.contents.0.message_content.text": "Weather in Oslo?",
+            "llm.output_messages.0.message.role": "assistant",
+            "llm.output_messages.0.message.tool_calls.0.tool_call.id": "call_oslo",
+            "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "get_weather",
+            "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": '{"city": "Oslo"}',
+            "llm.tools.0.tool.json_schema": json.dumps({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}),
+            "llm.token_count.prompt": 30,
+            "llm.token_count.completion": 9,
+        },
+    )
+    run = span(trace, "02", "get_weather", 1, {"openinference.span.kind": "TOOL", "tool.name": "get_weather", "input.value": '{"city": "Oslo"}', "output.value": "snow"})
+    structured = chat("c3" * 16, "01", 5, None, None)
+    structured["attributes"] += [
+        {"key": "gen_ai.input.messages", "value": _value([user("Hi")])},
+        {"key": "gen_ai.output.messages", "value": _value([says("Hello")])},
+    ]
+    first, second = _read(write_jsonl("t.jsonl", [export(llm, run), export(structured)]))
+    traj = first.trajectory
+    (step,) = traj.steps
+    assert (step.name, step.arguments, step.call_id, step.result, step.round) == ("get_weather", {"city": "Oslo"}, "call_oslo", "snow", 0)
+    assert traj.turns[0].query == "Weather in Oslo?" and traj.metadata["system"] == "Be brief."
+    assert traj.metadata["tools"] == [{"name": "get_weather", "description": "", "parameters": {"type": "object"}}]
+    assert (traj.token_usage.input_tokens, traj.token_usage.output_tokens) == (30, 9)
+    assert (second.trajectory.turns[0].query, second.trajectory.final_answer) == ("Hi", "Hello")
