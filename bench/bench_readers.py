@@ -49,7 +49,12 @@ def otel_file(path: Path, traces: int) -> int:
             for k in range(3):
                 start = t0 + t * 10**10 + k * 10**9
                 if k < 2:
-                    out = [{"role": "assistant", "parts": [{"type": "tool_call", "id": f"c{t}-{k}", "name": "get_weather", "arguments": {"city": f"city {t + k}"}}]}]
+                    out = [
+                        {
+                            "role": "assistant",
+                            "parts": [{"type": "tool_call", "id": f"c{t}-{k}", "name": "get_weather", "arguments": {"city": f"city {t + k}"}}],
+                        }
+                    ]
                 else:
                     out = [{"role": "assistant", "parts": [{"type": "text", "content": "Rain in both."}]}]
                 attributes = [
@@ -63,7 +68,15 @@ def otel_file(path: Path, traces: int) -> int:
                 if k < 2:
                     tool = [_attr("gen_ai.operation.name", "execute_tool"), _attr("gen_ai.tool.name", "get_weather"), _attr("gen_ai.tool.call.id", f"c{t}-{k}")]
                     tool.append(_attr("gen_ai.tool.call.result", "rain"))
-                    spans.append({"traceId": trace, "spanId": f"{k + 8:016x}", "name": "execute_tool get_weather", "startTimeUnixNano": str(start + 5 * 10**8), "attributes": tool})
+                    spans.append(
+                        {
+                            "traceId": trace,
+                            "spanId": f"{k + 8:016x}",
+                            "name": "execute_tool get_weather",
+                            "startTimeUnixNano": str(start + 5 * 10**8),
+                            "attributes": tool,
+                        }
+                    )
                     history = [*history, *out, {"role": "tool", "parts": [{"type": "tool_call_response", "id": f"c{t}-{k}", "response": "rain"}]}]
             spans_written += len(spans)
             fh.write(json.dumps({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "bench"}, "spans": spans}]}]}) + "\n")

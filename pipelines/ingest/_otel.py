@@ -456,6 +456,12 @@ def _labels(conversation: _Conversation) -> list[ExternalLabel]:
     return labels
 
 
+def _model(span: Span) -> str | None:
+    a = span.attributes
+    model = a.get("gen_ai.response.model") or a.get("gen_ai.request.model") or a.get("llm.model_name") or span.model
+    return str(model) if model else None
+
+
 def _unique(items: list[Any]) -> list[Any]:
     out, seen = [], set()
     for item in items:
@@ -513,9 +519,7 @@ def build_trajectory(conversation: _Conversation, ctx: ItemContext) -> Trajector
     task_id = _first_attribute(spans, conversation.infos, _TASK_KEYS) or conv or trace
     trajectory_id = _first_attribute(spans, conversation.infos, ("trajectory_judge.trajectory_id",)) or conv or trace
     agent = _first_attribute([s for s in spans if kinds[s.span_id] == "agent"], [], ("gen_ai.agent.name",))
-    models = sorted(
-        {str(m) for s in chat_spans for m in (s.attributes.get("gen_ai.response.model") or s.attributes.get("gen_ai.request.model") or s.attributes.get("llm.model_name") or s.model,) if m}
-    )
+    models = sorted({m for m in map(_model, chat_spans) if m})
     otel: dict[str, Any] = {
         "trace_ids": conversation.trace_ids,
         "spans": len(spans),

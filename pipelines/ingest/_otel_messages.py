@@ -32,6 +32,7 @@ __all__ = ["Call", "Message", "Result", "messages_from", "tool_definitions", "un
 _ROLES = {"human": "user", "user": "user", "ai": "assistant", "assistant": "assistant", "model": "assistant", "tool": "tool", "function": "tool"}
 _ROLES.update({"system": "system", "developer": "system"})
 _TEXT_PARTS = ("text", "input_text", "output_text")
+_MAX_KEY_DEPTH = 16  # segments of an indexed attribute key; deeper ones are not message fields
 
 
 @dataclass
@@ -276,7 +277,7 @@ def unflatten(attributes: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
         if not key.startswith(head):
             continue
         parts = key[len(head) :].split(".")
-        if not parts[0].isdigit():
+        if not parts[0].isdigit() or len(parts) > _MAX_KEY_DEPTH:
             continue
         node = tree
         for part in parts[:-1]:

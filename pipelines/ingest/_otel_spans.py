@@ -99,6 +99,8 @@ def parse_json_value(value: Any) -> Any:
             continue
         except ValueError:
             pass
+        except RecursionError:
+            return value
         if text[0] in "[{" and len(text) <= _MAX_LITERAL:
             try:
                 return ast.literal_eval(text)

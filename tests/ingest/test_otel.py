@@ -395,7 +395,13 @@ def test_openinference_indexed_attributes_and_structured_values(write_jsonl):
             "llm.token_count.completion": 9,
         },
     )
-    run = span(trace, "02", "get_weather", 1, {"openinference.span.kind": "TOOL", "tool.name": "get_weather", "input.value": '{"city": "Oslo"}', "output.value": "snow"})
+    run = span(
+        trace,
+        "02",
+        "get_weather",
+        1,
+        {"openinference.span.kind": "TOOL", "tool.name": "get_weather", "input.value": '{"city": "Oslo"}', "output.value": "snow"},
+    )
     structured = chat("c3" * 16, "01", 5, None, None)
     structured["attributes"] += [
         {"key": "gen_ai.input.messages", "value": _value([user("Hi")])},
@@ -409,3 +415,10 @@ def test_openinference_indexed_attributes_and_structured_values(write_jsonl):
     assert traj.metadata["tools"] == [{"name": "get_weather", "description": "", "parameters": {"type": "object"}}]
     assert (traj.token_usage.input_tokens, traj.token_usage.output_tokens) == (30, 9)
     assert (second.trajectory.turns[0].query, second.trajectory.final_answer) == ("Hi", "Hello")
+
+
+def test_hostile_attributes_do_not_crash(write_jsonl):
+    deep = "[" * 100_000 + "]" * 100_000
+    attributes = {"gen_ai.input.messages": deep, "gen_ai.prompt.0" + ".0" * 5000: "x", "gen_ai.output.messages": json.dumps([says("ok")])}
+    (item,) = _read(write_jsonl("t.jsonl", [export(span("d4" * 16, "01", "chat m", 0, {"gen_ai.operation.name": "chat", **attributes}))]))
+    assert item.trajectory.final_answer == "ok"
