@@ -13,6 +13,7 @@ from pipelines.ingest._base import Bundle, BundleFormat, Limits, Loaded, TaskSet
 from pipelines.ingest._bfcl_scores import BfclScoreLabels, read_bfcl_scores, sniff_bfcl_scores
 from pipelines.ingest._registry import TASK_FORMATS, TRAJECTORY_FORMATS
 from pipelines.ingest._schemas import export_json_schemas
+from pipelines.ingest._tool_specs import ToolSpecError, load_tool_specs, with_tool_specs
 
 __all__ = [
     "TASK_FORMATS",
@@ -23,13 +24,16 @@ __all__ = [
     "Limits",
     "Loaded",
     "TaskSet",
+    "ToolSpecError",
     "check_task",
     "detect_task_format",
     "detect_trajectory_format",
     "export_json_schemas",
     "iter_trajectories",
     "load_tasks",
+    "load_tool_specs",
     "read_bfcl_scores",
     "read_trajectories",
     "sniff_bfcl_scores",
+    "with_tool_specs",
 ]
