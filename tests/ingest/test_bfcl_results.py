@@ -254,12 +254,17 @@ def test_score_file_errors_name_file_and_line(tmp_path):
 # ---------------------------------------------------------------- graded end to end
 
 
-def _grade(tmp_path, trajectories, tasks, reference):
+def _run(tmp_path, trajectories, tasks, reference, labels=None):
     from pipelines.grade_run import GradeOptions, run_grading
 
     out = tmp_path / "run"
-    run_grading(GradeOptions(tasks=tasks, reference=reference, trajectories=trajectories, out=out))
-    return {row["trajectory_id"]: row for row in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    outcome = run_grading(GradeOptions(tasks=tasks, reference=reference, trajectories=trajectories, out=out, labels=labels))
+    rows = {row["trajectory_id"]: row for row in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    return rows, outcome.summary
+
+
+def _grade(tmp_path, trajectories, tasks, reference):
+    return _run(tmp_path, trajectories, tasks, reference)[0]
 
 
 def test_graded_against_bfcl_questions_and_possible_answers(fixtures, tmp_path):
@@ -293,16 +298,32 @@ def test_calls_beyond_the_expected_ones_fail_and_a_missing_call_fails(fixtures, 
 @needs_shared
 @pytest.mark.parametrize("category", ["simple", "parallel"])
 def test_agreement_with_bfcls_own_score_files_on_the_real_v3_run(category, tmp_path):
-    """The measured figure of the README: our verdict against BFCL's score file, entry by entry."""
-    rows = _grade(
+    """The measured figure of the README: ``--labels score/<model>/`` against our verdicts."""
+    rows, summary = _run(
         tmp_path,
         next(V3.glob(f"result/*/BFCL_v3_{category}_result.json")),
         V3 / "data" / f"BFCL_v3_{category}.json",
         V3 / "data" / "possible_answer" / f"BFCL_v3_{category}.json",
+        labels=next(V3.glob("score/*/")),
     )
+    agreement = summary["external_agreement"]["bfcl"]
+    assert (agreement["n"], agreement["both_decided"], agreement["agreement"], agreement["disagreements"]) == (30, 30, 1.0, [])
     labels = read_bfcl_scores(next(V3.glob(f"score/*/BFCL_v3_{category}_score.json")))
-    disagreements = {tid: (row["verdict"], labels[tid].reason) for tid, row in rows.items() if (row["verdict"] == "pass") != labels[tid].passed}
-    assert len(rows) == 30 and disagreements == {}
+    assert sorted(tid for tid, row in rows.items() if row["verdict"] == "fail") == sorted(labels)  # the same entries fail
+
+
+def test_labels_option_reads_a_score_file_and_rejects_other_folders(tmp_path):
+    from pipelines.labels import load_labels
+
+    score = tmp_path / "BFCL_v3_simple_score.json"
+    score.write_text('{"accuracy": 0.5, "correct_count": 1, "total_count": 2}\n{"id": "simple_1", "valid": false, "error_type": "x", "error": ["y"]}\n')
+    labels = load_labels(score)
+    assert labels.by_trajectory["simple_1"].passed is False and labels.by_trajectory["simple_0"].passed is True
+    assert [w.field for w in labels.unused(str(score))] == ["trajectory_id"]  # simple_1 was not graded
+    folder = tmp_path / "labels"
+    folder.mkdir()
+    (error,) = load_labels(folder).errors
+    assert "BFCL score files" in error.message
 
 
 @needs_shared
