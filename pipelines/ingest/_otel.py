@@ -276,22 +276,22 @@ def _absorb(t: _Transcript, messages: list[Message], *, fresh: bool, span: Span,
     output_round = None
     for i, message in enumerate(messages):
         where = f"{path}[{i}]"
+        for result in message.results:  # tool messages; Anthropic puts tool_result blocks in user messages
+            key = ("result", result.id) if result.id else ("result-text", json_text(result.response))
+            if not new(key):
+                continue
+            step = t.waiting(result.id, None, where)
+            if step is None:
+                t.orphan(result.id, result.response, where)
+            else:
+                t.answer(step, result.response, result.status)
         if message.role == "user":
             text = "\n".join(message.texts)
             if text and new(("user", text)):
                 t.seen[("user", text)] += 1
                 t.start(text)
             continue
-        if message.role == "tool" or message.results:
-            for result in message.results:
-                key = ("result", result.id) if result.id else ("result-text", json_text(result.response))
-                if not new(key):
-                    continue
-                step = t.waiting(result.id, None, where)
-                if step is None:
-                    t.orphan(result.id, result.response, where)
-                else:
-                    t.answer(step, result.response, result.status)
+        if message.role == "tool":
             continue
         # assistant
         new_calls = [c for c in message.calls if new(("call", c.id) if c.id else ("call", c.name, json_text(_arguments(c.arguments)[0])))]

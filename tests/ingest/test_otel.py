@@ -422,3 +422,24 @@ def test_hostile_attributes_do_not_crash(write_jsonl):
     attributes = {"gen_ai.input.messages": deep, "gen_ai.prompt.0" + ".0" * 5000: "x", "gen_ai.output.messages": json.dumps([says("ok")])}
     (item,) = _read(write_jsonl("t.jsonl", [export(span("d4" * 16, "01", "chat m", 0, {"gen_ai.operation.name": "chat", **attributes}))]))
     assert item.trajectory.final_answer == "ok"
+
+
+def test_anthropic_messages_with_tool_results_in_user_messages(write_jsonl):
+    prompt = [
+        {"role": "user", "content": "Weather in Lima?"},
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Checking."}, {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Lima"}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "fog"}], "is_error": False}]},
+    ]
+    attributes = {
+        "gen_ai.system": "anthropic",
+        "gen_ai.prompt": json.dumps(prompt),
+        "gen_ai.completion": json.dumps([{"role": "assistant", "content": "Foggy."}]),
+    }
+    (item,) = _read(write_jsonl("t.jsonl", [export(span("e5" * 16, "01", "chat claude", 0, attributes))]))
+    traj = item.trajectory
+    (step,) = traj.steps
+    assert (step.name, step.arguments, step.call_id, step.result) == ("get_weather", {"city": "Lima"}, "toolu_1", "fog")
+    assert [t.query for t in traj.turns] == ["Weather in Lima?"] and traj.final_answer == "Foggy."
