@@ -43,6 +43,7 @@ from pipelines.runner.agents import AgentCallError, AgentConfigError, AgentModel
 from pipelines.runner.tools import EnvToolSource, MCPToolSource, ToolSource
 
 TRAJECTORIES, RUN_ERRORS, RUN_STATE, UNPLANNED = "trajectories.jsonl", "run_errors.jsonl", "run.json", "trajectories.unplanned.jsonl"
+MCP_STDERR = "mcp-server.log"  # stderr of the stdio MCP servers the run started
 
 
 class RunDirConflict(ValueError):
@@ -160,7 +161,13 @@ def load_agent_config(path: Path | None) -> ConfigFile:
 
 def build_tool_source(opts: RunOptions) -> ToolSource:
     if opts.mcp_command is not None or opts.mcp_url is not None:
-        return MCPToolSource(command=opts.mcp_command, url=opts.mcp_url, headers=opts.mcp_headers, timeout_s=opts.sampling.timeout_s)
+        return MCPToolSource(
+            command=opts.mcp_command,
+            url=opts.mcp_url,
+            headers=opts.mcp_headers,
+            timeout_s=opts.sampling.timeout_s,
+            stderr_log=opts.out / MCP_STDERR,
+        )
     return EnvToolSource(opts.env_root)
 
 
@@ -304,8 +311,12 @@ class Collector:
             self._fail(job, "offline_miss" if exc.reason == "offline" else "agent_error", str(exc))
             return
         except Exception as exc:  # a broken tool transport (MCP server died) or a bug: report, never grade
-            kind = "tool_error" if isinstance(self.source, MCPToolSource) else "internal"
-            self._fail(job, kind, f"{type(exc).__name__}: {_flatten(exc)}")
+            leaf = _leaf(exc)
+            if isinstance(self.source, MCPToolSource):
+                where = f" (the server's stderr is in {self.opts.out / MCP_STDERR})" if self.source.argv is not None else ""
+                self._fail(job, "tool_error", f"MCP server: {type(leaf).__name__}: {leaf}{where}")
+            else:
+                self._fail(job, "internal", f"{type(leaf).__name__}: {leaf}")
             return
         self.stop_reasons[trajectory.metadata.get("stop_reason", "completed")] += 1
         sink.write(trajectory.model_dump_json(exclude_none=True).encode("utf-8") + b"\n")
@@ -343,6 +354,7 @@ class Collector:
             with open(path, "ab") as sink:
                 asyncio.run(self._run_jobs(pending, sink))
         finally:
+            self.source.close()
             if self.cache is not None:
                 self.cache.close()
         collected = self._canonical_order(path, jobs)
@@ -432,11 +444,11 @@ class Collector:
         }
 
 
-def _flatten(exc: BaseException) -> str:
-    """The first leaf of an exception group (anyio wraps transport failures), else the message."""
+def _leaf(exc: BaseException) -> BaseException:
+    """The first leaf of an exception group (anyio wraps transport failures in groups)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
-    return str(exc) or type(exc).__name__
+    return exc
 
 
 def _write_json(path: Path, data: Any) -> None:

@@ -66,6 +66,10 @@ class ToolSource(ABC):
     def describe(self) -> dict[str, Any]:
         """What the manifest records (never a secret)."""
 
+    def close(self) -> None:
+        """Release what the source holds for the run (log files); sessions close themselves."""
+        return None
+
     def label(self, task: Task) -> str:
         """Short provenance recorded on each trajectory."""
         return str(self.describe().get("kind", "tools"))

@@ -14,9 +14,11 @@ is an infrastructure failure that stops the trajectory (reported, never graded).
 from __future__ import annotations
 
 import shlex
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from pathlib import Path
+from typing import Any, TextIO
 
 from judge import Task, ToolSpec, parse_json_text
 from pipelines.runner.tools._base import ToolOutcome, ToolSession, ToolSource
@@ -62,7 +64,14 @@ class MCPToolSession(ToolSession):
 
 
 class MCPToolSource(ToolSource):
-    def __init__(self, command: str | None = None, url: str | None = None, headers: dict[str, str] | None = None, timeout_s: float = 60.0):
+    def __init__(
+        self,
+        command: str | None = None,
+        url: str | None = None,
+        headers: dict[str, str] | None = None,
+        timeout_s: float = 60.0,
+        stderr_log: Path | None = None,
+    ):
         if (command is None) == (url is None):
             raise ValueError("give exactly one of an MCP command (stdio) or an MCP URL (streamable HTTP)")
         self.argv = shlex.split(command) if command is not None else None
@@ -71,15 +80,20 @@ class MCPToolSource(ToolSource):
         self.url = url
         self.headers = dict(headers or {})
         self.timeout_s = timeout_s
+        self.stderr_log = stderr_log  # where stdio servers' stderr goes (one file for the run), else ours
+        self._errlog: TextIO | None = None
 
     def unavailable(self, task: Task) -> str | None:
         return None
 
     def _target(self) -> Any:
-        from mcp import StdioServerParameters
+        from mcp import StdioServerParameters, stdio_client
 
         if self.argv is not None:
-            return StdioServerParameters(command=self.argv[0], args=self.argv[1:])
+            params = StdioServerParameters(command=self.argv[0], args=self.argv[1:])
+            if self._errlog is None:
+                self._errlog = open(self.stderr_log, "a", encoding="utf-8") if self.stderr_log is not None else sys.stderr  # noqa: SIM115 (closed by close())
+            return stdio_client(params, errlog=self._errlog)
         assert self.url is not None
         if not self.headers:
             return self.url
@@ -95,6 +109,11 @@ class MCPToolSource(ToolSource):
 
         async with Client(self._target(), read_timeout_seconds=self.timeout_s) as client:
             yield MCPToolSession(client, self.timeout_s)
+
+    def close(self) -> None:
+        if self._errlog is not None and self._errlog is not sys.stderr:
+            self._errlog.close()
+        self._errlog = None
 
     def describe(self) -> dict[str, Any]:
         if self.argv is not None:
