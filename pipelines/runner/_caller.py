@@ -13,14 +13,25 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from judge import ToolSpec
-from judge.llm import Budget, JudgeCache, PriceConfig, RateLimiter, RetryPolicy, cache_key, cost_usd
+from judge.llm import Budget, JudgeCache, PriceConfig, RateLimiter, RetryPolicy, cost_usd
 from pipelines.runner._conversation import Conversation, ModelReply
 from pipelines.runner.agents import AgentCallError, AgentModel
+
+KEY_VERSION = 1
+
+
+def request_key(identity: dict[str, Any]) -> str:
+    """sha256 of the request identity as sorted-key JSON (orjson: a few microseconds where the
+    canonical form of a 20-tool conversation costs a third of a millisecond)."""
+    return hashlib.sha256(orjson.dumps({"v": KEY_VERSION, "request": identity}, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 @dataclass
@@ -87,7 +98,7 @@ class ModelCaller:
     async def reply(self, conversation: Conversation, tools: list[ToolSpec], seed: int) -> tuple[ModelReply, CallRecord]:
         """The model's next message; raises ``AgentCallError`` when none can be had."""
         payload = self.agent.request(conversation, tools, seed)
-        key = cache_key(self.agent.identity(payload, seed))
+        key = request_key(self.agent.identity(payload, seed))
         self.stats.requests += 1
         started = time.perf_counter()
         if self.cache is not None:
@@ -98,10 +109,9 @@ class ModelCaller:
                 return reply, self._record(reply, started, cached=True, attempts=0)
         if self.offline:
             raise AgentCallError("offline", "no cached response for this request and --offline forbids a live call")
-        response, attempts = await self._live(payload)
+        response, reply, attempts = await self._live(payload)
         if self.cache is not None:  # written the moment it arrives: an interrupted run never pays twice
             self.cache.put(key, self.agent.name, {"response": response})
-        reply = self.agent.parse(response)
         record = self._record(reply, started, cached=False, attempts=attempts)
         self.stats.input_tokens += reply.input_tokens
         self.stats.output_tokens += reply.output_tokens
@@ -109,7 +119,7 @@ class ModelCaller:
         self.budget.add(record.cost_usd)
         return reply, record
 
-    async def _live(self, payload: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    async def _live(self, payload: dict[str, Any]) -> tuple[dict[str, Any], ModelReply, int]:
         max_attempts = self.retry.config.max_attempts
         self.stats.live_calls += 1
         for attempt in range(1, max_attempts + 1):
@@ -117,7 +127,11 @@ class ModelCaller:
                 await self.limiter.acquire()
             self.stats.attempts += 1
             try:
-                return await self.agent.send(payload), attempt
+                response = await self.agent.send(payload)
+                try:
+                    return response, self.agent.parse(response), attempt
+                except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:  # a 200 we cannot read: never cached
+                    raise AgentCallError("server", f"unreadable response: {type(exc).__name__}: {exc}") from exc
             except AgentCallError as err:
                 if not err.retryable or attempt == max_attempts:
                     if attempt > 1:

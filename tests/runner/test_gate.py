@@ -77,7 +77,9 @@ def test_a_blocked_call_is_an_attempted_violation_that_changed_nothing():
         {
             "task_id": "t1",
             "trajectory_id": "a",
-            "steps": [{"name": "get_medals", "arguments": {"athlete_id": 7}, "status": "blocked", "error": "blocked by policy: tool 'get_medals' is forbidden"}],
+            "steps": [
+                {"name": "get_medals", "arguments": {"athlete_id": 7}, "status": "blocked", "error": "blocked by policy: tool 'get_medals' is forbidden"}
+            ],
             "final_answer": "3",
         }
     )

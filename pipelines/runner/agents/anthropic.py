@@ -12,7 +12,7 @@ from typing import Any
 
 from judge import ToolSpec
 from pipelines.runner._conversation import Conversation, ModelReply, ToolCall, ToolResults, UserMessage
-from pipelines.runner.agents._base import AgentModel, classify, tool_call
+from pipelines.runner.agents._base import AgentCallError, AgentModel, classify, tool_call
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 4096
@@ -68,10 +68,13 @@ class AnthropicAgent(AgentModel):
         if self._client is None:
             self._client = anthropic.AsyncAnthropic(api_key=self.api_key(), base_url=self.base_url, max_retries=0, timeout=self.timeout_s)
         try:
-            response = await self._client.messages.create(**payload)
+            # The JSON as it came (``messages.create`` would build a model we would only dump again).
+            response = await self._client.post("/v1/messages", body=payload, cast_to=object)
         except Exception as exc:
             raise classify(exc, anthropic) from exc
-        return response.model_dump(mode="json", exclude_unset=True)
+        if not isinstance(response, dict) or not isinstance(response.get("content"), list):
+            raise AgentCallError("server", "a response without content")
+        return response
 
     def parse(self, response: dict[str, Any]) -> ModelReply:
         texts: list[str] = []
