@@ -7,10 +7,12 @@ collected (listed in ``run_errors.jsonl``; the same command resumes and runs onl
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
+from rich.markup import escape
 
 from pipelines.cli._common import (
     EXIT_INPUT_ERROR,
@@ -38,7 +40,7 @@ def _headers(values: list[str] | None) -> dict[str, str]:
     for value in values or []:
         name, sep, content = value.partition(":")
         if not sep or not name.strip():
-            console.print(f"[red]--mcp-header {value!r}: expected 'Name: value'[/red]")
+            console.print(f"[red]--mcp-header {escape(repr(value))}: expected 'Name: value'[/red]")
             raise typer.Exit(EXIT_USAGE)
         headers[name.strip()] = content.strip()
     return headers
@@ -115,7 +117,7 @@ def run(
     try:
         plan = parse_faults(faults or [], default_seed=seed)
     except FaultSpecError as exc:
-        console.print(f"[red]{exc}[/red]")
+        console.print(f"[red]{escape(str(exc))}[/red]")
         raise typer.Exit(EXIT_USAGE) from exc
     escalator = None if no_grade else build_escalator(judge, config, cache, no_cache, offline, judge_max_cost, vote, weights, tie_breaker)
     opts = RunOptions(
@@ -149,15 +151,15 @@ def run(
         command=["judge", *sys.argv[1:]],
     )
     try:
-        outcome = collect_trajectories(opts)
+        outcome = _collect_with_progress(opts, collect_trajectories)
     except AgentConfigError as exc:
-        console.print(f"[red]invalid agent configuration: {exc}[/red]")
+        console.print(f"[red]invalid agent configuration: {escape(str(exc))}[/red]")
         raise typer.Exit(EXIT_JUDGE_CONFIG) from exc
     except TaskInputError as exc:
-        console.print(f"[red]input error:[/red] {exc.info.render()}")
+        console.print(f"[red]input error:[/red] {escape(exc.info.render())}")
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
     except (RunDirConflict, ValueError) as exc:
-        console.print(f"[red]{exc}[/red]")
+        console.print(f"[red]{escape(str(exc))}[/red]")
         raise typer.Exit(EXIT_USAGE) from exc
     _print_collection(outcome)
     if not no_grade:
@@ -184,6 +186,16 @@ def run(
         raise typer.Exit(EXIT_INCOMPLETE)
 
 
+def _collect_with_progress(opts: Any, collect: Callable[[Any], Any]) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    columns = (TextColumn("running the agent"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
+        task = bar.add_task("running", total=None)
+        opts.progress = lambda done, total: bar.update(task, completed=done, total=total)
+        return collect(opts)
+
+
 def _print_collection(outcome: object) -> None:
     from pipelines.runner import CollectOutcome
 
@@ -202,6 +214,8 @@ def _print_collection(outcome: object) -> None:
         console.print(f"[yellow]{len(outcome.task_errors)} task items could not be read (listed in summary.json / run.json)[/yellow]")
     if outcome.errors:
         kinds = ", ".join(f"{k}: {n}" for k, n in c["errors_by_kind"].items())
-        console.print(f"[yellow]{len(outcome.errors)} trajectories not collected ({kinds}); see {outcome.out}/run_errors.jsonl - rerun to resume[/yellow]")
+        console.print(
+            f"[yellow]{len(outcome.errors)} trajectories not collected ({kinds}); see {escape(str(outcome.out))}/run_errors.jsonl - rerun to resume[/yellow]"
+        )
         for err in outcome.errors[:3]:
-            console.print(f"  {err.trajectory_id}: {err.kind}: {err.message[:200]}")
+            console.print(escape(f"  {err.trajectory_id}: {err.kind}: {err.message[:200]}"))

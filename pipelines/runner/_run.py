@@ -23,7 +23,7 @@ import json
 import os
 import tomllib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -89,6 +89,7 @@ class RunOptions:
     on_error: Literal["skip", "fail"] = "skip"
     limits: Limits = field(default_factory=Limits)
     retry: RetryPolicy | None = None  # tests inject a policy that does not sleep
+    progress: Callable[[int, int], None] | None = None  # (finished, to run) after each trajectory
     command: list[str] = field(default_factory=list)
 
 
@@ -190,6 +191,13 @@ class Collector:
         provider_config = config.providers.get(self.agent.provider)
         rpm = opts.rpm if opts.rpm is not None else (provider_config.rpm if provider_config is not None else None)
         self.price = price_for(self.agent.name, self.agent.kind, config.prices)
+        if opts.max_cost_usd is not None and self.price is None:
+            raise AgentConfigError(
+                f"--max-cost needs the price of {self.agent.name!r}, which is unknown: add "
+                f'[prices."{self.agent.name}"] input_per_1m = ... output_per_1m = ... to the --config file'
+            )
+        if opts.offline and opts.no_cache:
+            raise ValueError("--offline answers from the cache: it cannot go with --no-cache")
         self.budget = Budget(max_cost_usd=opts.max_cost_usd)
         self.cache_path = None if opts.no_cache else (opts.cache_path or JudgeSettings().resolved_cache_path())
         self.cache = JudgeCache(self.cache_path) if self.cache_path is not None else None
@@ -327,10 +335,15 @@ class Collector:
 
     async def _run_jobs(self, jobs: list[TrajectoryJob], sink: Any) -> None:
         queue: Iterator[TrajectoryJob] = iter(jobs)
+        finished = 0
 
         async def worker() -> None:
+            nonlocal finished
             for job in queue:  # one shared iterator: each job is taken exactly once
                 await self._one(job, sink)
+                finished += 1
+                if self.opts.progress is not None:
+                    self.opts.progress(finished, len(jobs))
 
         try:
             await asyncio.gather(*(worker() for _ in range(min(self.opts.concurrency, len(jobs)) or 1)))
@@ -430,6 +443,7 @@ class Collector:
                 "errors_by_kind": dict(sorted(kinds.items())),
                 "stop_reasons": dict(sorted(self.stop_reasons.items())),
             },
+            "task_errors": [info.model_dump(mode="json", exclude_none=True) for info in taskset.errors],
             "model_calls": self.caller.stats.as_dict(),
             "cache": {"path": None if self.cache_path is None else str(self.cache_path), "offline": self.opts.offline},
             "limits": {"concurrency": self.opts.concurrency, "rpm": self.caller.limiter.rate * 60 if self.caller.limiter else None},

@@ -222,3 +222,36 @@ def test_agent_configuration_errors_exit_4(tmp_path, server, monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL")
     keyless = invoke("--agent", "openai:gpt-4.1-mini", "--tasks", str(tasks), "--out", str(tmp_path / "b"))
     assert keyless.exit_code == 4 and "OPENAI_API_KEY" in keyless.output
+
+
+def test_concurrency_bounds_the_trajectories_in_flight(tmp_path, server):
+    years = (2000, 2004, 2008, 2012, 2016, 2020)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [games_task(f"g{y}", y) for y in years])
+    _games_script(server, years)
+    server.latency_s = 0.05
+    res = invoke(*run_args(tmp_path, "openai", tasks, "out", "--concurrency", "2", "--no-grade"))
+    assert res.exit_code == 0, res.output
+    assert server.max_in_flight <= 2
+    assert [t["task_id"] for t in read_jsonl(tmp_path / "out" / "trajectories.jsonl")] == [f"g{y}" for y in years]  # plan order, whatever finished first
+
+
+def test_sampling_options_reach_the_wire(tmp_path, server, wire):
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [games_task("g2008", 2008)])
+    _games_script(server, (2008,))
+    res = invoke(*run_args(tmp_path, wire, tasks, "out", "--temperature", "0.3", "--max-tokens", "50", "--no-grade"))
+    assert res.exit_code == 0, res.output
+    body = bodies(server)[0]
+    if wire == "openai":
+        assert (body["temperature"], body["max_completion_tokens"]) == (0.3, 50) and isinstance(body["seed"], int)
+    else:  # the anthropic SDK takes neither temperature nor seed
+        assert body["max_tokens"] == 50 and "temperature" not in body and "seed" not in body
+    assert json.loads((tmp_path / "out" / "run.json").read_text())["agent"]["sampling"]["temperature"] == 0.3
+
+
+def test_unenforceable_limits_are_refused(tmp_path, server):
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [games_task("g2008", 2008)])
+    no_price = invoke(*run_args(tmp_path, "openai", tasks, "a", "--max-cost", "1"))
+    assert no_price.exit_code == 4 and "[prices." in no_price.output
+    both = invoke(*run_args(tmp_path, "openai", tasks, "b", "--offline", "--no-cache"))
+    assert both.exit_code == 2 and "--no-cache" in both.output
+    assert server.requests == []
