@@ -25,12 +25,17 @@ from typing import Any, Literal
 import rubrics
 from judge import Escalator, InputError, InputErrorInfo, TrajectoryResult, VerdictLabel
 from pipelines.aggregate import Aggregator
+from pipelines.alignment import TurnAlignmentError
 from pipelines.config import GradingConfig
 from pipelines.grade_case import GradedCase, grade_case
-from pipelines.ingest import Limits, Loaded, TaskSet, check_task, iter_trajectories, load_tasks
+from pipelines.ingest import Limits, Loaded, TaskSet, check_task, load_tasks, read_trajectories
 
 RESULTS, SUMMARY, REPORT_MD, MANIFEST = "results.jsonl", "summary.json", "report.md", "manifest.json"
 _PENDING = "__pending__"
+
+
+class NoTasks(ValueError):
+    """Neither ``--tasks`` nor the trajectory file provides tasks."""
 
 
 class InputErrorsFound(Exception):
@@ -43,7 +48,7 @@ class InputErrorsFound(Exception):
 
 @dataclass
 class GradeOptions:
-    tasks: Path
+    tasks: Path | None  # None: the trajectory file carries its tasks (tau2 results, Inspect logs)
     trajectories: Path
     out: Path
     reference: Path | None = None
@@ -66,7 +71,13 @@ class RunOutcome:
 
 def run_grading(opts: GradeOptions, progress: Callable[[int], None] | None = None) -> RunOutcome:
     started = datetime.now(UTC)
-    taskset = load_tasks(opts.tasks, opts.task_format, opts.reference, opts.limits)
+    bundle = read_trajectories(opts.trajectories, opts.trajectory_format, opts.limits)
+    if opts.tasks is not None:  # given tasks win over tasks the trajectory file carries
+        taskset = load_tasks(opts.tasks, opts.task_format, opts.reference, opts.limits)
+    elif bundle.tasks is not None:
+        taskset = bundle.tasks
+    else:
+        raise NoTasks(f"{opts.trajectories} carries no tasks: pass them with --tasks")
     if opts.on_error == "fail" and taskset.errors:
         raise InputErrorsFound(taskset.errors[0])
     opts.out.mkdir(parents=True, exist_ok=True)
@@ -77,7 +88,7 @@ def run_grading(opts: GradeOptions, progress: Callable[[int], None] | None = Non
     partial = opts.out / (RESULTS + ".partial")
     pending: list[GradedCase] = []
     with open(partial, "w", encoding="utf-8") as fh:
-        for count, loaded in enumerate(iter_trajectories(opts.trajectories, opts.trajectory_format, opts.limits), 1):
+        for count, loaded in enumerate(bundle.items, 1):
             outcome = _grade_loaded(loaded, taskset, opts)
             if isinstance(outcome, GradedCase):
                 if opts.escalator is not None and outcome.next_escalation() is not None:
@@ -120,10 +131,12 @@ def _grade_loaded(loaded: Loaded, taskset: TaskSet, opts: GradeOptions) -> Grade
     try:
         replay = None
         if opts.replayer is not None and task.environment is not None:
-            replay = opts.replayer.replay(task, loaded.trajectory)
+            replay = opts.replayer.replay(task, loaded.trajectory, opts.config.turns)
         return grade_case(task, loaded.trajectory, opts.config, source=loaded.source, replay=replay)
     except InputError as exc:
         return _error_row(loaded, exc.info)
+    except TurnAlignmentError as exc:
+        return _error_row(loaded, InputErrorInfo(kind="unknown_turn", message=str(exc), file=loaded.source.file, line=loaded.source.line, field="turns"))
     except Exception as exc:  # an environment or replay failure must not sink the run
         info = InputErrorInfo(kind="grading_error", message=f"{type(exc).__name__}: {exc}", file=loaded.source.file, line=loaded.source.line)
         return _error_row(loaded, info)
@@ -202,7 +215,7 @@ def _versions() -> dict[str, str]:
 
 def _manifest(opts: GradeOptions, taskset: TaskSet, summary: dict[str, Any], started: datetime) -> dict[str, Any]:
     inputs = [
-        {"role": "tasks", "path": str(opts.tasks), "format": opts.task_format or "auto", "sha256": _sha256(opts.tasks)},
+        {"role": "tasks", "path": str(opts.tasks) if opts.tasks else None, "format": opts.task_format or "auto", "sha256": _sha256(opts.tasks)},
         {"role": "trajectories", "path": str(opts.trajectories), "format": opts.trajectory_format or "auto", "sha256": _sha256(opts.trajectories)},
     ]
     if opts.reference is not None:

@@ -99,6 +99,7 @@ class TurnResult(BaseModel):
     verdict: VerdictLabel
     failure_stage: FailureStage | None = None
     checks: list[StageResult] = Field(default_factory=list)
+    reason: str | None = None  # why an unresolved turn stays open when no check says (e.g. nothing to check)
 
 
 class TrajectoryResult(BaseModel):

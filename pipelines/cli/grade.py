@@ -50,7 +50,7 @@ def run_and_print(opts: GradeOptions) -> dict[str, Any]:
     """Run the grading with a progress bar, print the summary table, return summary.json's content."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from pipelines.grade_run import InputErrorsFound, run_grading
+    from pipelines.grade_run import InputErrorsFound, NoTasks, run_grading
 
     columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
     try:
@@ -60,6 +60,9 @@ def run_and_print(opts: GradeOptions) -> dict[str, Any]:
     except InputErrorsFound as exc:
         console.print(f"[red]input error:[/red] {exc.info.render()}")
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
+    except NoTasks as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(EXIT_USAGE) from exc
     _print_summary(outcome.summary, outcome.out)
     stats = getattr(opts.escalator, "stats", None)
     if stats is not None and getattr(stats, "budget_exhausted", False):
@@ -91,10 +94,20 @@ def _print_summary(summary: dict[str, Any], out: Path) -> None:
 
 
 def grade(
-    tasks: Annotated[Path, typer.Option(exists=True, dir_okay=False, help="Tasks file (native JSONL, VAKRA input/ground truth, BFCL questions).")],
     trajectories: Annotated[
-        Path, typer.Option(exists=True, dir_okay=False, help="Trajectories (native, OpenAI messages, Anthropic messages, VAKRA predictions).")
+        Path,
+        typer.Option(
+            exists=True,
+            dir_okay=False,
+            help="Trajectories (native, OpenAI / Anthropic messages, VAKRA, BFCL results, tau2 results, Inspect logs, OTel traces).",
+        ),
     ],
+    tasks: Annotated[
+        Optional[Path],
+        typer.Option(
+            exists=True, dir_okay=False, help="Tasks (native JSONL, VAKRA input/ground truth, BFCL questions); optional when the trajectory file carries them."
+        ),
+    ] = None,
     reference: Annotated[
         Optional[Path], typer.Option(exists=True, dir_okay=False, help="Separate ground truth: VAKRA ground truth or BFCL possible answers.")
     ] = None,

@@ -6,14 +6,16 @@ JSON object. Every item becomes exactly one task / trajectory or one ``InputErro
 file, line and field path; nothing is silently dropped or overwritten.
 """
 
-from pipelines.ingest._api import check_task, detect_task_format, detect_trajectory_format, iter_trajectories, load_tasks
-from pipelines.ingest._base import Limits, Loaded, TaskSet
+from pipelines.ingest._api import check_task, detect_task_format, detect_trajectory_format, iter_trajectories, load_tasks, read_trajectories
+from pipelines.ingest._base import Bundle, BundleFormat, Limits, Loaded, TaskSet
 from pipelines.ingest._registry import TASK_FORMATS, TRAJECTORY_FORMATS
 from pipelines.ingest._schemas import export_json_schemas
 
 __all__ = [
     "TASK_FORMATS",
     "TRAJECTORY_FORMATS",
+    "Bundle",
+    "BundleFormat",
     "Limits",
     "Loaded",
     "TaskSet",
@@ -23,4 +25,5 @@ __all__ = [
     "export_json_schemas",
     "iter_trajectories",
     "load_tasks",
+    "read_trajectories",
 ]

@@ -32,7 +32,7 @@ class PolicyGate:
         if self.policy is None:
             return None
         steps = [*earlier_in_turn, proposed]
-        views = [StepView(i, s, s.ok, s.result) for i, s in enumerate(steps)]
+        views = [StepView(i, s, s.ok, s.result, failed=s.failed) for i, s in enumerate(steps)]
         ctx = TurnContext(
             task=self.task,
             turn=turn,

@@ -13,7 +13,8 @@ Invariants:
   attempted, so grading sees the violation; blocked when the policy is enforced). A call over the
   budget is not executed and not recorded: the trajectory stops there (``stop_reason="max_steps"``,
   ``dropped_calls`` counts them) and later turns are not run;
-- a turn's final answer is the last assistant text of that turn (a refusal's text included);
+- a turn's final answer is the last assistant text of that turn (a refusal's text included); every
+  text the agent sent in the turn is kept in ``agent_messages``;
 - nothing here raises for anything the model does; ``AgentCallError`` (no answer from the model)
   and tool-transport failures propagate: the trajectory is then not collected at all.
 """
@@ -103,8 +104,9 @@ class _Run:
             offered = self.menu.offer(turn.query)
             if self.menu.shortlisting:
                 self.offered[turn.turn_id] = [t.name for t in offered]
-            steps, answer = await self._turn(conversation, turn, offered, calls_before=self.calls)
-            turns.append(TrajectoryTurn(turn_id=turn.turn_id, query=turn.query, steps=steps, final_answer=answer))
+            steps, messages = await self._turn(conversation, turn, offered, calls_before=self.calls)
+            answer = messages[-1] if messages else None  # the turn's last assistant text
+            turns.append(TrajectoryTurn(turn_id=turn.turn_id, query=turn.query, steps=steps, final_answer=answer, agent_messages=messages))
             if self.stop_reason == "max_steps":
                 break
         wall_ms = (time.perf_counter() - started) * 1000
@@ -117,19 +119,20 @@ class _Run:
             metadata=self._metadata(wall_ms),
         )
 
-    async def _turn(self, conversation: Conversation, turn: Turn, offered: list[Any], calls_before: int) -> tuple[list[Step], str | None]:
+    async def _turn(self, conversation: Conversation, turn: Turn, offered: list[Any], calls_before: int) -> tuple[list[Step], list[str]]:
+        """The turn's steps and every text the agent sent in it (the last one is its final answer)."""
         steps: list[Step] = []
-        answer: str | None = None
+        messages: list[str] = []
         while True:
             reply = await self._ask(conversation, offered)
             conversation.add(reply)
             text = reply.text if reply.text is not None else reply.refusal
             if text:
-                answer = text
+                messages.append(text)
             if reply.refusal is not None and turn.turn_id not in self.refused_turns:
                 self.refused_turns.append(turn.turn_id)
             if not reply.tool_calls:
-                return steps, answer
+                return steps, messages
             round_index = self.rounds
             self.rounds += 1
             replies: list[ToolReply] = []
@@ -137,7 +140,7 @@ class _Run:
                 if self.calls >= self.budget:
                     self.dropped += len(reply.tool_calls) - n
                     self.stop_reason = "max_steps"
-                    return steps, answer
+                    return steps, messages
                 step, tool_reply = await self._execute(call, round_index, turn, steps, calls_before)
                 self.calls += 1
                 steps.append(step)
