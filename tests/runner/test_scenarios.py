@@ -37,13 +37,15 @@ def test_parallel_calls_are_executed_and_returned_together(tmp_path, server, wir
             )
         ],
     )
-    script(server, {"2012": [[Act((Call("get_games_by_year", {"year": 2008}), Call("get_games_by_year", {"year": 2012}))), Say(answer)]]})
+    calls = (Call("get_games_by_year", {"year": 2008}), Call("get_games_by_year", {"year": 2012}))
+    script(server, {"2012": [[Act(calls, text="Let me look both up."), Say(answer)]]})
     res = invoke(*run_args(tmp_path, wire, tasks))
     assert res.exit_code == 0, res.output
 
     [trajectory] = read_jsonl(tmp_path / "out" / "trajectories.jsonl")
     steps = trajectory["turns"][0]["steps"]
     assert [(s["arguments"]["year"], s["round"], s["status"]) for s in steps] == [(2008, 0, "ok"), (2012, 0, "ok")]
+    assert trajectory["turns"][0]["agent_messages"] == ["Let me look both up.", answer] and trajectory["turns"][0]["final_answer"] == answer
     second = bodies(server)[1]
     results = _tool_messages(second, wire)
     assert [r["id"] for r in results] == [s["call_id"] for s in steps]  # both results, one message, in call order
