@@ -122,7 +122,7 @@ def test_recovery_after_injected_faults(tmp_path, server, wire):
     years = [2000, 2004, 2008, 2012, 2016, 2020]
     tasks = write_tasks(tmp_path / "tasks.jsonl", [games_task(f"g{y}", y) for y in years])
     script(server, {str(y): [[_retry_until_answered(y)]] for y in years})
-    spec = "tool=get_games_by_year,rate=0.5,kinds=error,timeout,malformed,seed=7"
+    spec = "tool=get_games_by_year,rate=0.5,kinds=error,timeout,empty,malformed,seed=7"
     res = invoke(*run_args(tmp_path, wire, tasks, "out", "--faults", spec))
     assert res.exit_code == 0, res.output
 
@@ -138,10 +138,14 @@ def test_recovery_after_injected_faults(tmp_path, server, wire):
                 assert step["status"] == "error" and step["error"].startswith("injected fault")
             elif step.get("fault") == "malformed":
                 assert step["status"] == "ok" and not step["result"].endswith("}")
+            elif step.get("fault") == "empty":
+                assert step["status"] == "ok" and step["result"] == ""
         assert trajectory["metadata"]["injected_faults"] == sum(1 for s in steps if s.get("fault"))
         if steps[0].get("fault") and steps[-1].get("fault") is None:
             recovered += 1
     assert recovered >= 1  # the seed gives faults (rate 0.5 over six first calls) and the agent got past them
+    kinds = {s.get("fault") for t in trajectories for s in t["turns"][0]["steps"]}
+    assert kinds == {None, "error", "timeout", "empty", "malformed"}  # seed 7 draws every kind here, and the agent got past each
     results = {r["trajectory_id"]: r for r in read_jsonl(tmp_path / "out" / "results.jsonl")}
     for trajectory in trajectories:
         if trajectory["turns"][0]["steps"][0].get("fault") in ("error", "timeout"):  # a failed first call, then a good one

@@ -33,16 +33,20 @@ class AnthropicAgent(AgentModel):
             else:
                 messages.append({"role": role, "content": blocks})
 
+        blocks: list[dict[str, Any]]
         for message in conversation.messages:
             if isinstance(message, UserMessage):
                 add("user", [{"type": "text", "text": message.text}])
             elif isinstance(message, ToolResults):
-                add(
-                    "user",
-                    [{"type": "tool_result", "tool_use_id": r.call_id, "content": r.content, "is_error": r.is_error} for r in message.replies],
-                )
+                blocks = []
+                for r in message.replies:
+                    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": r.call_id, "is_error": r.is_error}
+                    if r.content:  # an empty result is a result without content, not an empty text
+                        block["content"] = r.content
+                    blocks.append(block)
+                add("user", blocks)
             else:
-                blocks: list[dict[str, Any]] = []
+                blocks = []
                 text = message.text if message.text is not None else message.refusal
                 if text:
                     blocks.append({"type": "text", "text": text})

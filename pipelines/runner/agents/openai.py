@@ -32,7 +32,8 @@ class OpenAIAgent(AgentModel):
             elif isinstance(message, ToolResults):
                 messages.extend({"role": "tool", "tool_call_id": r.call_id, "content": r.content} for r in message.replies)
             else:
-                entry: dict[str, Any] = {"role": "assistant", "content": message.text if message.text is not None else message.refusal}
+                text = message.text if message.text is not None else message.refusal
+                entry: dict[str, Any] = {"role": "assistant", "content": text if text is not None or message.tool_calls else ""}
                 if message.tool_calls:
                     entry["tool_calls"] = [
                         {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments}} for c in message.tool_calls
