@@ -32,6 +32,7 @@ from pipelines.runner._faults import FaultPlan, malformed
 from pipelines.runner._gate import PolicyGate
 from pipelines.runner._prompt import harness_id, system_prompt
 from pipelines.runner._shortlist import ToolMenu
+from pipelines.runner.agents import wire_name
 from pipelines.runner.tools import ToolSession
 
 INJECTED_ERROR = "injected fault: the tool is unavailable"
@@ -75,6 +76,8 @@ class _Run:
         self.settings = settings
         self.source = source
         self.gate = PolicyGate(job.task) if settings.enforce_policy else None
+        # the providers see sanitised tool names (wire_name); steps record and execute the real ones
+        self.real_names = {wire_name(t.name): t.name for t in reversed(menu.tools)}
         self.budget = call_budget(job.task, settings.max_steps)
         self.calls = 0  # proposed calls recorded so far (whole trajectory)
         self.rounds = 0
@@ -161,7 +164,8 @@ class _Run:
         return reply
 
     async def _execute(self, call: ToolCall, round_index: int, turn: Turn, earlier: list[Step], calls_before: int) -> tuple[Step, ToolReply]:
-        base: dict[str, Any] = {"name": call.name, "arguments": call.arguments or {}, "call_id": call.id, "round": round_index}
+        name = call.name if call.name in self.menu.names else self.real_names.get(call.name, call.name)
+        base: dict[str, Any] = {"name": name, "arguments": call.arguments or {}, "call_id": call.id, "round": round_index}
 
         def answer(content: str, is_error: bool) -> ToolReply:
             return ToolReply(call_id=call.id, name=call.name, content=content, is_error=is_error)
@@ -176,14 +180,14 @@ class _Run:
                 text = f"blocked by policy: {rule}"
                 return Step(**base, status="blocked", error=text, result=text), answer(text, True)
         plan = self.settings.faults
-        fault = plan.pick(self.job.trajectory_id, self.calls, call.name) if plan is not None else None
+        fault = plan.pick(self.job.trajectory_id, self.calls, name) if plan is not None else None
         if fault in ("error", "timeout"):  # the call never reaches the tool
             self.faults += 1
             error = INJECTED_ERROR if fault == "error" else INJECTED_TIMEOUT
             text = f"Error: {error.removeprefix('injected fault: ')}"
             return Step(**base, status="error", error=error, result=text, fault=fault, latency_ms=0.0), answer(text, True)
         started = time.perf_counter()
-        outcome = await self.tools.call(call.name, call.arguments or {})
+        outcome = await self.tools.call(name, call.arguments or {})
         latency = round((time.perf_counter() - started) * 1000, 3)
         self.tool_ms += latency
         if not outcome.ok:

@@ -28,6 +28,7 @@ class ToolMenu:
 
     def __init__(self, tools: list[ToolSpec], cap: int | None, index: BM25Index | None = None):
         self.tools = tools
+        self.names = frozenset(t.name for t in tools)
         self.cap = cap
         self._index = index
 

@@ -265,3 +265,16 @@ def test_unparseable_arguments_and_tool_errors_are_the_agents_to_handle(tmp_path
     assert told[0].startswith("Error: the arguments must be a JSON object") and told[1].startswith("Error: invalid arguments")
     [row] = read_jsonl(tmp_path / "out" / "results.jsonl")
     assert row["verdict"] == "pass"
+
+
+def test_tool_names_providers_reject_are_sanitised_on_the_wire_only(tmp_path, server, wire):
+    dotted = {"name": "olympics.lookup", "description": "Look something up.", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [games_task("dots", 2008, tools=[*tools_of("olympics"), dotted])])
+    script(server, {"2008": [[Act((Call("olympics_lookup", {"q": "2008"}),)), Act((Call("get_games_by_year", {"year": 2008}),)), Say(host_city(2008))]]})
+    res = invoke(*run_args(tmp_path, wire, tasks, "out", "--no-grade"))
+    assert res.exit_code == 0, res.output
+    declared = [t["function"]["name"] if wire == "openai" else t["name"] for t in bodies(server)[0]["tools"]]
+    assert "olympics_lookup" in declared and "olympics.lookup" not in declared
+    [trajectory] = read_jsonl(tmp_path / "out" / "trajectories.jsonl")
+    first = trajectory["turns"][0]["steps"][0]
+    assert first["name"] == "olympics.lookup" and "unknown tool 'olympics.lookup'" in first["error"]  # executed under its real name

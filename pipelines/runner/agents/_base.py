@@ -11,6 +11,7 @@ from __future__ import annotations
 import email.utils
 import json
 import os
+import re
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -117,6 +118,16 @@ class AgentModel(ABC):
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+
+_NOT_WIRE = re.compile(r"[^a-zA-Z0-9_-]")
+MAX_NAME = 64
+
+
+def wire_name(name: str) -> str:
+    """A tool name as both providers accept it (``^[a-zA-Z0-9_-]{1,64}$``): BFCL's ``math.factorial``
+    is declared as ``math_factorial``; the loop maps the model's calls back to the real name."""
+    return _NOT_WIRE.sub("_", name)[:MAX_NAME] or "_"
 
 
 def parse_arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from judge import ToolSpec
 from pipelines.runner._conversation import Conversation, ModelReply, ToolCall, ToolResults, UserMessage
-from pipelines.runner.agents._base import AgentCallError, AgentModel, classify, tool_call
+from pipelines.runner.agents._base import AgentCallError, AgentModel, classify, tool_call, wire_name
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 4096
@@ -60,7 +60,7 @@ class AnthropicAgent(AgentModel):
             "messages": messages,
         }
         if tools:
-            payload["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools]
+            payload["tools"] = [{"name": wire_name(t.name), "description": t.description, "input_schema": t.parameters} for t in tools]
         return payload
 
     def preload(self) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from judge import ToolSpec
 from pipelines.runner._conversation import Conversation, ModelReply, ToolResults, UserMessage
-from pipelines.runner.agents._base import AgentCallError, AgentModel, classify, tool_call
+from pipelines.runner.agents._base import AgentCallError, AgentModel, classify, tool_call, wire_name
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -41,7 +41,9 @@ class OpenAIAgent(AgentModel):
                 messages.append(entry)
         payload: dict[str, Any] = {"model": self.model, "messages": messages, "seed": seed}
         if tools:
-            payload["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}} for t in tools]
+            payload["tools"] = [
+                {"type": "function", "function": {"name": wire_name(t.name), "description": t.description, "parameters": t.parameters}} for t in tools
+            ]
         if self.sampling.temperature is not None:
             payload["temperature"] = self.sampling.temperature
         if self.sampling.max_tokens is not None:
