@@ -132,6 +132,7 @@ class GradedCase:
             judge_calls=self.judge_calls,
             judge_cost_usd=round(self.judge_cost, 6),
             source=self.source,
+            external_labels=list(self.trajectory.external_labels) or None,
         )
 
 

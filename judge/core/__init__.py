@@ -6,6 +6,7 @@ Everything here is plain pydantic and standard library: importing it never pulls
 from judge.core._canonical import canonical_json, content_hash, parse_json_text, response_key
 from judge.core._errors import InputError, InputErrorInfo, InputWarning, SourceRef, field_path
 from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
+from judge.core._extras import extra_fields
 from judge.core._patterns import PatternError, compile_pattern, pattern_full_match, pattern_search
 from judge.core._stages import CHECK_DEFAULT_STAGE, FAILURE_STAGE_ORDER, Check, FailureStage, Outcome, VerdictLabel
 from judge.core._task import (
@@ -66,6 +67,7 @@ __all__ = [
     "compile_pattern",
     "content_hash",
     "dependency_order",
+    "extra_fields",
     "field_path",
     "label_passed",
     "looks_like_error",

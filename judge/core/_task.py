@@ -1,8 +1,7 @@
 """Benchmark tasks: what the agent was asked, which tools it had, and what a correct run looks like.
 
-Native task lines are validated strictly (``extra="forbid"``); the ingest layer moves fields it does
-not know into ``metadata`` and reports each as a warning (or an error with ``--strict``), so a
-misspelt key is never silently ignored and never costs a task either.
+Unknown fields are accepted and kept (``judge.core._extras``); ingest reports each as a warning (an
+error with ``--strict``), so a misspelt key is never silently ignored and never costs a task either.
 
 Partial and alternative references (a real benchmark rarely pins every argument):
 - ``extra_arguments="allow"`` (on a reference call, or as the task default): arguments and nested keys
@@ -21,11 +20,10 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
+from judge.core._extras import Open
 from judge.core._patterns import compile_pattern
-
-Strict = ConfigDict(extra="forbid")
 
 
 def _as_str_id(value: Any) -> Any:
@@ -46,7 +44,7 @@ class ToolSpec(BaseModel):
     source-per-turn policies.
     """
 
-    model_config = Strict
+    model_config = Open
 
     name: str = Field(min_length=1)
     description: str = ""
@@ -93,7 +91,7 @@ class ArgumentRule(BaseModel):
     compiled when the task is read, so a bad pattern is an input error naming the field.
     """
 
-    model_config = Strict
+    model_config = Open
 
     any_of: list[Any] | None = None
     optional: bool = False
@@ -118,7 +116,7 @@ ExtraArguments = Literal["forbid", "allow"]
 class ArgumentSet(BaseModel):
     """One alternative way of making a reference call: its own arguments and rules."""
 
-    model_config = Strict
+    model_config = Open
 
     arguments: dict[str, Any] = Field(default_factory=dict)
     argument_rules: dict[str, ArgumentRule] = Field(default_factory=dict)
@@ -145,7 +143,7 @@ class ReferenceCall(BaseModel):
     ``alternatives`` are further argument sets, any one of which satisfies the call.
     """
 
-    model_config = Strict
+    model_config = Open
 
     name: str = Field(min_length=1)
     arguments: dict[str, Any] = Field(default_factory=dict)
@@ -178,7 +176,7 @@ class ReferenceCall(BaseModel):
 class ForbiddenArgument(BaseModel):
     """A machine-checkable ban on argument values: exact values (normalised) or a regex."""
 
-    model_config = Strict
+    model_config = Open
 
     tool: str = "*"
     argument: str
@@ -189,7 +187,7 @@ class ForbiddenArgument(BaseModel):
 class SourceRule(BaseModel):
     """Which knowledge sources (tool ``source`` kinds or tool names) a turn may use."""
 
-    model_config = Strict
+    model_config = Open
 
     turn_id: str | None = None  # None: every turn
     allowed: list[str]
@@ -204,7 +202,7 @@ class Policy(BaseModel):
     with text only can be checked by the policy-adherence rubric, never deterministically.
     """
 
-    model_config = Strict
+    model_config = Open
 
     text: str | None = None
     allowed_tools: list[str] | None = None
@@ -229,7 +227,7 @@ class Policy(BaseModel):
 class Turn(BaseModel):
     """One user turn with its own reference calls and gold answers (every turn is scored)."""
 
-    model_config = Strict
+    model_config = Open
 
     turn_id: str = "1"
     query: str
@@ -306,7 +304,7 @@ def dependency_order(calls: list[ReferenceCall]) -> list[int]:
 class TaskMetadata(BaseModel):
     """What reports break results down by. ``hop_types`` like ["API", "RAG"] give the hop pattern."""
 
-    model_config = Strict
+    model_config = Open
 
     capability: str | None = None
     domain: str | None = None
@@ -329,7 +327,7 @@ class TaskMetadata(BaseModel):
 class Task(BaseModel):
     """A benchmark task. Single-turn shorthand: ``question`` + ``reference_calls`` + ``gold_answer``."""
 
-    model_config = Strict
+    model_config = Open
 
     task_id: str = Field(min_length=1)
     turns: list[Turn] = Field(min_length=1)

@@ -20,8 +20,9 @@ import json
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
+from judge.core._extras import Open
 from judge.core._task import _as_str_id
 
 _OK = {"ok", "success", "succeeded", "successful", "done"}
@@ -67,7 +68,7 @@ def normalise_status(value: Any) -> StepStatus:
 class Step(BaseModel):
     """One tool call the agent made."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = Open
 
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
@@ -113,7 +114,7 @@ class TrajectoryTurn(BaseModel):
     normally ``final_answer``); required content may be communicated in any of them.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = Open
 
     turn_id: str = "1"
     query: str | None = None
@@ -125,7 +126,7 @@ class TrajectoryTurn(BaseModel):
 
 
 class TokenUsage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = Open
 
     input_tokens: int | None = Field(default=None, ge=0)
     output_tokens: int | None = Field(default=None, ge=0)
@@ -160,7 +161,7 @@ class ExternalLabel(BaseModel):
 
     Kept next to ours so a team moving to this tool sees where the two agree and where not."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = Open
 
     source: str  # e.g. "tau2.reward", "inspect:match", "bfcl", "labels-file"
     value: Any = None
@@ -178,7 +179,7 @@ class ExternalLabel(BaseModel):
 class Trajectory(BaseModel):
     """One run of an agent on one task. Single-turn shorthand: ``steps`` + ``final_answer``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = Open
 
     task_id: str = Field(min_length=1)
     trajectory_id: str = Field(min_length=1)

@@ -10,6 +10,7 @@ from pipelines.ingest._api import check_task, detect_task_format, detect_traject
 from pipelines.ingest._base import Bundle, BundleFormat, Limits, Loaded, TaskSet
 from pipelines.ingest._registry import TASK_FORMATS, TRAJECTORY_FORMATS
 from pipelines.ingest._schemas import export_json_schemas
+from pipelines.ingest._tool_specs import ToolSpecError, load_tool_specs, with_tool_specs
 
 __all__ = [
     "TASK_FORMATS",
@@ -19,11 +20,14 @@ __all__ = [
     "Limits",
     "Loaded",
     "TaskSet",
+    "ToolSpecError",
     "check_task",
     "detect_task_format",
     "detect_trajectory_format",
     "export_json_schemas",
     "iter_trajectories",
     "load_tasks",
+    "load_tool_specs",
     "read_trajectories",
+    "with_tool_specs",
 ]

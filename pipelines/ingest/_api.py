@@ -91,17 +91,52 @@ def detect_trajectory_format(path: str | os.PathLike) -> str:
     return name
 
 
-def load_tasks(path: str | os.PathLike, fmt: str | None = None, reference: str | Path | None = None, limits: Limits = Limits()) -> TaskSet:
+def load_tasks(
+    path: str | os.PathLike, fmt: str | None = None, reference: str | Path | None = None, limits: Limits = Limits(), *, strict: bool = False
+) -> TaskSet:
     """All tasks of ``path`` (joined with ``reference`` for formats that keep the gold apart).
 
     Item-level problems are collected in ``TaskSet.errors``; a ValueError means the call itself
     cannot work (unknown format name, undetectable format, a reference file missing or superfluous).
+    ``strict``: a task carrying a field the schema does not know is an error, not a warning.
     """
     chosen = task_format(fmt) if fmt is not None else task_format(detect_task_format(path))
-    return chosen.load(str(path), None if reference is None else str(reference), limits)
+    taskset = chosen.load(str(path), None if reference is None else str(reference), limits)
+    return _strict_tasks(taskset) if strict else taskset
 
 
-def read_trajectories(path: Source, fmt: str | None = None, limits: Limits = Limits()) -> Bundle:
+def _strict_tasks(taskset: TaskSet) -> TaskSet:
+    """Unknown fields become errors: the task is reported as unreadable (its trajectories say why)."""
+    kept = []
+    for warning in taskset.warnings:
+        if warning.kind != "unknown_field":
+            kept.append(warning)
+            continue
+        info = InputErrorInfo(kind="invalid_field", message=f"{warning.message} (--strict)", file=warning.file, line=warning.line, field=warning.field)
+        taskset.errors.append(info)
+        for tid, source in list(taskset.sources.items()):
+            if source.file == warning.file and source.line == warning.line and tid in taskset.tasks:
+                del taskset.tasks[tid]
+                taskset.invalid.setdefault(tid, info)
+    taskset.warnings = kept
+    return taskset
+
+
+def strict_items(items: Iterator[Loaded]) -> Iterator[Loaded]:
+    """``--strict`` for trajectories: an item with an unknown field becomes an error row."""
+    for loaded in items:
+        unknown = [w for w in loaded.warnings if w.kind == "unknown_field"]
+        if unknown and loaded.error is None:
+            first = unknown[0]
+            more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
+            info = InputErrorInfo(kind="invalid_field", message=f"{first.message}{more} (--strict)", file=first.file, line=first.line, field=first.field)
+            loaded = Loaded(
+                source=loaded.source, trajectory=None, error=info, task_id=loaded.task_id, trajectory_id=loaded.trajectory_id, warnings=loaded.warnings
+            )
+        yield loaded
+
+
+def read_trajectories(path: Source, fmt: str | None = None, limits: Limits = Limits(), *, strict: bool = False) -> Bundle:
     """The trajectories of ``path`` and, for formats that carry them, its tasks.
 
     ``path`` may also be a binary file object (streaming formats only). With ``fmt=None`` bundles
@@ -116,8 +151,12 @@ def read_trajectories(path: Source, fmt: str | None = None, limits: Limits = Lim
     if isinstance(chosen, BundleFormat):
         if not isinstance(path, (str, os.PathLike)):
             raise ValueError(f"the {chosen.name} format is read as a whole file: pass a path, not a stream")
-        return chosen.read(str(path), limits)
-    return Bundle(tasks=None, items=_Stream(path, chosen, limits).items())
+        bundle = chosen.read(str(path), limits)
+    else:
+        bundle = Bundle(tasks=None, items=_Stream(path, chosen, limits).items())
+    if strict:
+        bundle = Bundle(tasks=_strict_tasks(bundle.tasks) if bundle.tasks is not None else None, items=strict_items(bundle.items))
+    return bundle
 
 
 def iter_trajectories(path: Source, fmt: str | None = None, limits: Limits = Limits()) -> Iterator[Loaded]:

@@ -222,8 +222,9 @@ class TaskCollector:
         task.__dict__.pop("tool_index", None)  # rebuilt from the shared specs on first use
         return task
 
-    def add(self, task: Task, source: SourceRef) -> None:
+    def add(self, task: Task, source: SourceRef, warnings: list[InputWarning] | None = None) -> None:
         tid = task.task_id
+        self.result.warnings.extend(warnings or [])
         dumped = task.model_dump(mode="json")
         digest = content_hash(dumped)
         if tid in self.result.invalid:
