@@ -31,6 +31,7 @@ from pipelines.cli._common import (
     console,
 )
 from pipelines.cli.grade import OnError
+from pipelines.cli.rubrics import RubricsOpt, load_rubric_table
 
 EXIT_INCOMPLETE = 5
 
@@ -94,6 +95,7 @@ def run(
     weights: WeightsOpt = None,
     tie_breaker: TieOpt = None,
     replay: ReplayOpt = True,
+    rubrics: RubricsOpt = None,
 ) -> None:
     """Run an agent on every task (x trials), record trajectories.jsonl, then grade them like `judge grade`."""
     from pipelines.runner import (
@@ -119,7 +121,8 @@ def run(
     except FaultSpecError as exc:
         console.print(f"[red]{escape(str(exc))}[/red]")
         raise typer.Exit(EXIT_USAGE) from exc
-    escalator = None if no_grade else build_escalator(judge, config, cache, no_cache, offline, judge_max_cost, vote, weights, tie_breaker)
+    rubric_table = None if no_grade else load_rubric_table(rubrics)
+    escalator = None if no_grade else build_escalator(judge, config, cache, no_cache, offline, judge_max_cost, vote, weights, tie_breaker, rubric_table)
     opts = RunOptions(
         agent=agent,
         tasks=tasks,
@@ -177,6 +180,7 @@ def run(
             on_error=on_error.value,
             config=GradingConfig.load(config),
             escalator=escalator,
+            rubrics=rubric_table,
             replayer=build_replayer(replay),
             command=["judge", *sys.argv[1:]],
         )
