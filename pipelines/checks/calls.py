@@ -262,23 +262,42 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
                     reference=st.index,
                     step=st.satisfied_by,
                     message=f"{ref.name} satisfied by step {st.satisfied_by} ({st.how})" + ("; no result recorded" if unknown else ""),
+                    tool=ref.name,
                     expected={"name": ref.name, "arguments": ref.arguments},
                 )
             )
         elif st.advisory:
             evidence.append(
-                Evidence(kind="advisory_unmatched", reference=st.index, message="; ".join(st.problems), expected={"name": ref.name, "arguments": ref.arguments})
+                Evidence(
+                    kind="advisory_unmatched",
+                    reference=st.index,
+                    tool=ref.name,
+                    message="; ".join(st.problems),
+                    expected={"name": ref.name, "arguments": ref.arguments},
+                )
             )
         elif st.inconclusive:
             evidence.append(
-                Evidence(kind="no_counterpart", reference=st.index, message="; ".join(st.problems), expected={"name": ref.name, "arguments": ref.arguments})
+                Evidence(
+                    kind="no_counterpart",
+                    reference=st.index,
+                    tool=ref.name,
+                    message="; ".join(st.problems),
+                    expected={"name": ref.name, "arguments": ref.arguments},
+                )
             )
         else:
             evidence.append(
-                Evidence(kind="unsatisfied", reference=st.index, message="; ".join(st.problems), expected={"name": ref.name, "arguments": ref.arguments})
+                Evidence(
+                    kind="unsatisfied",
+                    reference=st.index,
+                    tool=ref.name,
+                    message="; ".join(st.problems),
+                    expected={"name": ref.name, "arguments": ref.arguments},
+                )
             )
     for step_index, _stage, message in extra_writes:
-        evidence.append(Evidence(kind="extra_write", step=step_index, message=message))
+        evidence.append(Evidence(kind="extra_write", step=step_index, tool=ctx.steps[step_index].step.name, message=message))
 
     stages = [st.stage for st in status if st.stage is not None] + [s for _, s, _ in extra_writes]
     if state_mismatch and not stages:
