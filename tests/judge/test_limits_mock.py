@@ -10,8 +10,7 @@ import sys
 import pytest
 
 from judge import JudgeRequest, Outcome
-from judge.llm import JudgeSettings, RateLimiter, RetryConfig, RetryPolicy, build_panel, create_client
-from judge.llm._providers._base import retry_after_seconds
+from judge.llm import JudgeSettings, RateLimiter, RetryConfig, RetryPolicy, build_panel, create_client, retry_after_seconds
 from judge.llm._settings import JudgeConfigError
 from tests.judge.helpers import answer_request, decide
 

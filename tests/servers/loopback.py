@@ -38,11 +38,14 @@ class Reply:
 
 @dataclass(frozen=True)
 class Status:
-    """An HTTP error status, optionally with a Retry-After header (seconds, as text)."""
+    """An HTTP error status, optionally with a Retry-After header (seconds, as text), the
+    provider's error code in the body (``insufficient_quota``) and an ``x-should-retry`` header."""
 
     code: int
     retry_after: str | None = None
     message: str = "scripted error"
+    error_code: str | None = None
+    should_retry: str | None = None
 
 
 @dataclass(frozen=True)
@@ -224,8 +227,12 @@ class _Handler(BaseHTTPRequestHandler):
             action = action.then if action.then is not None else Reply("correct")
         if isinstance(action, Status):
             headers = {"Retry-After": action.retry_after} if action.retry_after is not None else {}
-            err = {"type": "error", "error": {"type": "scripted", "message": action.message}}
-            self._send(action.code, err, headers)
+            if action.should_retry is not None:
+                headers["x-should-retry"] = action.should_retry
+            error: dict[str, Any] = {"type": "scripted", "message": action.message}
+            if action.error_code is not None:
+                error["code"] = action.error_code
+            self._send(action.code, {"type": "error", "error": error}, headers)
             return
         if isinstance(action, MalformedBody):
             self._send_raw(200, b'{"id": "broken", "choices": [', "application/json")

@@ -1,23 +1,43 @@
-"""One structured call through instructor, shared by the SDK-backed providers.
+"""Judges backed by an official SDK, with structured output through instructor.
 
-The SDK's own retries are off (``max_retries=0`` on the client): the panel's retry loop is the only
-one, so it is testable and honours Retry-After. instructor keeps only its validation re-asks
+The SDK's own retries are off (``max_retries=0``): the caller's retry loop is the only one, so it
+is testable and honours Retry-After. instructor keeps only its validation re-asks
 (``validation_retries``, low), after which a bad verdict becomes an ``unparseable`` abstention.
+
+Per-call client work is kept small, because at hundreds of calls in flight it is what bounds
+throughput (``bench/bench_judges.py``):
+- the verdict schema is wrapped for instructor once per schema, not on every call;
+- instructor re-scans the response model for async validators several times per call (~0.5 ms);
+  a class's validators are fixed once it is defined, so a clean result is remembered per class
+  (``_remember_clean_async_validator_scans``);
+- connections are spread over several SDK clients of at most ``POOL_SIZE`` connections each:
+  an httpx pool scans all its connections on every request and every release, which is
+  quadratic in the number of requests in flight;
+- a subclass may send the request itself (``send``) where the SDK's request building costs more
+  than the call (the OpenAI SDK's parameter transform, ~1 ms per call).
 """
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import functools
+import itertools
+import math
 import os
+import sys
 import weakref
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from judge.llm._providers._base import Completion, JudgeCallError, JudgeClient, classify_sdk_error, require_key, usage_tokens
+from judge.llm._providers._base import Completion, JudgeClient, require_key
+from judge.llm._providers._errors import JudgeCallError, classify_sdk_error, usage_tokens
+from judge.llm._settings import ProviderConfig
+
+POOL_SIZE = 32  # connections per SDK client; more in flight -> more clients
 
 
 @functools.lru_cache(maxsize=64)
@@ -26,59 +46,85 @@ def prepared_schema(response_model: type[BaseModel]) -> type[BaseModel]:
     wrapping once per schema gives the same tool schema and parsed fields, without that cost."""
     from instructor.v2.core.response_model import prepare_response_model
 
-    return prepare_response_model(response_model)
+    prepared = prepare_response_model(response_model)
+    assert prepared is not None
+    return prepared
 
 
-async def instructor_complete(
-    client: Any,
-    sdk: Any,
-    messages: list[dict[str, str]],
-    response_model: type[BaseModel],
-    validation_retries: int,
-    **kwargs: Any,
-) -> Completion:
-    try:
-        verdict, raw = await client.create_with_completion(
-            messages=[dict(m) for m in messages],
-            response_model=prepared_schema(response_model),
-            max_retries=validation_retries,
-            **kwargs,
-        )
-    except JudgeCallError:
-        raise
-    except Exception as exc:
-        raise classify_sdk_error(exc, sdk) from exc
-    total = getattr(verdict, "_total_usage", None) or getattr(raw, "usage", None)
-    inp, out = usage_tokens(total)
-    return Completion(verdict=verdict, model_version=getattr(raw, "model", None), input_tokens=inp, output_tokens=out)
+def _remember_clean_async_validator_scans() -> None:
+    """Make instructor's "no async validators here" check run once per class, not per call.
+
+    The scan walks the model's whole annotation tree (~80 us) and instructor runs it up to seven
+    times per call. Only a clean result is remembered (a class with async validators still
+    raises every time), only for classes, and only for instructor's own references to the
+    function; anything else goes to the original.
+    """
+    from instructor.v2.validation import async_validators
+
+    original = async_validators.reject_async_validators
+    if getattr(original, "_judge_remembers_clean", False):
+        return
+    clean: weakref.WeakSet[type] = weakref.WeakSet()
+
+    def reject_async_validators(response_model: Any) -> None:
+        if isinstance(response_model, type) and response_model in clean:
+            return
+        original(response_model)
+        if isinstance(response_model, type):
+            clean.add(response_model)
+
+    reject_async_validators._judge_remembers_clean = True  # type: ignore[attr-defined]
+    for name, module in list(sys.modules.items()):
+        if name.startswith("instructor") and getattr(module, "reject_async_validators", None) is original:
+            module.reject_async_validators = reject_async_validators  # type: ignore[attr-defined]
+
+
+class _Pools:
+    """The SDK clients of one event loop (an SDK client's connection pool belongs to one loop),
+    each with its instructor-patched create function; calls take them in turn."""
+
+    def __init__(self, clients: Sequence[Any], creates: Sequence[Callable[..., Awaitable[Any]]]):
+        self.clients = list(clients)
+        self.creates = list(creates)
+        self._turn = itertools.cycle(range(len(creates)))
+
+    def next_create(self) -> Callable[..., Awaitable[Any]]:
+        return self.creates[next(self._turn)]
 
 
 class SDKJudge(JudgeClient):
     """A judge backed by an official SDK through instructor. Subclasses name the SDK, its env
-    vars and default URL, and build the SDK client; key handling, per-loop clients, the call and
-    closing are the same for every SDK."""
+    vars, default URL and instructor provider, and build the SDK client; key handling, per-loop
+    clients, the call and closing are the same for every SDK."""
 
-    base_url_env: str = ""
-    default_base_url: str = ""
-    default_key_env: str = ""
+    base_url_env: ClassVar[str] = ""
+    default_base_url: ClassVar[str] = ""
+    default_key_env: ClassVar[str] = ""
+    instructor_provider: ClassVar[str] = ""  # instructor's Provider value: "openai", "anthropic"
 
-    def __init__(self, provider, model, config):
+    def __init__(self, provider: str, model: str, config: ProviderConfig):
         super().__init__(provider, model, config)
-        self._client: Any = None
-        self._timeout_s = 60.0
-        self._loop: Callable[[], Any] = lambda: None  # weak reference to the loop the client belongs to
+        self._pools: _Pools | None = None
+        self._loop: Callable[[], Any] = lambda: None  # weak reference to the loop the pools belong to
         self.preload()
 
+    # --- what a subclass provides --------------------------------------------------------------
     def preload(self) -> None:
         """Import the SDK's lazily loaded resources (~0.7 s) at panel build time, not in the first call."""
 
+    @abc.abstractmethod
     def sdk(self) -> Any:
-        raise NotImplementedError
+        """The SDK module (its exception classes classify failures)."""
 
-    def make_client(self, api_key: str) -> Any:
-        """The instructor-patched async SDK client (SDK retries off; the panel retries)."""
-        raise NotImplementedError
+    @abc.abstractmethod
+    def make_sdk_client(self, api_key: str, http_client: Any) -> Any:
+        """The async SDK client on ``http_client``, SDK retries off (the caller retries)."""
 
+    @abc.abstractmethod
+    def send(self, sdk_client: Any) -> Callable[..., Awaitable[Any]]:
+        """The create function instructor drives (request keyword arguments in, SDK response out)."""
+
+    # --- shared ---------------------------------------------------------------------------------
     @property
     def base_url(self) -> str:
         return (self.config.base_url or os.environ.get(self.base_url_env) or self.default_base_url).rstrip("/")
@@ -97,24 +143,53 @@ class SDKJudge(JudgeClient):
     def check_ready(self) -> None:
         self._api_key()
 
-    def set_timeout(self, timeout_s: float) -> None:
-        self._timeout_s = timeout_s
-
-    def _instructor(self) -> Any:
-        # An SDK client's connection pool belongs to one event loop: a new loop gets a new client.
+    def _pools_for_loop(self) -> _Pools:
         loop = asyncio.get_running_loop()
-        if self._client is None or self._loop() is not loop:
+        if self._pools is None or self._loop() is not loop:
             self._loop = weakref.ref(loop)
-            self._client = self.make_client(self._api_key())
-        return self._client
+            self._pools = self._make_pools()
+        return self._pools
+
+    def _make_pools(self) -> _Pools:
+        import instructor
+        from instructor.v2 import Provider
+
+        _remember_clean_async_validator_scans()
+        sdk = self.sdk()
+        shards = max(1, math.ceil(self.max_connections / POOL_SIZE))
+        per_pool = math.ceil(self.max_connections / shards)
+        limits = type(sdk.DEFAULT_CONNECTION_LIMITS)(max_connections=per_pool + 4, max_keepalive_connections=per_pool + 4)
+        key = self._api_key()
+        clients, creates = [], []
+        for _ in range(shards):
+            http_client = sdk.DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout_s)
+            client = self.make_sdk_client(key, http_client)
+            clients.append(client)
+            creates.append(instructor.patch(create=self.send(client), mode=instructor.Mode.TOOLS, provider=Provider(self.instructor_provider)))
+        return _Pools(clients, creates)
 
     async def complete(self, messages: list[dict[str, str]], response_model: type[BaseModel]) -> Completion:
-        return await instructor_complete(
-            self._instructor(), self.sdk(), messages, response_model, self.config.validation_retries, model=self.model, **self.sampling()
-        )
+        create = self._pools_for_loop().next_create()
+        try:
+            verdict = await create(
+                response_model=prepared_schema(response_model),
+                messages=[dict(m) for m in messages],
+                max_retries=self.config.validation_retries,
+                model=self.model,
+                **self.sampling(),
+            )
+        except JudgeCallError:
+            raise
+        except Exception as exc:
+            raise classify_sdk_error(exc, self.sdk()) from exc
+        raw = getattr(verdict, "_raw_response", None)
+        inp, out = usage_tokens(getattr(verdict, "_total_usage", None) or getattr(raw, "usage", None))
+        return Completion(verdict=verdict, model_version=getattr(raw, "model", None), input_tokens=inp, output_tokens=out)
 
     async def aclose(self) -> None:
-        if self._client is not None:
+        pools, self._pools = self._pools, None
+        if pools is None:
+            return
+        for client in pools.clients:
             with contextlib.suppress(RuntimeError):  # its event loop is already closed; nothing left to release
-                await self._client.client.close()
-            self._client = None
+                await client.close()
