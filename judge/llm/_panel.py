@@ -76,7 +76,7 @@ class Panel:
             raise JudgeConfigError(f"unknown vote rule {rule!r}: majority, unanimous or weighted")
         if rule == "weighted" and weights is None:
             raise JudgeConfigError("vote rule 'weighted' needs a weights file (weights_path)")
-        min_votes = 1 if min_votes is None else min_votes
+        min_votes = majority_of(len(judges)) if min_votes is None else min_votes
         if not 1 <= min_votes <= len(judges):
             raise JudgeConfigError(f"min_votes {min_votes}: must be between 1 and the panel's {len(judges)} judge(s), or no case could ever be decided")
         self.name = name

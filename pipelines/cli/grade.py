@@ -17,6 +17,7 @@ from pipelines.cli._common import (
     JudgeConfigOpt,
     JudgeOpt,
     MaxCostOpt,
+    MinVotesOpt,
     NoCacheOpt,
     OfflineOpt,
     ReplayOpt,
@@ -111,6 +112,7 @@ def grade(
     vote: VoteOpt = None,
     weights: WeightsOpt = None,
     tie_breaker: TieOpt = None,
+    min_votes: MinVotesOpt = None,
     replay: ReplayOpt = True,
 ) -> None:
     """Grade trajectories against tasks; write results.jsonl, summary.json, report.md, manifest.json."""
@@ -126,7 +128,7 @@ def grade(
         out=out,
         on_error=on_error.value,
         config=GradingConfig.load(config),
-        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker),
+        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, min_votes),
         replayer=build_replayer(replay),
         command=["judge", *sys.argv[1:]],
     )
@@ -144,6 +146,7 @@ def demo(
     vote: VoteOpt = None,
     weights: WeightsOpt = None,
     tie_breaker: TieOpt = None,
+    min_votes: MinVotesOpt = None,
 ) -> None:
     """Grade the bundled sample benchmark end to end (replay included) and print the breakdown."""
     from rich.table import Table
@@ -161,7 +164,7 @@ def demo(
         trajectories=sample / "trajectories.jsonl",
         out=out,
         config=GradingConfig.load(config),
-        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker),
+        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, min_votes),
         replayer=build_replayer(True),
         command=["judge", *sys.argv[1:]],
     )
