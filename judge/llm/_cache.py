@@ -21,6 +21,7 @@ out under a stalled event loop) costs a second paid call, never a wrong answer.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -40,6 +41,29 @@ HOST = socket.gethostname()
 
 def cache_key(identity: dict[str, Any]) -> str:
     return content_hash({"v": SCHEMA_VERSION, "request": identity})
+
+
+class KeyTemplate:
+    """``cache_key`` for one judge and one verdict schema, without re-encoding what never changes.
+
+    Encoding the identity is most of a cached answer's cost, and the verdict schema is most of
+    the identity. Canonical JSON is compositional (a value encodes the same inside a container
+    as alone), so the identity is encoded once with a marker where the messages go, and each key
+    is that text with the marker replaced by the messages' encoding: the same bytes, the same
+    key as ``cache_key(identity(messages, schema))``. ``identity`` must place ``messages``
+    verbatim (every client's does; the constructor checks the marker appears exactly once).
+    """
+
+    def __init__(self, identity: Any, schema: dict[str, Any]):
+        marker = f"messages-{uuid.uuid4().hex}"
+        text = canonical_json({"v": SCHEMA_VERSION, "request": identity(marker, schema)})
+        hole = canonical_json(marker)
+        if text.count(hole) != 1:
+            raise ValueError("the identity does not hold the messages verbatim: use cache_key")
+        self._head, _, self._tail = text.partition(hole)
+
+    def key(self, messages: list[dict[str, str]]) -> str:
+        return hashlib.sha256((self._head + canonical_json(messages) + self._tail).encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

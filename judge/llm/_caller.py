@@ -36,7 +36,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge.core._verdict import Vote
-from judge.llm._cache import JudgeCache, cache_key
+from judge.llm._cache import JudgeCache, KeyTemplate
 from judge.llm._limits import Budget, RateLimiter, RetryPolicy, cost_usd, price_for
 from judge.llm._providers import Completion, JudgeCallError, JudgeClient
 from judge.llm._rubric import Rubric
@@ -76,7 +76,7 @@ class _LoopState:
         self.provider_sems: dict[str, asyncio.Semaphore] = {}
         self.limiters: dict[str, RateLimiter] = {}
         self.in_flight: dict[str, asyncio.Future[Vote]] = {}  # cache key -> the vote being fetched
-        self.claims_held = 0
+        self.claimed: set[str] = set()  # keys this process holds a claim on in the shared cache
         self.heartbeat: asyncio.Task[None] | None = None
         for name, cfg in providers.items():
             if cfg.concurrency:
@@ -124,7 +124,7 @@ class JudgeCaller:
         self.claim_lease_s = claim_lease_s
         self.claim_poll_s = claim_poll_s
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
-        self._schemas: dict[tuple[str, str], dict[str, Any]] = {}
+        self._keys: dict[tuple[str, str, str], KeyTemplate] = {}  # (judge, rubric, version) -> its cache keys
         for client in self.clients:
             provider = self.providers.get(client.provider)
             in_flight = min(concurrency, provider.concurrency) if provider is not None and provider.concurrency else concurrency
@@ -139,7 +139,11 @@ class JudgeCaller:
     # --- public ---------------------------------------------------------------------------------
     def call(self, judge: JudgeClient, rubric: Rubric, messages: list[dict[str, str]]) -> JudgeCall:
         """The question ``messages`` (rendered by ``rubric``) for ``judge``, keyed by its content."""
-        return JudgeCall(judge, rubric, messages, cache_key(judge.identity(messages, self._schema_json(rubric))))
+        slot = (judge.name, rubric.name, rubric.version)
+        keys = self._keys.get(slot)
+        if keys is None:
+            keys = self._keys[slot] = KeyTemplate(judge.identity, rubric.verdict_schema.model_json_schema())
+        return JudgeCall(judge, rubric, messages, keys.key(messages))
 
     async def vote(self, call: JudgeCall) -> Vote:
         """The judge's vote on the question: from the cache, a shared call, or a live call."""
@@ -219,29 +223,32 @@ class JudgeCaller:
             while cache.holder(call.key) is not None:
                 await asyncio.sleep(delay)
                 delay = min(longest, delay * 1.5)
-        self._hold_claim(state)
+        state.claimed.add(call.key)
+        if state.heartbeat is None:
+            state.heartbeat = asyncio.get_running_loop().create_task(self._renew_claims(state))
         try:
             return await self._launch(call, state)
         finally:
-            cache.release(call.key)
-            self._drop_claim(state)
-
-    def _hold_claim(self, state: _LoopState) -> None:
-        state.claims_held += 1
-        if state.heartbeat is None:
-            state.heartbeat = asyncio.get_running_loop().create_task(self._renew_claims(state))
-
-    def _drop_claim(self, state: _LoopState) -> None:
-        state.claims_held -= 1
-        if state.claims_held == 0 and state.heartbeat is not None:
-            state.heartbeat.cancel()
-            state.heartbeat = None
+            if call.key in state.claimed:  # given up without an answer (storing one releases it)
+                state.claimed.discard(call.key)
+                cache.release(call.key)
+            if not state.claimed and state.heartbeat is not None:
+                state.heartbeat.cancel()
+                state.heartbeat = None
 
     async def _renew_claims(self, state: _LoopState) -> None:
         assert self.cache is not None
-        while state.claims_held:
+        while state.claimed:
             await asyncio.sleep(self.claim_lease_s / 3)
             self.cache.renew(self.claim_lease_s)
+
+    def _store(self, call: JudgeCall, payload: dict[str, Any]) -> None:
+        """Write an answer to the cache; that also releases our claim on it."""
+        assert self.cache is not None
+        self.cache.put(call.key, call.judge.name, payload)
+        state = self._states.get(asyncio.get_running_loop())
+        if state is not None:
+            state.claimed.discard(call.key)
 
     # --- limits and attempts --------------------------------------------------------------------
     async def _launch(self, call: JudgeCall, state: _LoopState) -> Vote:
@@ -288,9 +295,7 @@ class JudgeCaller:
         reason = ABSTAIN_REASON.get(last.reason, last.reason)
         message = last.message if attempt == 1 else f"after {attempt} attempts: {last.message}"
         if self.cache is not None and judge.cacheable and last.cacheable:
-            self.cache.put(
-                call.key, judge.name, {"abstain": reason, "message": message, "input_tokens": last.input_tokens, "output_tokens": last.output_tokens}
-            )
+            self._store(call, {"abstain": reason, "message": message, "input_tokens": last.input_tokens, "output_tokens": last.output_tokens})
         return self._abstain(judge, reason, message, input_tokens=last.input_tokens, output_tokens=last.output_tokens)
 
     # --- recording ------------------------------------------------------------------------------
@@ -305,7 +310,7 @@ class JudgeCaller:
                 "input_tokens": completion.input_tokens,
                 "output_tokens": completion.output_tokens,
             }
-            self.cache.put(call.key, judge.name, payload)
+            self._store(call, payload)
         return _vote_from_verdict(judge, call.rubric, verdict, completion.model_version, completion.input_tokens, completion.output_tokens, cost, cached=False)
 
     def _account(self, judge: JudgeClient, input_tokens: int, output_tokens: int) -> float:
@@ -352,13 +357,6 @@ class JudgeCaller:
         )
 
     # --- plumbing -------------------------------------------------------------------------------
-    def _schema_json(self, rubric: Rubric) -> dict[str, Any]:
-        key = (rubric.name, rubric.version)
-        schema = self._schemas.get(key)
-        if schema is None:
-            schema = self._schemas[key] = rubric.verdict_schema.model_json_schema()
-        return schema
-
     def _state(self) -> _LoopState:
         loop = asyncio.get_running_loop()
         state = self._states.get(loop)

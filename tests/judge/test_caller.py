@@ -9,7 +9,8 @@ import pytest
 from pydantic import BaseModel
 
 import rubrics
-from judge.llm import Completion, JudgeCache, JudgeCall, JudgeCaller, JudgeClient, RetryConfig, RetryPolicy, create_client
+from judge.llm import Completion, JudgeCache, JudgeCall, JudgeCaller, JudgeClient, RetryConfig, RetryPolicy, cache_key, create_client
+from judge.llm._cache import KeyTemplate
 from judge.llm._settings import ProviderConfig
 from tests.judge.helpers import SleepRecorder, answer_request, decide, make_panel
 from tests.servers import Reply, Status
@@ -92,16 +93,22 @@ async def test_caller_alone_with_another_transport_caches_by_key(tmp_path):
     assert caller.stats.calls == 1 and caller.stats.cache_hits == 1 and caller.stats.per_judge["openai:judge-a"].output_tokens == 3
 
 
-async def test_many_in_flight_are_spread_over_several_connection_pools(server, tmp_path):
+@pytest.mark.parametrize("judge,sdk", [("openai:judge-a", "openai"), ("anthropic:judge-b", "anthropic")])
+async def test_many_in_flight_go_over_aiohttp_within_the_concurrency_limit(server, tmp_path, judge, sdk):
+    import importlib
+
     server.latency_s = 0.05
-    panel = make_panel(tmp_path, ["openai:judge-a"], concurrency=80)
-    [judge] = panel.judges
-    decisions = await panel.decide([answer_request(i) for i in range(100)])
-    pools = judge._pools
+    model = judge.split(":")[1]
+    panel = make_panel(tmp_path, [judge], concurrency=40)
+    [client] = panel.judges
+    decisions = await panel.decide([answer_request(i) for i in range(60)])
+    loop_client = client._loop_client
+    assert loop_client is not None
+    http = loop_client.client._client
     await panel.aclose()
-    assert pools is not None and len(pools.clients) == 3  # ceil(80 / 32) SDK clients, one pool each
-    assert all(d.label == "correct" for d in decisions) and server.calls("judge-a") == 100
-    assert server.max_in_flight <= 80
+    assert isinstance(http, importlib.import_module(sdk).DefaultAioHttpClient)
+    assert all(d.label == "correct" for d in decisions) and server.calls(model) == 60
+    assert server.max_in_flight <= 40
 
 
 def test_async_validator_scan_is_remembered_only_for_clean_classes():
@@ -144,3 +151,27 @@ async def test_a_caller_in_a_new_event_loop_gets_new_primitives(tmp_path):
     first = await asyncio.to_thread(run_once)
     second = await asyncio.to_thread(run_once)
     assert first == second == "correct" and caller.stats.calls == 2
+
+
+@pytest.mark.parametrize("name", ["openai:judge-a", "anthropic:judge-b", "mock:pick", "llamacpp:/models/x.gguf"])
+def test_key_template_gives_exactly_the_cache_keys_of_the_full_identity(name):
+    client = create_client(name, {})
+    schema = RUBRIC.verdict_schema.model_json_schema()
+    template = KeyTemplate(client.identity, schema)
+    odd = [{"role": "user", "content": 'ünïcode \u2028 "quotes" </data> 3.0'}, {"role": "assistant", "content": ""}]
+    for messages in [*(RUBRIC.render(answer_request(i).material) for i in range(3)), odd, []]:
+        assert template.key(messages) == cache_key(client.identity(messages, schema))
+
+
+def test_cache_keys_never_change_silently():
+    """Every cached answer a user has paid for is found by this key: a change to the identity or
+    to canonical JSON must be deliberate (and bump SCHEMA_VERSION)."""
+    identity = {
+        "kind": "openai",
+        "model": "gpt-4.1-mini",
+        "base_url": "http://127.0.0.1:9/v1",
+        "messages": [{"role": "user", "content": 'ünï "q" 3'}],
+        "schema": {"type": "object", "properties": {"x": {"type": "number", "minimum": 1.0}}},
+        "sampling": {"temperature": 0, "max_tokens": 1024, "seed": 0},
+    }
+    assert cache_key(identity) == "bed1869b1cbd6367f3b7bbc89f736f9445c81a596e157a95306547ec62454328"

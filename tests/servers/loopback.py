@@ -37,6 +37,14 @@ class Reply:
 
 
 @dataclass(frozen=True)
+class Sparse:
+    """``reply``, from a server that leaves out fields OpenAI always sends (``object``,
+    ``created``, ``usage``) and adds its own: as some OpenAI-compatible servers answer."""
+
+    reply: Reply
+
+
+@dataclass(frozen=True)
 class Status:
     """An HTTP error status, optionally with a Retry-After header (seconds, as text), the
     provider's error code in the body (``insufficient_quota``) and an ``x-should-retry`` header."""
@@ -238,6 +246,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_raw(200, b'{"id": "broken", "choices": [', "application/json")
             return
         openai = path == "/v1/chat/completions"
+        if isinstance(action, Sparse):
+            payload = _openai_payload(body, action.reply) if openai else _anthropic_payload(body, action.reply)
+            for name in ("object", "created", "usage"):
+                payload.pop(name, None)
+            payload["server_quirk"] = {"engine": "loopback"}
+            self._send(200, payload)
+            return
         payload = _openai_payload(body, action) if openai else _anthropic_payload(body, action)
         self._send(200, payload)
 

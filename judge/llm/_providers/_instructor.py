@@ -10,9 +10,10 @@ throughput (``bench/bench_judges.py``):
 - instructor re-scans the response model for async validators several times per call (~0.5 ms);
   a class's validators are fixed once it is defined, so a clean result is remembered per class
   (``_remember_clean_async_validator_scans``);
-- connections are spread over several SDK clients of at most ``POOL_SIZE`` connections each:
-  an httpx pool scans all its connections on every request and every release, which is
-  quadratic in the number of requests in flight;
+- requests go out over aiohttp (the SDKs' documented ``DefaultAioHttpClient``, "for improved
+  concurrency performance"): httpx's pool polls every idle connection's socket on every request
+  and every release, quadratic in the requests in flight; the connection limit is the caller's
+  concurrency (httpx is the fallback where the SDK lacks its aiohttp bridge);
 - a subclass may send the request itself (``send``) where the SDK's request building costs more
   than the call (the OpenAI SDK's parameter transform, ~1 ms per call).
 """
@@ -23,12 +24,11 @@ import abc
 import asyncio
 import contextlib
 import functools
-import itertools
-import math
 import os
 import sys
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
@@ -36,8 +36,6 @@ from pydantic import BaseModel
 from judge.llm._providers._base import Completion, JudgeClient, require_key
 from judge.llm._providers._errors import JudgeCallError, classify_sdk_error, usage_tokens
 from judge.llm._settings import ProviderConfig
-
-POOL_SIZE = 32  # connections per SDK client; more in flight -> more clients
 
 
 @functools.lru_cache(maxsize=64)
@@ -79,17 +77,13 @@ def _remember_clean_async_validator_scans() -> None:
             module.reject_async_validators = reject_async_validators  # type: ignore[attr-defined]
 
 
-class _Pools:
-    """The SDK clients of one event loop (an SDK client's connection pool belongs to one loop),
-    each with its instructor-patched create function; calls take them in turn."""
+@dataclass
+class _LoopClient:
+    """The SDK client of one event loop (its connection pool belongs to that loop) and the
+    instructor-patched create function that drives it."""
 
-    def __init__(self, clients: Sequence[Any], creates: Sequence[Callable[..., Awaitable[Any]]]):
-        self.clients = list(clients)
-        self.creates = list(creates)
-        self._turn = itertools.cycle(range(len(creates)))
-
-    def next_create(self) -> Callable[..., Awaitable[Any]]:
-        return self.creates[next(self._turn)]
+    client: Any
+    create: Callable[..., Awaitable[Any]]
 
 
 class SDKJudge(JudgeClient):
@@ -104,8 +98,8 @@ class SDKJudge(JudgeClient):
 
     def __init__(self, provider: str, model: str, config: ProviderConfig):
         super().__init__(provider, model, config)
-        self._pools: _Pools | None = None
-        self._loop: Callable[[], Any] = lambda: None  # weak reference to the loop the pools belong to
+        self._loop_client: _LoopClient | None = None
+        self._loop: Callable[[], Any] = lambda: None  # weak reference to the loop the client belongs to
         self.preload()
 
     # --- what a subclass provides --------------------------------------------------------------
@@ -143,35 +137,35 @@ class SDKJudge(JudgeClient):
     def check_ready(self) -> None:
         self._api_key()
 
-    def _pools_for_loop(self) -> _Pools:
+    def _for_loop(self) -> _LoopClient:
         loop = asyncio.get_running_loop()
-        if self._pools is None or self._loop() is not loop:
+        if self._loop_client is None or self._loop() is not loop:
             self._loop = weakref.ref(loop)
-            self._pools = self._make_pools()
-        return self._pools
+            self._loop_client = self._make_loop_client()
+        return self._loop_client
 
-    def _make_pools(self) -> _Pools:
+    def _make_loop_client(self) -> _LoopClient:
         import instructor
         from instructor.v2 import Provider
 
         _remember_clean_async_validator_scans()
+        client = self.make_sdk_client(self._api_key(), self.http_client())
+        create = instructor.patch(create=self.send(client), mode=instructor.Mode.TOOLS, provider=Provider(self.instructor_provider))
+        return _LoopClient(client, create)
+
+    def http_client(self) -> Any:
+        """aiohttp under the SDK, as many connections as calls may be in flight (plus spares)."""
         sdk = self.sdk()
-        shards = max(1, math.ceil(self.max_connections / POOL_SIZE))
-        per_pool = math.ceil(self.max_connections / shards)
-        limits = type(sdk.DEFAULT_CONNECTION_LIMITS)(max_connections=per_pool + 4, max_keepalive_connections=per_pool + 4)
-        key = self._api_key()
-        clients, creates = [], []
-        for _ in range(shards):
-            http_client = sdk.DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout_s)
-            client = self.make_sdk_client(key, http_client)
-            clients.append(client)
-            creates.append(instructor.patch(create=self.send(client), mode=instructor.Mode.TOOLS, provider=Provider(self.instructor_provider)))
-        return _Pools(clients, creates)
+        size = self.max_connections + 8
+        limits = type(sdk.DEFAULT_CONNECTION_LIMITS)(max_connections=size, max_keepalive_connections=size)
+        try:
+            return sdk.DefaultAioHttpClient(limits=limits, timeout=self.timeout_s)
+        except RuntimeError:  # this SDK build lacks its aiohttp bridge
+            return sdk.DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout_s)
 
     async def complete(self, messages: list[dict[str, str]], response_model: type[BaseModel]) -> Completion:
-        create = self._pools_for_loop().next_create()
         try:
-            verdict = await create(
+            verdict = await self._for_loop().create(
                 response_model=prepared_schema(response_model),
                 messages=[dict(m) for m in messages],
                 max_retries=self.config.validation_retries,
@@ -187,9 +181,7 @@ class SDKJudge(JudgeClient):
         return Completion(verdict=verdict, model_version=getattr(raw, "model", None), input_tokens=inp, output_tokens=out)
 
     async def aclose(self) -> None:
-        pools, self._pools = self._pools, None
-        if pools is None:
-            return
-        for client in pools.clients:
+        held, self._loop_client = self._loop_client, None
+        if held is not None:
             with contextlib.suppress(RuntimeError):  # its event loop is already closed; nothing left to release
-                await client.close()
+                await held.client.close()

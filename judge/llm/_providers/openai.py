@@ -8,8 +8,11 @@ The request goes out through the SDK's documented ``post`` for custom requests r
 ``chat.completions.create``: ``create`` first walks every parameter against its typed-dict
 annotations (tool JSON schema included) to rename aliased keys and encode files and dates, about
 1 ms of CPU per call and the largest single cost with hundreds of calls in flight. Our request
-holds only JSON values (strings, numbers, the schema dict), for which that walk is the identity;
-authentication, headers, errors and response parsing are the SDK's as before.
+holds only JSON values (strings, numbers, the schema dict), for which that walk is the identity.
+The answer is read into ``ChatCompletion`` by pydantic's validator (~30 us) rather than the SDK's
+lenient field-by-field builder (~200 us); an answer that does not validate (an OpenAI-compatible
+server's variant) still goes through the lenient builder. Authentication, headers, HTTP errors
+and the response types are the SDK's.
 """
 
 from __future__ import annotations
@@ -55,12 +58,19 @@ class OpenAIJudge(SDKJudge):
         return openai.AsyncOpenAI(api_key=api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout_s, http_client=http_client)
 
     def send(self, sdk_client: Any) -> Callable[..., Awaitable[Any]]:
+        import orjson
         from openai.types.chat import ChatCompletion
+        from pydantic import ValidationError
 
         options: Any = {"security": {"bearer_auth": True}}  # what create() asks for: the Authorization header
 
         async def create(**body: Any) -> Any:
-            return await sdk_client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=options)
+            text = await sdk_client.post("/chat/completions", body=body, cast_to=str, options=options)
+            data = orjson.loads(text)  # not JSON: orjson.JSONDecodeError, a json.JSONDecodeError like the SDK's
+            try:
+                return ChatCompletion.model_validate(data)
+            except ValidationError:
+                return ChatCompletion.model_construct(**data)
 
         return create
 
