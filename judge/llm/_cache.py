@@ -37,6 +37,7 @@ from judge.core._canonical import canonical_json, content_hash
 
 SCHEMA_VERSION = 1
 HOST = socket.gethostname()
+STALE_CLAIM_S = 3600.0  # expired claims older than this are swept when a cache is opened
 
 
 def cache_key(identity: dict[str, Any]) -> str:
@@ -112,6 +113,7 @@ class JudgeCache:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, judge TEXT NOT NULL, payload TEXT NOT NULL)")
         self._db.execute("CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL)")
+        self._db.execute("DELETE FROM claims WHERE expires < ?", (time.time() - STALE_CLAIM_S,))  # left by killed runs
 
     # --- answers --------------------------------------------------------------------------------
     def get(self, key: str) -> dict[str, Any] | None:

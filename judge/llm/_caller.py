@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -237,10 +238,17 @@ class JudgeCaller:
                 state.heartbeat = None
 
     async def _renew_claims(self, state: _LoopState) -> None:
+        """Keep our claims alive while their calls run (a renewal that fails is retried at the
+        next beat; claims lapse only if renewals keep failing for a whole lease)."""
         assert self.cache is not None
         while state.claimed:
             await asyncio.sleep(self.claim_lease_s / 3)
-            self.cache.renew(self.claim_lease_s)
+            try:
+                self.cache.renew(self.claim_lease_s)
+            except sqlite3.ProgrammingError:  # the cache was closed under us: nothing left to renew
+                return
+            except sqlite3.Error as exc:
+                log.warning("could not renew judge-cache claims (%s); retrying", exc)
 
     def _store(self, call: JudgeCall, payload: dict[str, Any]) -> None:
         """Write an answer to the cache; that also releases our claim on it."""
