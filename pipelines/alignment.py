@@ -18,7 +18,7 @@ required content.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from judge import Task, Trajectory, TrajectoryTurn, Turn
 
@@ -64,16 +64,18 @@ def merge_dialogue(trajectory: Trajectory) -> TrajectoryTurn:
     """The whole dialogue as one turn (a single-turn trajectory is returned as it is)."""
     if len(trajectory.turns) == 1:
         return trajectory.turns[0]
-    messages = [m for t in trajectory.turns for m in t.agent_messages]
-    answers = [t.final_answer for t in trajectory.turns if t.final_answer is not None]
-    final = messages[-1] if messages else (answers[-1] if answers else None)
+    said: list[Any] = []  # everything the agent said, in order (a final answer not among the messages last)
+    for turn in trajectory.turns:
+        said.extend(turn.agent_messages)
+        if turn.final_answer is not None and (not turn.agent_messages or turn.agent_messages[-1] != turn.final_answer):
+            said.append(turn.final_answer)
     first = trajectory.turns[0]
     return TrajectoryTurn.model_construct(
         turn_id=first.turn_id,
         query=first.query,
         steps=[s for t in trajectory.turns for s in t.steps],
-        final_answer=final,
-        agent_messages=messages,
+        final_answer=said[-1] if said else None,
+        agent_messages=[m for m in said if isinstance(m, str)],
     )
 
 
@@ -93,7 +95,7 @@ def collapse_task_turns(task: Task) -> Turn:
             return f"{turn_id}:{cid}" if seen.get(cid, 0) > 1 and cid in local else cid
 
         for call in turn.reference_calls:
-            update = {"depends_on": [rename(d) for d in call.depends_on]}
+            update: dict[str, Any] = {"depends_on": [rename(d) for d in call.depends_on]}
             if call.id is not None:
                 update["id"] = rename(call.id)
             calls.append(call.model_copy(update=update))

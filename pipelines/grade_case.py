@@ -225,7 +225,7 @@ def _material(ctx: TurnContext, check: Check) -> dict[str, Any]:
     predicted = [{"step": v.index, "name": v.step.name, "arguments": v.step.arguments, "status": v.status, "result": _clip(v.result)} for v in ctx.steps]
     if check == Check.POLICY:
         return {
-            "policy": ctx.task.policy.text or "",
+            "policy": (ctx.task.policy.text if ctx.task.policy is not None else None) or "",
             "question": turn.query,
             "calls": [{k: p[k] for k in ("step", "name", "arguments", "status")} | {"turn_id": turn.turn_id} for p in predicted],
         }

@@ -64,6 +64,7 @@ class GradeOptions:
     strict: bool = False  # unknown fields are errors, not warnings
     labels: Path | None = None  # external labels (--labels) to report agreement with
     tool_specs: Path | None = None  # tool specs for tasks whose source carries none (--tool-specs)
+    rubrics: Any = None  # the rubric table the panel uses (--rubrics); None: the built-ins
 
 
 @dataclass
@@ -247,7 +248,7 @@ def _manifest(opts: GradeOptions, taskset: TaskSet, summary: dict[str, Any], sta
         "config": opts.config.model_dump(mode="json"),
         "on_error": opts.on_error,
         "strict": opts.strict,
-        "judges": None if escalator is None else _describe(escalator),
+        "judges": None if escalator is None else _describe(escalator, opts.rubrics),
         "replay": None if opts.replayer is None else _describe(opts.replayer),
         "counts": summary["counts"],
         "started_at": started.isoformat(timespec="seconds"),
@@ -255,8 +256,9 @@ def _manifest(opts: GradeOptions, taskset: TaskSet, summary: dict[str, Any], sta
     }
 
 
-def _describe(component: Any) -> Any:
-    """What the manifest records of a panel or replayer: its stats and, for judges, rubric versions."""
+def _describe(component: Any, rubric_table: Any = None) -> Any:
+    """What the manifest records of a panel or replayer: its stats and, for judges, rubric versions
+    (and where each rubric came from: built in, or a --rubrics file)."""
     describe = getattr(component, "describe", None)
     if callable(describe):
         return describe()
@@ -264,5 +266,9 @@ def _describe(component: Any) -> Any:
     stats = getattr(component, "stats", None)
     if hasattr(stats, "model_dump"):
         out["stats"] = stats.model_dump(mode="json")
-        out["rubrics"] = {name: rubric.version for name, rubric in sorted(rubrics.RUBRICS.items())}
+        table = rubric_table or rubrics.RUBRICS
+        out["rubrics"] = {name: rubric.version for name, rubric in sorted(table.items())}
+        out["rubric_sources"] = {
+            name: str(getattr(r, "source_path", None)) if r is not rubrics.RUBRICS.get(name) else "builtin" for name, r in sorted(table.items())
+        }
     return out

@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import BaseModel, Field, model_validator
 
 from judge.core._errors import InputErrorInfo, SourceRef
-from judge.core._trajectory import ExternalLabel
 from judge.core._stages import Check, FailureStage, Outcome, VerdictLabel
+from judge.core._trajectory import ExternalLabel
 
 
 class Evidence(BaseModel):

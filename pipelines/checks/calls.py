@@ -96,7 +96,7 @@ def match_calls(ctx: TurnContext, answer_correct: bool | None) -> CallMatching:
     order_violations: dict[int, int] = {}
     for ri in dependency_order(refs):
         deps = [id_to_index[d] for d in refs[ri].depends_on]
-        after = max((status[d].satisfied_by for d in deps if status[d].satisfied_by is not None), default=-1)
+        after = max((s for d in deps if (s := status[d].satisfied_by) is not None), default=-1)
         for view in made:
             if view.index in used or not diff(ri, view.index).matches:
                 continue
@@ -203,7 +203,7 @@ def _advisory(ctx: TurnContext, ri: int) -> bool:
 
 
 def _closeness(d: CallDiff) -> int:
-    return 99 if d.matches else d.stage.rank
+    return 99 if d.stage is None else d.stage.rank
 
 
 def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state_mismatch: bool) -> StageResult:

@@ -28,6 +28,7 @@ from pipelines.cli._common import (
     build_replayer,
     console,
 )
+from pipelines.cli.rubrics import RubricsOpt, load_rubric_table
 
 if TYPE_CHECKING:
     from pipelines.grade_run import GradeOptions
@@ -173,6 +174,7 @@ def grade(
     tool_specs: Annotated[
         Optional[Path], typer.Option(exists=True, dir_okay=False, help="Tool specs (a task's tools shape) for formats whose files carry none.")
     ] = None,
+    rubrics: RubricsOpt = None,
 ) -> None:
     """Grade trajectories against tasks; write results.jsonl, summary.json, report.md, manifest.json."""
     from pipelines.alignment import TURNS_MODES
@@ -185,6 +187,7 @@ def grade(
             console.print(f"[red]--turns must be one of {', '.join(TURNS_MODES)}, not {turns!r}[/red]")
             raise typer.Exit(EXIT_USAGE)
         grading = grading.model_copy(update={"turns": turns})
+    rubric_table = load_rubric_table(rubrics)
     opts = GradeOptions(
         tasks=tasks,
         trajectories=trajectories,
@@ -194,7 +197,8 @@ def grade(
         out=out,
         on_error=on_error.value,
         config=grading,
-        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, min_votes),
+        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table, min_votes=min_votes),
+        rubrics=rubric_table,
         replayer=build_replayer(replay),
         command=["judge", *sys.argv[1:]],
         strict=strict,
@@ -215,6 +219,7 @@ def demo(
     vote: VoteOpt = None,
     weights: WeightsOpt = None,
     tie_breaker: TieOpt = None,
+    rubrics: RubricsOpt = None,
     min_votes: MinVotesOpt = None,
 ) -> None:
     """Grade the bundled sample benchmark end to end (replay included) and print the breakdown."""
@@ -228,12 +233,14 @@ def demo(
     if not (sample / "tasks.jsonl").exists():
         console.print(f"[red]the bundled sample is missing: {sample / 'tasks.jsonl'} (a broken installation)[/red]")
         raise typer.Exit(EXIT_USAGE)
+    rubric_table = load_rubric_table(rubrics)
     opts = GradeOptions(
         tasks=sample / "tasks.jsonl",
         trajectories=sample / "trajectories.jsonl",
         out=out,
         config=GradingConfig.load(config),
-        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, min_votes),
+        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table, min_votes=min_votes),
+        rubrics=rubric_table,
         replayer=build_replayer(True),
         command=["judge", *sys.argv[1:]],
     )

@@ -8,14 +8,14 @@ file's first bytes and first object), then streaming formats (from the first obj
 
 from __future__ import annotations
 
-from pipelines.ingest import _anthropic, _bfcl, _native, _openai, _vakra
+from pipelines.ingest import _anthropic, _bfcl, _inspect, _native, _openai, _tau2, _vakra
 from pipelines.ingest._base import BundleFormat, TaskFormat, TrajectoryFormat
 
 TASK_REGISTRY: dict[str, TaskFormat] = {f.name: f for f in (_native.TASKS, _vakra.TASKS, _bfcl.TASKS)}
 TRAJECTORY_REGISTRY: dict[str, TrajectoryFormat] = {
     f.name: f for f in (_native.TRAJECTORIES, _openai.TRAJECTORIES, _anthropic.TRAJECTORIES, _vakra.TRAJECTORIES)
 }
-BUNDLE_REGISTRY: dict[str, BundleFormat] = {}
+BUNDLE_REGISTRY: dict[str, BundleFormat] = {f.name: f for f in (_tau2.BUNDLE, _inspect.BUNDLE)}
 # detection order: the most specific signatures first (anthropic before the openai fallback)
 _TRAJECTORY_DETECTION = ("native", "vakra", "anthropic", "openai")
 

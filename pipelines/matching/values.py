@@ -130,7 +130,7 @@ def _declared_types(schema: dict | None) -> set[str]:
     declared = schema.get("type")
     names = [declared] if isinstance(declared, str) else declared if isinstance(declared, list) else []
     types = {_TYPE_ALIASES.get(t, t) for t in names if isinstance(t, str)}
-    return set() if None in types else types
+    return set() if None in types else {t for t in types if t is not None}
 
 
 def _fits(value: Any, schema: dict | None) -> bool:
