@@ -35,7 +35,7 @@ def import_llama_cpp() -> Any:
 
 class LlamaCppJudge(JudgeClient):
     kind = "llamacpp"
-    enforces_timeout = False  # llama.cpp has no request timeout; the panel's deadline abstains (the thread runs on)
+    enforces_timeout = False  # llama.cpp has no request timeout; the caller's deadline abstains (the thread runs on)
 
     def sampling(self) -> dict[str, Any]:
         return {"temperature": 0, "seed": self.config.seed or 0, "max_tokens": self.config.max_tokens}
