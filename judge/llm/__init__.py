@@ -7,7 +7,7 @@ Import this only where judges are used: it loads the provider SDKs.
 
 from judge.llm._cache import Claim, JudgeCache, cache_key
 from judge.llm._caller import JudgeCall, JudgeCaller, Transport, complete_online
-from judge.llm._limits import Budget, RateLimiter, RetryPolicy
+from judge.llm._limits import Budget, RateLimiter, RetryPolicy, cost_usd, price_for
 from judge.llm._panel import Panel, PanelStats, build_panel, majority_of
 from judge.llm._providers import (
     Completion,
@@ -56,10 +56,12 @@ __all__ = [
     "build_panel",
     "cache_key",
     "complete_online",
+    "cost_usd",
     "create_client",
     "load_weights",
     "majority_of",
     "parse_judge_name",
+    "price_for",
     "provider_kinds",
     "register_provider",
     "register_rubric",

@@ -35,12 +35,14 @@ Invariants, each a general rule:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from judge import Check, Evidence, FailureStage, Outcome, StageResult, canonical_json, dependency_order, response_key
 from pipelines.checks._context import TurnContext
 from pipelines.checks._diff import CallDiff, diff_call
+from pipelines.checks._waterfall import CheckOutcome
 
 
 @dataclass
@@ -222,6 +224,20 @@ class _CallMatcher:
 def match_calls(ctx: TurnContext, answer_correct: bool | None) -> CallMatching:
     """``answer_correct``: the deterministic answer outcome (True / False / None=unknown)."""
     return _CallMatcher(ctx, answer_correct).run()
+
+
+class CallsCheck:
+    """Tool selection, argument names and values; reads the answer check (a missing read with a
+    right answer may be an alternative path; with a wrong one it is decisive)."""
+
+    check = Check.CALLS
+    depends_on: tuple[Check, ...] = (Check.ANSWER,)
+
+    def run(self, ctx: TurnContext, decided: Mapping[Check, StageResult]) -> CheckOutcome:
+        answer = decided[Check.ANSWER].outcome
+        correct = True if answer == Outcome.MATCH else False if answer == Outcome.MISMATCH else None
+        matching = match_calls(ctx, correct)
+        return CheckOutcome(matching.result, detail=matching)
 
 
 def _advisory(ctx: TurnContext, ri: int) -> bool:

@@ -14,9 +14,11 @@ A policy with plain text only cannot be checked by a machine -> inconclusive (po
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from judge import Check, Evidence, FailureStage, Outcome, Policy, StageResult
 from pipelines.checks._context import TurnContext
+from pipelines.checks._waterfall import CheckOutcome
 from pipelines.matching import values_equal
 
 
@@ -61,8 +63,12 @@ def policy_violations(ctx: TurnContext, policy: Policy) -> list[Evidence]:
 
 class PolicyCheck:
     check = Check.POLICY
+    depends_on: tuple[Check, ...] = ()
 
-    def run(self, ctx: TurnContext) -> StageResult:
+    def run(self, ctx: TurnContext, decided: Mapping[Check, StageResult]) -> CheckOutcome:
+        return CheckOutcome(self._result(ctx))
+
+    def _result(self, ctx: TurnContext) -> StageResult:
         policy = ctx.task.policy
         if policy is None:
             return StageResult(check=self.check, outcome=Outcome.SKIPPED, reason="no policy")

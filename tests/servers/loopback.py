@@ -253,6 +253,9 @@ class _Handler(BaseHTTPRequestHandler):
             payload["server_quirk"] = {"engine": "loopback"}
             self._send(200, payload)
             return
+        if hasattr(action, "payload"):  # actions that build their own reply (the scripted agents of tests/servers/agent.py)
+            self._send(200, action.payload(body, openai))
+            return
         payload = _openai_payload(body, action) if openai else _anthropic_payload(body, action)
         self._send(200, payload)
 
