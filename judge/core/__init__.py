@@ -18,7 +18,7 @@ from judge.core._errors import (
 from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
 from judge.core._extras import extra_fields
 from judge.core._patterns import PatternError, compile_pattern, pattern_full_match, pattern_search
-from judge.core._stages import CHECK_DEFAULT_STAGE, FAILURE_STAGE_ORDER, Check, DecidedBy, FailureStage, Outcome, VerdictLabel
+from judge.core._stages import CHECK_DEFAULT_STAGE, CRAG_SCORES, FAILURE_STAGE_ORDER, AnswerLabel, Check, DecidedBy, FailureStage, Outcome, VerdictLabel
 from judge.core._task import (
     ArgumentRule,
     ArgumentSet,
@@ -37,8 +37,10 @@ from judge.core._verdict import Evidence, EvidenceKind, PanelDecision, Scores, S
 
 __all__ = [
     "CHECK_DEFAULT_STAGE",
+    "CRAG_SCORES",
     "FAILURE_STAGE_ORDER",
     "RUBRIC_FOR_CHECK",
+    "AnswerLabel",
     "ArgumentRule",
     "ArgumentSet",
     "BadInputError",

@@ -11,13 +11,12 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from judge import parse_json_text
+from judge import AnswerLabel, parse_json_text
 from pipelines.matching.normalize import normalize_answer_text, tokens
 
 __all__ = [
@@ -29,18 +28,6 @@ __all__ = [
     "numbers_in",
     "value_in_text",
 ]
-
-
-class AnswerLabel(StrEnum):
-    """CRAG's labels; scores 1 / -1 / 0 (``score``)."""
-
-    CORRECT = "correct"
-    INCORRECT = "incorrect"
-    MISSING = "missing"
-
-    @property
-    def score(self) -> int:
-        return {"correct": 1, "incorrect": -1, "missing": 0}[self.value]
 
 
 @dataclass(frozen=True)
