@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from calibration import cluster_bootstrap_ci
 from judge import FAILURE_STAGE_ORDER, InputErrorInfo, InputWarning, Scores, TrajectoryResult
-from pipelines.bootstrap import cluster_bootstrap_ci
 from pipelines.config import GradingConfig
 
 BREAKDOWNS = ("capability", "domain", "hop_count", "hop_pattern", "policy_condition", "agent")
@@ -211,7 +211,7 @@ class _External:
             )
 
     def summary(self, config: GradingConfig) -> dict[str, Any]:
-        from calibration import LabelCoder, Resampler, agreement  # statistics live in calibration (one home)
+        from calibration import LabelCoder, Resampler, agreement
 
         decided = [o if o != "unresolved" else None for o in self.ours]
         stats = agreement(self.theirs, decided, LabelCoder(["pass", "fail"]), Resampler(self.tasks, config.bootstrap_samples, config.seed))

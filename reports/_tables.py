@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from calibration import pass_at_k, pass_hat_k, wilson
 from judge import FAILURE_STAGE_ORDER
 from reports._run import SCORE_NAMES, Row, RunData
 
@@ -35,16 +36,6 @@ SEED_METRICS = ("tool_selection", "tool_order", "parameter", "policy_compliance"
 def natural(value: Any) -> tuple:
     text = str(value)
     return (0, int(text), "") if text.isdigit() else (1, 0, text)
-
-
-def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float | None, float | None]:
-    if n == 0:
-        return None, None
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return round(max(0.0, centre - half), 6), round(min(1.0, centre + half), 6)
 
 
 def _r(x: Any) -> Any:
@@ -430,20 +421,6 @@ def calibration_tables(run: RunData) -> tuple[pd.DataFrame, dict[str, Any] | Non
 
 
 # ---------------------------------------------------------------------------------------------
-def _comb(n: int, k: int) -> int:
-    return math.comb(n, k) if 0 <= k <= n else 0
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k (Chen et al. 2021): P(at least one of k draws without replacement passes)."""
-    return 1.0 - _comb(n - c, k) / _comb(n, k)
-
-
-def pass_hat_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass^k (tau-bench): P(all k draws without replacement pass)."""
-    return _comb(c, k) / _comb(n, k)
-
-
 def repeated_runs(run: RunData) -> tuple[pd.DataFrame, pd.DataFrame]:
     """pass@k / pass^k per agent over tasks it ran more than once; mean +- std over run index."""
     outcomes: dict[tuple[str, str], list[bool]] = defaultdict(list)
