@@ -17,6 +17,7 @@ from judge.core._errors import (
 )
 from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
 from judge.core._extras import extra_fields
+from judge.core._numbers import fmt_num, fmt_pct, fmt_pct_ci, fmt_signed_pct, missing
 from judge.core._patterns import PatternError, compile_pattern, pattern_full_match, pattern_search
 from judge.core._stages import CHECK_DEFAULT_STAGE, CRAG_SCORES, FAILURE_STAGE_ORDER, AnswerLabel, Check, DecidedBy, FailureStage, Outcome, VerdictLabel
 from judge.core._task import (
@@ -87,8 +88,13 @@ __all__ = [
     "dependency_order",
     "extra_fields",
     "field_path",
+    "fmt_num",
+    "fmt_pct",
+    "fmt_pct_ci",
+    "fmt_signed_pct",
     "label_passed",
     "looks_like_error",
+    "missing",
     "normalise_status",
     "parse_json_text",
     "pattern_full_match",
