@@ -23,8 +23,10 @@ import numpy as np
 from judge import FAILURE_STAGE_ORDER, InputErrorInfo, Scores, TrajectoryResult
 from pipelines.bootstrap import cluster_bootstrap_ci
 from pipelines.config import GradingConfig
+from pipelines.orchestration import OrchestrationTally
 
 BREAKDOWNS = ("capability", "domain", "hop_count", "hop_pattern", "policy_condition", "agent")
+TIER = "tier"  # the difficulty tier (pipelines.orchestration.tiers): a breakdown like the others
 SCORE_FIELDS = tuple(Scores.model_fields)
 
 
@@ -37,6 +39,7 @@ class Aggregator:
     judge_cost: float = 0.0
     scores: dict[str, array] = field(default_factory=dict)  # NaN = not applicable; 8 bytes a value
     _arrays: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # columns as arrays, built once per summary
+    orchestration: OrchestrationTally = field(default_factory=OrchestrationTally)
 
     def add_task_error(self, info: InputErrorInfo) -> None:
         self.errors.append({"scope": "task", "task_id": None, "trajectory_id": None, **info.model_dump(mode="json")})
@@ -54,6 +57,8 @@ class Aggregator:
         for key in BREAKDOWNS:
             value = getattr(r, key)
             row[key].append("unknown" if value is None else str(value))
+        row[TIER].append(r.orchestration.tier if r.orchestration is not None else "unknown")
+        self.orchestration.add(r)
         for key in SCORE_FIELDS:
             value = getattr(r.scores, key)
             self.scores.setdefault(key, array("d")).append(float("nan") if value is None else value)
@@ -89,8 +94,9 @@ class Aggregator:
                 "calls_per_100_trajectories": round(100 * self.judge_calls / n, 2) if n else 0.0,
             },
             "errors": self.errors,
+            "orchestration": self.orchestration.summary(self.config.seed),
         }
-        for key in BREAKDOWNS:
+        for key in (*BREAKDOWNS, TIER):
             col = np.array(rows[key], dtype=object)
             out["by"][key] = {value: self._group(col == value, verdict, tasks, with_scores=False) for value in sorted(set(rows[key]), key=_natural)}
         return out

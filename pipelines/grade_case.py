@@ -31,6 +31,7 @@ from judge import (
 from pipelines.attribution import attribute_trajectory, attribute_turn
 from pipelines.checks import AnswerCheck, GroundingCheck, PolicyCheck, TurnContext, build_context, match_calls
 from pipelines.config import GradingConfig
+from pipelines.orchestration import assess_orchestration
 from pipelines.scoring import TurnFacts, compute_scores
 
 CHECK_ORDER = (Check.POLICY, Check.CALLS, Check.ANSWER, Check.GROUNDING)
@@ -109,7 +110,7 @@ class GradedCase:
         for ts in self.turns:
             ts.facts.answer = ts.checks[Check.ANSWER]
         meta = self.task.metadata
-        return TrajectoryResult(
+        result = TrajectoryResult(
             task_id=self.task.task_id,
             trajectory_id=self.trajectory.trajectory_id,
             agent=self.trajectory.agent,
@@ -129,6 +130,8 @@ class GradedCase:
             judge_cost_usd=round(self.judge_cost, 6),
             source=self.source,
         )
+        result.orchestration = assess_orchestration(self.task, self.trajectory, result)
+        return result
 
 
 def grade_case(
@@ -218,7 +221,7 @@ def _material(ctx: TurnContext, check: Check) -> dict[str, Any]:
     ]
     if check == Check.POLICY:
         return {
-            "policy": ctx.task.policy.text or "",
+            "policy": (ctx.task.policy.text if ctx.task.policy is not None else None) or "",
             "question": turn.query,
             "calls": [{k: p[k] for k in ("step", "name", "arguments", "status")} | {"turn_id": turn.turn_id} for p in predicted],
         }

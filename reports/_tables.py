@@ -130,7 +130,13 @@ def accuracy_by_hops(run: RunData) -> pd.DataFrame:
     rows = []
     graded = run.graded
     for dim in ("hop_count", "hop_type", "hop_pattern"):
-        value_of = (lambda r: hop_type(r.hop_pattern)) if dim == "hop_type" else (lambda r, d=dim: "unknown" if getattr(r, d) is None else str(getattr(r, d)))
+
+        def value_of(r: Row, d: str = dim) -> str:
+            if d == "hop_type":
+                return hop_type(r.hop_pattern)
+            value = getattr(r, d)
+            return "unknown" if value is None else str(value)
+
         cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
         for r in graded:
             for pol in ("all", _policy_label(r)):

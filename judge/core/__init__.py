@@ -6,6 +6,7 @@ Everything here is plain pydantic and standard library: importing it never pulls
 from judge.core._canonical import canonical_json, content_hash, parse_json_text, response_key
 from judge.core._errors import InputError, InputErrorInfo, SourceRef, field_path
 from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
+from judge.core._orchestration import DIFFICULTY_TIERS, RECOVERY_OUTCOMES, DifficultyTier, Orchestration, RecoveryEvent, RecoveryOutcome
 from judge.core._patterns import PatternError, compile_pattern, pattern_full_match, pattern_search
 from judge.core._stages import CHECK_DEFAULT_STAGE, FAILURE_STAGE_ORDER, Check, FailureStage, Outcome, VerdictLabel
 from judge.core._task import (
@@ -25,10 +26,13 @@ from judge.core._verdict import Evidence, PanelDecision, Scores, StageResult, Tr
 
 __all__ = [
     "CHECK_DEFAULT_STAGE",
+    "DIFFICULTY_TIERS",
     "FAILURE_STAGE_ORDER",
+    "RECOVERY_OUTCOMES",
     "RUBRIC_FOR_CHECK",
     "ArgumentRule",
     "Check",
+    "DifficultyTier",
     "Escalator",
     "Evidence",
     "FailureStage",
@@ -36,10 +40,13 @@ __all__ = [
     "InputError",
     "InputErrorInfo",
     "JudgeRequest",
+    "Orchestration",
     "Outcome",
     "PanelDecision",
     "PatternError",
     "Policy",
+    "RecoveryEvent",
+    "RecoveryOutcome",
     "ReferenceCall",
     "Scores",
     "SourceRef",

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field, model_validator
 
 from judge.core._errors import InputErrorInfo, SourceRef
+from judge.core._orchestration import Orchestration
 from judge.core._stages import Check, FailureStage, Outcome, VerdictLabel
 
 
@@ -119,6 +120,7 @@ class TrajectoryResult(BaseModel):
     decided_by: str
     turns: list[TurnResult] = Field(default_factory=list)
     scores: Scores = Field(default_factory=Scores)
+    orchestration: Orchestration | None = None  # how the calls were orchestrated (None for error rows)
     judge_calls: int = 0
     judge_cost_usd: float = 0.0
     source: SourceRef | None = None

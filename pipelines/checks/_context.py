@@ -50,11 +50,15 @@ def build_context(
     raw_steps = traj_turn.steps if traj_turn else []
     views: list[StepView] = []
     for i, step in enumerate(raw_steps):
+        # a call the agent saw fail (error, blocked, injected fault) stays failed whatever replay
+        # returns: the agent never got that answer; a call with no recorded result is replay's to decide
+        usable = step.status in ("ok", "unknown") and step.fault is None
         if replay is not None and i < len(replay.predicted):
             res = replay.predicted[i]
-            views.append(StepView(i, step, res.ok, parse_json_text(res.result) if res.ok else res.error))
+            ok = usable and res.ok
+            views.append(StepView(i, step, ok, parse_json_text(res.result) if ok else res.error if not res.ok else step.error or step.result))
         else:
-            views.append(StepView(i, step, step.ok, parse_json_text(step.result)))
+            views.append(StepView(i, step, step.ok and step.fault is None, parse_json_text(step.result)))
     if replay is not None:
         ref_out: list[Any] | None = [parse_json_text(r.result) if r.ok else None for r in replay.reference]
     else:

@@ -1,0 +1,60 @@
+"""One turn as the orchestration metrics see it: the reference calls, the agent's steps, and which
+step satisfied which reference call according to the graded result.
+
+Turns are aligned exactly as the grader aligns them (``pipelines.grade_case``): by turn id, or
+the only turn with the only turn whatever their ids. The step-to-reference map is read from the
+calls check's ``matched_*`` evidence, so the metrics agree with the verdict by construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from judge import Check, ReferenceCall, Step, Task, Trajectory, TrajectoryResult
+
+MATCHED_KINDS = frozenset({"matched_structural", "matched_response", "matched_state"})
+
+
+def is_failed_call(step: Step) -> bool:
+    """A failed call: the tool failed (``error``), a policy refused it (``blocked``), or the runner
+    injected a fault. ``unknown`` (no result recorded) is not a failure."""
+    return step.status in ("error", "blocked") or step.fault is not None
+
+
+def failure_kind(step: Step) -> str:
+    """The injected fault kind when there is one, else the status (``error`` / ``blocked``)."""
+    return step.fault if step.fault is not None else step.status
+
+
+@dataclass
+class TurnView:
+    turn_id: str
+    references: list[ReferenceCall]
+    steps: list[Step]
+    satisfied_by: dict[int, int] = field(default_factory=dict)  # reference index -> step index
+    reached: dict[int, set[int]] = field(default_factory=dict)  # step index -> reference indices it satisfied
+
+    def open_at(self, step: int) -> set[int]:
+        """Reference calls not satisfied by any step before ``step``."""
+        return {r for r in range(len(self.references)) if self.satisfied_by.get(r, step) >= step}
+
+
+def align(task: Task, trajectory: Trajectory, result: TrajectoryResult) -> list[TurnView]:
+    """One view per task turn, in task order (a turn the agent never reached has no steps)."""
+    single = len(task.turns) == 1 and len(trajectory.turns) == 1
+    by_id = {t.turn_id: t for t in trajectory.turns}
+    graded = {t.turn_id: t for t in result.turns}
+    views: list[TurnView] = []
+    for turn in task.turns:
+        traj_turn = trajectory.turns[0] if single else by_id.get(turn.turn_id)
+        view = TurnView(turn.turn_id, list(turn.reference_calls), list(traj_turn.steps) if traj_turn is not None else [])
+        graded_turn = graded.get(turn.turn_id)
+        for check in graded_turn.checks if graded_turn is not None else []:
+            if check.check != Check.CALLS:
+                continue
+            for e in check.evidence:
+                if e.kind in MATCHED_KINDS and e.reference is not None and e.step is not None and e.step < len(view.steps):
+                    view.satisfied_by.setdefault(e.reference, e.step)
+                    view.reached.setdefault(e.step, set()).add(e.reference)
+        views.append(view)
+    return views

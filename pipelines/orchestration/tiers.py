@@ -1,0 +1,28 @@
+"""Difficulty tiers, from the reference DAG and the run (first that applies):
+
+- ``recovery``: a call failed during the run (tool error, policy block or injected fault), so the
+  agent had to recover, whatever the task's shape;
+- ``branching``: some turn's reference DAG has independent calls (two calls neither of which
+  depends on the other: parallel branches, or calls whose order is free);
+- ``linear``: every turn's reference calls form a chain (or there are none or one).
+
+Pass rates and failure stages per tier live in ``summary.json`` (``by.tier``).
+"""
+
+from __future__ import annotations
+
+from judge import DifficultyTier
+from pipelines.orchestration._alignment import TurnView, is_failed_call
+from pipelines.orchestration.rounds import independent_pairs
+
+
+def has_branches(views: list[TurnView]) -> bool:
+    return any(len(v.references) > 1 and independent_pairs(v.references) for v in views)
+
+
+def difficulty_tier(views: list[TurnView]) -> DifficultyTier:
+    if any(is_failed_call(s) for v in views for s in v.steps):
+        return "recovery"
+    if has_branches(views):
+        return "branching"
+    return "linear"
