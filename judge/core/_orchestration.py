@@ -31,7 +31,7 @@ class RecoveryEvent(BaseModel):
     turn_id: str
     step: int = Field(ge=0)  # index of the failed call within the turn's steps
     tool: str
-    failure: str  # the injected fault kind (timeout, empty, ...), else the status: error | blocked
+    failure: str  # the injected fault kind (error, timeout, empty, malformed, ...), else tool_error | blocked
     outcome: RecoveryOutcome
     recovered: bool
     by_step: int | None = Field(default=None, ge=0)  # the later step that reached the goal
@@ -55,8 +55,8 @@ class Orchestration(BaseModel):
     rounds_used: int | None = Field(default=None, ge=0)
     rounds_minimum: int = Field(default=0, ge=0)
     parallel_efficiency: float | None = Field(default=None, ge=0, le=1)
-    independent_pairs: int | None = Field(default=None, ge=0)
-    serialised_pairs: int | None = Field(default=None, ge=0)
+    independent_pairs: int | None = Field(default=None, ge=0)  # satisfied reference pairs one round could hold (same DAG depth)
+    serialised_pairs: int | None = Field(default=None, ge=0)  # of those, issued in different rounds
     loop_repeats: int = Field(default=0, ge=0)
     looping: bool = False
     tier: DifficultyTier = "linear"

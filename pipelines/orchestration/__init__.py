@@ -13,7 +13,7 @@ from pipelines.orchestration._alignment import TurnView, align, failure_kind, is
 from pipelines.orchestration.clusters import FailureFeatures, FailureModes, cluster_failures, failure_features
 from pipelines.orchestration.loops import LOOP_MIN_REPEATS, loop_facts
 from pipelines.orchestration.recovery import classify_recovery, recovery_rate
-from pipelines.orchestration.rounds import critical_path_depth, independent_pairs, round_facts
+from pipelines.orchestration.rounds import critical_path_depth, independent_pairs, round_facts, same_depth_pairs
 from pipelines.orchestration.tally import OrchestrationTally
 from pipelines.orchestration.tiers import difficulty_tier
 
@@ -60,4 +60,5 @@ __all__ = [
     "loop_facts",
     "recovery_rate",
     "round_facts",
+    "same_depth_pairs",
 ]

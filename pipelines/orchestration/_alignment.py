@@ -22,8 +22,11 @@ def is_failed_call(step: Step) -> bool:
 
 
 def failure_kind(step: Step) -> str:
-    """The injected fault kind when there is one, else the status (``error`` / ``blocked``)."""
-    return step.fault if step.fault is not None else step.status
+    """The injected fault kind when there is one (``error``, ``timeout``, ``empty``, ...), else
+    ``tool_error`` (the tool itself failed) or ``blocked`` (a run-time policy refused the call)."""
+    if step.fault is not None:
+        return step.fault
+    return "tool_error" if step.status == "error" else step.status
 
 
 @dataclass

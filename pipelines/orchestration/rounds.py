@@ -10,9 +10,11 @@
   (``depends_on``): the fewest messages that can issue every reference call in dependency order.
 - ``parallel_efficiency`` = ``rounds_minimum / rounds_used``, bounded by 1 (an agent that skipped
   calls or found a shorter path does not score above a perfect planner).
-- Two reference calls are **independent** when neither is an ancestor of the other in the DAG.
-  ``independent_pairs`` counts the independent pairs the agent satisfied; ``serialised_pairs``
-  those whose satisfying steps were issued in different rounds (parallelism left unused).
+- ``independent_pairs`` counts the pairs of reference calls at the same depth of the DAG (so
+  neither depends on the other, and an as-soon-as-possible schedule issues them in one round)
+  that the agent satisfied; ``serialised_pairs`` those whose satisfying steps were issued in
+  different rounds: parallelism left unused. (Two independent calls at different depths are not
+  counted: issuing them apart can be optimal.)
 """
 
 from __future__ import annotations
@@ -46,18 +48,30 @@ def ancestors(calls: list[ReferenceCall]) -> list[frozenset[int]]:
     return out
 
 
-def critical_path_depth(calls: list[ReferenceCall]) -> int:
-    """Calls on the longest dependency chain (0 without calls, 1 when all are independent)."""
+def depths(calls: list[ReferenceCall]) -> list[int]:
+    """Each call's depth in the DAG: 1 + the depth of its deepest dependency (1 for a root)."""
     index = {c.id: i for i, c in enumerate(calls) if c.id is not None}
     depth = [0] * len(calls)
     for i in dependency_order(calls):
         depth[i] = 1 + max((depth[index[d]] for d in calls[i].depends_on if d in index), default=0)
-    return max(depth, default=0)
+    return depth
+
+
+def critical_path_depth(calls: list[ReferenceCall]) -> int:
+    """Calls on the longest dependency chain (0 without calls, 1 when all are independent)."""
+    return max(depths(calls), default=0)
 
 
 def independent_pairs(calls: list[ReferenceCall]) -> list[tuple[int, int]]:
+    """Pairs of calls neither of which depends on the other, directly or transitively."""
     anc = ancestors(calls)
     return [(a, b) for a in range(len(calls)) for b in range(a + 1, len(calls)) if a not in anc[b] and b not in anc[a]]
+
+
+def same_depth_pairs(calls: list[ReferenceCall]) -> list[tuple[int, int]]:
+    """Pairs at the same depth (independent by construction): the calls one round can hold."""
+    depth = depths(calls)
+    return [(a, b) for a in range(len(calls)) for b in range(a + 1, len(calls)) if depth[a] == depth[b]]
 
 
 def round_facts(views: list[TurnView]) -> RoundFacts:
@@ -69,7 +83,7 @@ def round_facts(views: list[TurnView]) -> RoundFacts:
     for v in views:
         keys: list[Any] = [("round", s.round) if s.round is not None else ("alone", i) for i, s in enumerate(v.steps)]
         used += len(set(keys))
-        for a, b in independent_pairs(v.references) if len(v.references) > 1 else []:
+        for a, b in same_depth_pairs(v.references) if len(v.references) > 1 else []:
             sa, sb = v.satisfied_by.get(a), v.satisfied_by.get(b)
             if sa is None or sb is None:
                 continue

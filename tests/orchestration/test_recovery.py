@@ -19,7 +19,7 @@ def outcome(e: RecoveryEvent) -> tuple[str, bool, int | None]:
 def test_retried_fixed_same_tool_changed_arguments_then_success():
     got = events([step("get_medals", "Error: athlete_id is required", status="error"), step("get_medals", {"gold": 3}, athlete_id=7)])
     assert [outcome(e) for e in got] == [("retried_fixed", True, 1)]
-    assert got[0].tool == "get_medals" and got[0].failure == "error" and got[0].turn_id == "1" and got[0].step == 0
+    assert got[0].tool == "get_medals" and got[0].failure == "tool_error" and got[0].turn_id == "1" and got[0].step == 0
 
 
 def test_switched_tool_another_tool_reaches_the_same_reference_call():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from judge import ReferenceCall, Task, Trajectory
-from pipelines.orchestration import critical_path_depth, independent_pairs
+from pipelines.orchestration import critical_path_depth, independent_pairs, same_depth_pairs
 from tests.orchestration.helpers import orchestration, step, task, trajectory
 
 # a: athlete, b: country (independent of a), c: medals after both -> critical path 2
@@ -28,6 +28,20 @@ def test_critical_path_depth_and_independent_pairs():
     chain = refs(("a", []), ("b", ["a"]), ("c", ["b"]))
     assert independent_pairs(chain) == []  # c depends on a through b
     assert independent_pairs(refs(("a", []), ("b", []), ("c", ["a"]))) == [(0, 1), (1, 2)]
+    assert same_depth_pairs(refs(("a", []), ("b", []), ("c", ["a"]))) == [(0, 1)]  # b and c: independent, but c must wait for a
+
+
+def test_an_optimal_schedule_of_two_chains_serialises_nothing():
+    two_chains = [
+        {"id": "a", "name": "get_athlete", "arguments": {"name": "Ann"}},
+        {"id": "b", "name": "get_athlete", "arguments": {"name": "Bo"}},
+        {"id": "c", "name": "get_medals", "arguments": {"athlete_id": 1}, "depends_on": ["a"]},
+        {"id": "d", "name": "get_medals", "arguments": {"athlete_id": 2}, "depends_on": ["b"]},
+    ]
+    steps = [step("get_athlete", {"id": 1}, round=0, name="Ann"), step("get_athlete", {"id": 2}, round=0, name="Bo"),
+             step("get_medals", {"gold": 3}, round=1, athlete_id=1), step("get_medals", {"gold": 0}, round=1, athlete_id=2)]  # fmt: skip
+    o = orchestration(task(two_chains), trajectory(steps))
+    assert (o.rounds_used, o.rounds_minimum, o.independent_pairs, o.serialised_pairs, o.parallel_efficiency) == (2, 2, 2, 0, 1.0)
 
 
 def test_parallel_issue_meets_the_minimum():
