@@ -68,6 +68,7 @@ class Aggregator:
 
     # -----------------------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
+        orchestration = self.orchestration.start(self.config.seed)  # clustering runs meanwhile (a child process in large runs)
         rows = self.rows
         n = len(rows["verdict"])
         verdict = np.array(rows["verdict"], dtype=object)
@@ -94,11 +95,11 @@ class Aggregator:
                 "calls_per_100_trajectories": round(100 * self.judge_calls / n, 2) if n else 0.0,
             },
             "errors": self.errors,
-            "orchestration": self.orchestration.summary(self.config.seed),
         }
         for key in (*BREAKDOWNS, TIER):
             col = np.array(rows[key], dtype=object)
             out["by"][key] = {value: self._group(col == value, verdict, tasks, with_scores=False) for value in sorted(set(rows[key]), key=_natural)}
+        out["orchestration"] = orchestration.result()
         return out
 
     def _group(self, mask: np.ndarray, verdict: np.ndarray, tasks: np.ndarray, with_scores: bool) -> dict[str, Any]:

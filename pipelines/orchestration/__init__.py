@@ -13,7 +13,7 @@ from pipelines.orchestration._alignment import TurnView, align, failure_kind, is
 from pipelines.orchestration.clusters import FailureFeatures, FailureModes, cluster_failures, failure_features
 from pipelines.orchestration.loops import LOOP_MIN_REPEATS, loop_facts
 from pipelines.orchestration.recovery import classify_recovery, recovery_rate
-from pipelines.orchestration.rounds import critical_path_depth, independent_pairs, round_facts, same_depth_pairs
+from pipelines.orchestration.rounds import critical_path_depth, independent_pairs, round_facts, same_depth_pairs, turn_dags
 from pipelines.orchestration.tally import OrchestrationTally
 from pipelines.orchestration.tiers import difficulty_tier
 
@@ -21,9 +21,10 @@ from pipelines.orchestration.tiers import difficulty_tier
 def assess_orchestration(task: Task, trajectory: Trajectory, result: TrajectoryResult) -> Orchestration:
     """Recovery, rounds, loops and tier of one graded trajectory (see each module for definitions)."""
     views = align(task, trajectory, result)
+    dags = turn_dags(views)
     events = classify_recovery(views)
     rate = recovery_rate(events)
-    rounds = round_facts(views)
+    rounds = round_facts(views, dags)
     loops = loop_facts(views)
     return Orchestration(
         failed_calls=len(events),
@@ -37,7 +38,7 @@ def assess_orchestration(task: Task, trajectory: Trajectory, result: TrajectoryR
         serialised_pairs=rounds.serialised_pairs,
         loop_repeats=loops.loop_repeats,
         looping=loops.looping,
-        tier=difficulty_tier(views),
+        tier=difficulty_tier(views, dags, failed=bool(events)),
     )
 
 

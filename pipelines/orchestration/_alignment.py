@@ -45,19 +45,18 @@ class TurnView:
 def align(task: Task, trajectory: Trajectory, result: TrajectoryResult) -> list[TurnView]:
     """One view per task turn, in task order (a turn the agent never reached has no steps)."""
     single = len(task.turns) == 1 and len(trajectory.turns) == 1
-    by_id = {t.turn_id: t for t in trajectory.turns}
+    by_id = None if single else {t.turn_id: t for t in trajectory.turns}
     graded = {t.turn_id: t for t in result.turns}
     views: list[TurnView] = []
     for turn in task.turns:
-        traj_turn = trajectory.turns[0] if single else by_id.get(turn.turn_id)
-        view = TurnView(turn.turn_id, list(turn.reference_calls), list(traj_turn.steps) if traj_turn is not None else [])
+        traj_turn = trajectory.turns[0] if by_id is None else by_id.get(turn.turn_id)
+        steps = traj_turn.steps if traj_turn is not None else []
+        view = TurnView(turn.turn_id, turn.reference_calls, steps)
         graded_turn = graded.get(turn.turn_id)
-        for check in graded_turn.checks if graded_turn is not None else []:
-            if check.check != Check.CALLS:
-                continue
-            for e in check.evidence:
-                if e.kind in MATCHED_KINDS and e.reference is not None and e.step is not None and e.step < len(view.steps):
-                    view.satisfied_by.setdefault(e.reference, e.step)
-                    view.reached.setdefault(e.step, set()).add(e.reference)
+        calls = next((c for c in graded_turn.checks if c.check == Check.CALLS), None) if graded_turn is not None else None
+        for e in calls.evidence if calls is not None else ():
+            if e.kind in MATCHED_KINDS and e.reference is not None and e.step is not None and e.step < len(steps):
+                view.satisfied_by.setdefault(e.reference, e.step)
+                view.reached.setdefault(e.step, set()).add(e.reference)
         views.append(view)
     return views

@@ -30,12 +30,15 @@ from judge import CHECK_DEFAULT_STAGE, Outcome, TrajectoryResult, VerdictLabel
 
 WEIGHTS = {"stage": 1.0, "tool": 0.6, "kind": 1.0, "text": 0.8}
 MAX_K = 20
-FIT_SAMPLE = 2000
-SILHOUETTE_SAMPLE = 2000
+FIT_SAMPLE = 1000  # trajectories the centres are fitted on in large runs
+SILHOUETTE_SAMPLE = 1000  # distinct feature rows the silhouette is measured on
+PATIENCE = 3  # stop after this many k in a row without a better silhouette
+ISOLATE_FROM = 2000  # failing trajectories from which the clustering runs in a child process
+CHILD_TIMEOUT_S = 600
 N_INIT = 4
 MAX_TEXT = 600
 MIN_DF = 2  # trajectories a term must occur in (runs of 20 or more)
-MAX_TERMS = 2000
+MAX_TERMS = 500
 EXAMPLES = 3
 TOP_TERMS = 4
 _MATCHED = ("matched_structural", "matched_response", "matched_state")
@@ -95,12 +98,22 @@ class FailureModes:
         row = self.rows.setdefault(features, len(self.rows))
         self.members.append(Member(result.trajectory_id, result.task_id, result.agent, row))
 
+    def start(self, seed: int = 0, isolate: bool | None = None) -> PendingClustering:
+        """Start clustering the members; from ``ISOLATE_FROM`` members on (or with ``isolate``) in
+        a child process, so scikit-learn's import and working memory never weigh on the streaming
+        grader and the clustering overlaps the rest of the summary (same function, same inputs:
+        the same bytes either way)."""
+        return PendingClustering(list(self.rows), self.members, seed, isolate if isolate is not None else len(self.members) >= ISOLATE_FROM)
+
+    def clustering(self, seed: int = 0, isolate: bool | None = None) -> Clustering:
+        return self.start(seed, isolate).result()
+
     def summary(self, seed: int = 0) -> dict[str, Any]:
-        return cluster_failures(list(self.rows), self.members, seed).summary
+        return self.clustering(seed).summary
 
     def assignments(self, seed: int = 0) -> list[int]:
         """The cluster id of every member, in the order they were added."""
-        return cluster_failures(list(self.rows), self.members, seed).member_clusters
+        return self.clustering(seed).member_clusters
 
 
 @dataclass(frozen=True)
@@ -197,8 +210,7 @@ def np_round(values: Any) -> tuple[float, ...]:
 def _choose_k(X: Any, counts: Any, member_rows: list[int], seed: int, max_k: int) -> tuple[Any, int, float | None, Any]:
     """(label per row, k, silhouette, centres). One cluster when the rows cannot be told apart."""
     import numpy as np
-    from sklearn.cluster import KMeans
-    from sklearn.metrics import silhouette_score
+    from threadpoolctl import threadpool_limits
 
     n_rows = X.shape[0]
     distinct = _distinct_rows(X)
@@ -218,22 +230,41 @@ def _choose_k(X: Any, counts: Any, member_rows: list[int], seed: int, max_k: int
     # otherwise score a perfect 1 and every split into identical groups would look best
     present = np.flatnonzero(counts)
     sample = present if len(present) <= SILHOUETTE_SAMPLE else present[np.sort(rng.choice(len(present), SILHOUETTE_SAMPLE, replace=False))]
-    X_fit = X[fit_rows]
-    best: tuple[float, int, Any] | None = None
-    for k in range(2, min(max_k, _distinct_rows(X_fit)) + 1):
-        model = KMeans(n_clusters=k, n_init=N_INIT, random_state=seed).fit(X_fit, sample_weight=fit_weights)
-        row_labels = model.predict(X)
-        sample_labels = row_labels[sample]
-        if len(set(sample_labels.tolist())) < 2 or len(set(sample_labels.tolist())) >= len(sample):
-            continue
-        score = round(float(silhouette_score(X[sample], sample_labels, random_state=seed)), 4)
-        if best is None or score > best[0]:
-            best = (score, k, model)
+    X_fit = X[fit_rows].toarray()  # at most FIT_SAMPLE rows: dense k-means is far faster than sparse
+    X_sample = X[sample].toarray()
+    # one thread: these fits are small, OpenMP threads only spin against each other (5x slower on
+    # a busy 2-core machine), and the result cannot depend on the machine's core count
+    with threadpool_limits(limits=1):
+        best = _best_k(X_fit, fit_weights, X_sample, len(sample), min(max_k, _distinct_rows(X[fit_rows])), seed)
     if best is None:  # too few trajectories to compare partitions: one cluster
         centre = np.asarray(X.multiply(counts[:, None]).sum(axis=0) / counts.sum())
         return np.zeros(n_rows, dtype=int), 1, None, centre
     score, k, model = best
-    return model.predict(X), k, score, model.cluster_centers_
+    with threadpool_limits(limits=1):
+        labels = model.predict(X)
+    return labels, k, score, model.cluster_centers_
+
+
+def _best_k(X_fit: Any, weights: Any, X_sample: Any, n_sample: int, k_max: int, seed: int) -> tuple[float, int, Any] | None:
+    """(silhouette, k, fitted model) of the best k in 2..k_max, stopping after PATIENCE k without gain."""
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import silhouette_score
+
+    best: tuple[float, int, Any] | None = None
+    since_best = 0
+    for k in range(2, k_max + 1):
+        model = KMeans(n_clusters=k, n_init=N_INIT, random_state=seed).fit(X_fit, sample_weight=weights)
+        sample_labels = model.predict(X_sample)
+        if not 2 <= len(set(sample_labels.tolist())) < n_sample:
+            continue
+        score = round(float(silhouette_score(X_sample, sample_labels)), 4)
+        if best is None or score > best[0]:
+            best, since_best = (score, k, model), 0
+        else:
+            since_best += 1
+            if since_best >= PATIENCE:  # the silhouette stopped improving: larger k only fragments
+                break
+    return best
 
 
 def _describe(
@@ -261,14 +292,16 @@ def _describe(
         label = stage + (f" at {tool}" if tool and tools[tool] * 2 >= len(group) else "") + (": " + ", ".join(top_terms) if top_terms else "")
         centre = np.asarray(centres[c]).ravel()
         distinct_rows = sorted(set(member_rows.tolist()))
-        dist = {r: float(np.linalg.norm(X[r].toarray().ravel() - centre)) for r in distinct_rows}
-        examples: list[dict[str, Any]] = []
-        for r in sorted(distinct_rows, key=lambda r: (round(dist[r], 9), r)):
-            for m in group:
-                if m.row == r and len(examples) < EXAMPLES:
-                    examples.append({"trajectory_id": m.trajectory_id, "task_id": m.task_id, "agent": m.agent})
-            if len(examples) >= EXAMPLES:
-                break
+        block = X[distinct_rows].toarray() - centre  # distinct rows of one cluster: small
+        dist = {r: float(np.linalg.norm(block[i])) for i, r in enumerate(distinct_rows)}
+        first_members: dict[int, list[Member]] = {}
+        for m in group:  # per row, its first EXAMPLES members in input order
+            bucket = first_members.setdefault(m.row, [])
+            if len(bucket) < EXAMPLES:
+                bucket.append(m)
+        nearest = sorted(distinct_rows, key=lambda r: (round(dist[r], 9), r))
+        picked = [m for r in nearest for m in first_members[r]][:EXAMPLES]
+        examples = [{"trajectory_id": m.trajectory_id, "task_id": m.task_id, "agent": m.agent} for m in picked]
         clusters.append(
             {
                 "_label": c,
@@ -298,3 +331,84 @@ def _top(counter: Counter[str]) -> str:
 
 def _sorted(counter: Counter[str]) -> dict[str, int]:
     return dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+# ---- the child process ------------------------------------------------------------------------
+class PendingClustering:
+    """A clustering under way: in a child process (started at once, so the caller can do other
+    work meanwhile) or, for small runs or when the child cannot run, in process at ``result()``."""
+
+    def __init__(self, rows: list[FailureFeatures], members: list[Member], seed: int, isolate: bool):
+        self.rows, self.members, self.seed = rows, members, seed
+        self._proc: Any = None
+        self._done: Clustering | None = None
+        if isolate:
+            self._start_child()
+
+    def _start_child(self) -> None:
+        import json
+        import os
+        import subprocess
+        import sys
+        import tempfile
+        from pathlib import Path
+
+        payload = {
+            "seed": self.seed,
+            "rows": [[r.stage, list(r.tools), list(r.kinds), r.text] for r in self.rows],
+            "members": [[m.trajectory_id, m.task_id, m.agent, m.row] for m in self.members],
+        }
+        root = str(Path(__file__).resolve().parents[2])  # where the pipelines package lives
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])]), "OMP_NUM_THREADS": "1"}
+        try:
+            with tempfile.TemporaryFile() as fh:  # a file, not a pipe: starting the child never waits for it to read
+                fh.write(json.dumps(payload).encode("utf-8"))
+                fh.seek(0)
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-m", "pipelines.orchestration.clusters"], stdin=fh, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+                )
+        except OSError as exc:
+            self._fallback(f"could not start ({exc})")
+
+    def _fallback(self, why: str) -> None:
+        import warnings
+
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+        self._proc = None
+        warnings.warn(f"failure-mode clustering child process {why}; clustering in process", RuntimeWarning, stacklevel=3)
+
+    def result(self) -> Clustering:
+        import json
+        import subprocess
+
+        if self._done is not None:
+            return self._done
+        if self._proc is not None:
+            try:
+                out, err = self._proc.communicate(timeout=CHILD_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self._fallback(f"ran over {CHILD_TIMEOUT_S} s")
+            else:
+                if self._proc.returncode == 0:
+                    data = json.loads(out)
+                    self._done = Clustering(data["summary"], data["member_clusters"])
+                    return self._done
+                self._fallback(f"exited with {self._proc.returncode}: {err.decode('utf-8', 'replace')[-2000:]}")
+        self._done = cluster_failures(self.rows, self.members, self.seed)
+        return self._done
+
+
+def _child_main() -> None:
+    import json
+    import sys
+
+    payload = json.loads(sys.stdin.buffer.read())
+    rows = [FailureFeatures(stage, tuple(tools), tuple(kinds), text) for stage, tools, kinds, text in payload["rows"]]
+    members = [Member(tid, task, agent, row) for tid, task, agent, row in payload["members"]]
+    done = cluster_failures(rows, members, payload["seed"])
+    sys.stdout.write(json.dumps({"summary": done.summary, "member_clusters": done.member_clusters}))
+
+
+if __name__ == "__main__":
+    _child_main()

@@ -37,6 +37,8 @@ def loop_facts(views: list[TurnView]) -> LoopFacts:
     repeats = 0
     worst = 0
     for v in views:
+        if len({s.name for s in v.steps}) == len(v.steps):  # no tool called twice: nothing can repeat
+            continue
         names = Counter(s.name for s in v.steps if s.status != "unknown")
         seen: Counter[tuple[str, str, str]] = Counter()
         for s in v.steps:

@@ -20,10 +20,31 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from judge import ReferenceCall, dependency_order
 from pipelines.orchestration._alignment import TurnView
+
+DagKey = tuple[tuple[str | None, tuple[str, ...]], ...]  # (id, depends_on) per reference call: all the DAG facts depend on
+
+
+def dag_key(calls: list[ReferenceCall]) -> DagKey:
+    return tuple((c.id, tuple(c.depends_on)) for c in calls)
+
+
+@dataclass(frozen=True)
+class DagFacts:
+    critical_path: int
+    same_depth_pairs: tuple[tuple[int, int], ...]
+    branches: bool  # some pair of calls is independent
+
+
+@lru_cache(maxsize=4096)
+def dag_facts(key: DagKey) -> DagFacts:
+    """The reference DAG's facts, computed once per distinct DAG shape (many trajectories share a task)."""
+    calls = [ReferenceCall(name="_", id=i, depends_on=list(deps)) for i, deps in key]
+    return DagFacts(critical_path_depth(calls), tuple(same_depth_pairs(calls)), bool(independent_pairs(calls)))
 
 
 @dataclass(frozen=True)
@@ -74,16 +95,21 @@ def same_depth_pairs(calls: list[ReferenceCall]) -> list[tuple[int, int]]:
     return [(a, b) for a in range(len(calls)) for b in range(a + 1, len(calls)) if depth[a] == depth[b]]
 
 
-def round_facts(views: list[TurnView]) -> RoundFacts:
-    minimum = sum(critical_path_depth(v.references) for v in views)
+def turn_dags(views: list[TurnView]) -> list[DagFacts]:
+    return [dag_facts(dag_key(v.references)) for v in views]
+
+
+def round_facts(views: list[TurnView], dags: list[DagFacts] | None = None) -> RoundFacts:
+    dags = turn_dags(views) if dags is None else dags
+    minimum = sum(d.critical_path for d in dags)
     if not any(s.round is not None for v in views for s in v.steps):
         return RoundFacts(None, minimum, None, None, None)
     used = 0
     pairs = serialised = 0
-    for v in views:
+    for v, dag in zip(views, dags, strict=True):
         keys: list[Any] = [("round", s.round) if s.round is not None else ("alone", i) for i, s in enumerate(v.steps)]
         used += len(set(keys))
-        for a, b in same_depth_pairs(v.references) if len(v.references) > 1 else []:
+        for a, b in dag.same_depth_pairs:
             sa, sb = v.satisfied_by.get(a), v.satisfied_by.get(b)
             if sa is None or sb is None:
                 continue

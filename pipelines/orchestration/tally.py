@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge import DIFFICULTY_TIERS, RECOVERY_OUTCOMES, Orchestration, TrajectoryResult
-from pipelines.orchestration.clusters import FailureModes
+from pipelines.orchestration.clusters import FailureModes, PendingClustering
 
 
 def _rate(num: float, den: float) -> float | None:
@@ -101,7 +101,9 @@ class OrchestrationTally:
         if o is None:
             return
         agent = r.agent or "unknown"
-        self.recovery_by["agent"].setdefault(agent, _Recovery())  # every agent appears, with or without failed calls
+        by_agent = self.recovery_by["agent"]
+        if agent not in by_agent:  # every agent appears, with or without failed calls
+            by_agent[agent] = _Recovery()
         for e in o.recovery:
             for acc in (self.recovery, self.recovery_by["agent"][agent], self.recovery_by["tool"][e.tool], self.recovery_by["fault"][e.failure]):
                 acc.failed += 1
@@ -116,7 +118,15 @@ class OrchestrationTally:
         self.tiers[o.tier] += 1
         self.failure_modes.add(r)
 
+    def start(self, seed: int = 0) -> PendingSummary:
+        """Start the failure-mode clustering (a child process in large runs); the caller may do
+        other work before ``result()``."""
+        return PendingSummary(self, self.failure_modes.start(seed))
+
     def summary(self, seed: int = 0) -> dict[str, Any]:
+        return self.start(seed).result()
+
+    def _figures(self) -> dict[str, Any]:
         return {
             "recovery": {
                 **self.recovery.dump(),
@@ -125,5 +135,13 @@ class OrchestrationTally:
             "rounds": {**self.rounds.dump(), "by_agent": {k: v.dump() for k, v in sorted(self.rounds_by_agent.items())}},
             "loops": {**self.loops.dump(), "by_agent": {k: v.dump() for k, v in sorted(self.loops_by_agent.items())}},
             "tiers": {t: self.tiers.get(t, 0) for t in DIFFICULTY_TIERS},
-            "failure_modes": self.failure_modes.summary(seed),
         }
+
+
+@dataclass
+class PendingSummary:
+    tally: OrchestrationTally
+    clustering: PendingClustering
+
+    def result(self) -> dict[str, Any]:
+        return {**self.tally._figures(), "failure_modes": self.clustering.result().summary}

@@ -13,16 +13,13 @@ from __future__ import annotations
 
 from judge import DifficultyTier
 from pipelines.orchestration._alignment import TurnView, is_failed_call
-from pipelines.orchestration.rounds import independent_pairs
+from pipelines.orchestration.rounds import DagFacts, turn_dags
 
 
-def has_branches(views: list[TurnView]) -> bool:
-    return any(len(v.references) > 1 and independent_pairs(v.references) for v in views)
-
-
-def difficulty_tier(views: list[TurnView]) -> DifficultyTier:
-    if any(is_failed_call(s) for v in views for s in v.steps):
+def difficulty_tier(views: list[TurnView], dags: list[DagFacts] | None = None, failed: bool | None = None) -> DifficultyTier:
+    """``dags`` and ``failed`` (whether any call failed) may be passed in when already known."""
+    if failed if failed is not None else any(is_failed_call(s) for v in views for s in v.steps):
         return "recovery"
-    if has_branches(views):
+    if any(d.branches for d in (turn_dags(views) if dags is None else dags)):
         return "branching"
     return "linear"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections import Counter
 from typing import Any
 
@@ -170,3 +171,16 @@ def test_empty_and_single_mode_runs():
     only = [r for r in results if r.trajectory_id and r.trajectory_id.startswith("wrong_year")]
     summary = modes_summary(only)
     assert summary["k"] == 1 and summary["silhouette"] is None and summary["clusters"][0]["size"] == 3
+
+
+def test_a_child_process_gives_the_same_clusters_as_in_process(run):
+    results, _ = run
+    fm = FailureModes()
+    for r in results:
+        fm.add(r)
+    inside = fm.clustering(0, isolate=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a child that failed to run falls back with a warning: make that a failure here
+        child = fm.clustering(0, isolate=True)
+    assert json.dumps(child.summary, sort_keys=True) == json.dumps(inside.summary, sort_keys=True)
+    assert child.member_clusters == inside.member_clusters
