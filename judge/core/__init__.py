@@ -4,13 +4,15 @@ Everything here is plain pydantic and standard library: importing it never pulls
 """
 
 from judge.core._canonical import canonical_json, content_hash, parse_json_text, response_key
-from judge.core._errors import InputError, InputErrorInfo, SourceRef, field_path
+from judge.core._errors import InputError, InputErrorInfo, InputWarning, SourceRef, field_path
 from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
+from judge.core._extras import extra_fields
 from judge.core._orchestration import DIFFICULTY_TIERS, RECOVERY_OUTCOMES, DifficultyTier, Orchestration, RecoveryEvent, RecoveryOutcome
 from judge.core._patterns import PatternError, compile_pattern, pattern_full_match, pattern_search
 from judge.core._stages import CHECK_DEFAULT_STAGE, FAILURE_STAGE_ORDER, Check, FailureStage, Outcome, VerdictLabel
 from judge.core._task import (
     ArgumentRule,
+    ArgumentSet,
     ForbiddenArgument,
     Policy,
     ReferenceCall,
@@ -21,7 +23,7 @@ from judge.core._task import (
     Turn,
     dependency_order,
 )
-from judge.core._trajectory import Step, TokenUsage, Trajectory, TrajectoryTurn, looks_like_error, normalise_status
+from judge.core._trajectory import ExternalLabel, Step, StepStatus, TokenUsage, Trajectory, TrajectoryTurn, label_passed, looks_like_error, normalise_status
 from judge.core._verdict import Evidence, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
 
 __all__ = [
@@ -31,14 +33,17 @@ __all__ = [
     "RECOVERY_OUTCOMES",
     "RUBRIC_FOR_CHECK",
     "ArgumentRule",
+    "ArgumentSet",
     "Check",
     "DifficultyTier",
     "Escalator",
     "Evidence",
+    "ExternalLabel",
     "FailureStage",
     "ForbiddenArgument",
     "InputError",
     "InputErrorInfo",
+    "InputWarning",
     "JudgeRequest",
     "Orchestration",
     "Outcome",
@@ -53,6 +58,7 @@ __all__ = [
     "SourceRule",
     "StageResult",
     "Step",
+    "StepStatus",
     "Task",
     "TaskMetadata",
     "TokenUsage",
@@ -68,7 +74,9 @@ __all__ = [
     "compile_pattern",
     "content_hash",
     "dependency_order",
+    "extra_fields",
     "field_path",
+    "label_passed",
     "looks_like_error",
     "normalise_status",
     "parse_json_text",

@@ -11,12 +11,30 @@ from pipelines.config import GradingConfig
 
 @dataclass(frozen=True)
 class StepView:
-    """A predicted step as grading sees it: replay (when available) overrides the recorded result."""
+    """A predicted step as grading sees it: replay (when available) overrides the recorded result.
+
+    ``ok``: the call ran and ``result`` is what it returned. ``failed``: it changed nothing (a tool
+    error, a blocked call). Neither: the call was made but its outcome is unknown (no result
+    recorded, no replay); it counts for selection, names and values, never as evidence."""
 
     index: int  # index within the turn's steps
     step: Step
     ok: bool
     result: Any
+    failed: bool = False
+
+    @property
+    def made(self) -> bool:
+        """The call happened and was not refused or failed: it can satisfy a reference call."""
+        return not self.failed
+
+    @property
+    def status(self) -> str:
+        if self.ok:
+            return "ok"
+        if self.failed:
+            return "blocked" if self.step.status == "blocked" else "error"
+        return "unknown"
 
 
 @dataclass
@@ -50,15 +68,19 @@ def build_context(
     raw_steps = traj_turn.steps if traj_turn else []
     views: list[StepView] = []
     for i, step in enumerate(raw_steps):
-        # a call the agent saw fail (error, blocked, injected fault) stays failed whatever replay
-        # returns: the agent never got that answer; a call with no recorded result is replay's to decide
-        usable = step.status in ("ok", "unknown") and step.fault is None
-        if replay is not None and i < len(replay.predicted):
+        if step.status == "blocked":  # a refused call was never executed, replay or not
+            views.append(StepView(i, step, False, step.result, failed=True))
+        elif replay is not None and i < len(replay.predicted):
             res = replay.predicted[i]
-            ok = usable and res.ok
-            views.append(StepView(i, step, ok, parse_json_text(res.result) if ok else res.error if not res.ok else step.error or step.result))
+            if res.ok and (step.status == "error" or step.fault is not None):
+                # the agent saw this call fail (a tool error, an injected fault): replay cannot undo that
+                views.append(StepView(i, step, False, parse_json_text(step.result) if step.result is not None else step.error, failed=True))
+            else:
+                views.append(StepView(i, step, res.ok, parse_json_text(res.result) if res.ok else res.error, failed=not res.ok))
+        elif step.fault is not None:  # an injected fault: what came back is not the tool's answer
+            views.append(StepView(i, step, False, parse_json_text(step.result), failed=True))
         else:
-            views.append(StepView(i, step, step.ok and step.fault is None, parse_json_text(step.result)))
+            views.append(StepView(i, step, step.ok, parse_json_text(step.result), failed=step.failed))
     if replay is not None:
         ref_out: list[Any] | None = [parse_json_text(r.result) if r.ok else None for r in replay.reference]
     else:

@@ -15,11 +15,25 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge import InputErrorInfo, SourceRef
-from pipelines.ingest._base import ItemContext, ItemError, Limits, Loaded, TaskSet, TrajectoryFormat, default_trajectory_id, validation_error
+from pipelines.ingest._base import (
+    Bundle,
+    BundleFormat,
+    ItemContext,
+    ItemError,
+    Limits,
+    Loaded,
+    TaskSet,
+    TrajectoryFormat,
+    default_trajectory_id,
+    validation_error,
+)
 from pipelines.ingest._reader import RawItem, Source, read_items, source_name
 from pipelines.ingest._registry import (
+    BUNDLE_REGISTRY,
     TASK_FORMATS,
     TRAJECTORY_FORMATS,
+    TRAJECTORY_REGISTRY,
+    sniff_bundle,
     sniff_task,
     sniff_trajectory,
     task_format,
@@ -49,33 +63,105 @@ def detect_task_format(path: str | os.PathLike) -> str:
     return name
 
 
+_HEAD_BYTES = 4096
+
+
+def _head(path: str | os.PathLike) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(_HEAD_BYTES)
+
+
+def _looks_like_json(head: bytes) -> bool:
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"[")
+
+
+def _detect_bundle(path: Source, first: dict[str, Any] | None) -> str | None:
+    if not isinstance(path, (str, os.PathLike)):
+        return None  # a stream: only streaming formats are detected
+    return sniff_bundle(_head(path), first)
+
+
 def detect_trajectory_format(path: str | os.PathLike) -> str:
-    """The trajectory format of ``path``, judged from its first readable object."""
-    item = _first_object(path, Limits())
-    name = sniff_trajectory(item) if item is not None else None
+    """The trajectory format of ``path``: a bundle from the file's first bytes and first object,
+    else a streaming format from its first readable object."""
+    item = _first_object(path, Limits()) if _looks_like_json(_head(path)) else None
+    name = _detect_bundle(path, item) or (sniff_trajectory(item) if item is not None else None)
     if name is None:
         raise ValueError(f"cannot detect the trajectory format of {path}: {_describe(item)}; pass fmt= one of {', '.join(TRAJECTORY_FORMATS)}")
     return name
 
 
-def load_tasks(path: str | os.PathLike, fmt: str | None = None, reference: str | Path | None = None, limits: Limits = Limits()) -> TaskSet:
+def load_tasks(
+    path: str | os.PathLike, fmt: str | None = None, reference: str | Path | None = None, limits: Limits = Limits(), *, strict: bool = False
+) -> TaskSet:
     """All tasks of ``path`` (joined with ``reference`` for formats that keep the gold apart).
 
     Item-level problems are collected in ``TaskSet.errors``; a ValueError means the call itself
     cannot work (unknown format name, undetectable format, a reference file missing or superfluous).
+    ``strict``: a task carrying a field the schema does not know is an error, not a warning.
     """
     chosen = task_format(fmt) if fmt is not None else task_format(detect_task_format(path))
-    return chosen.load(str(path), None if reference is None else str(reference), limits)
+    taskset = chosen.load(str(path), None if reference is None else str(reference), limits)
+    return _strict_tasks(taskset) if strict else taskset
+
+
+def _strict_tasks(taskset: TaskSet) -> TaskSet:
+    """Unknown fields become errors: the task is reported as unreadable (its trajectories say why)."""
+    kept = []
+    for warning in taskset.warnings:
+        if warning.kind != "unknown_field":
+            kept.append(warning)
+            continue
+        info = InputErrorInfo(kind="invalid_field", message=f"{warning.message} (--strict)", file=warning.file, line=warning.line, field=warning.field)
+        taskset.errors.append(info)
+        for tid, source in list(taskset.sources.items()):
+            if source.file == warning.file and source.line == warning.line and tid in taskset.tasks:
+                del taskset.tasks[tid]
+                taskset.invalid.setdefault(tid, info)
+    taskset.warnings = kept
+    return taskset
+
+
+def strict_items(items: Iterator[Loaded]) -> Iterator[Loaded]:
+    """``--strict`` for trajectories: an item with an unknown field becomes an error row."""
+    for loaded in items:
+        unknown = [w for w in loaded.warnings if w.kind == "unknown_field"]
+        if unknown and loaded.error is None:
+            first = unknown[0]
+            more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
+            info = InputErrorInfo(kind="invalid_field", message=f"{first.message}{more} (--strict)", file=first.file, line=first.line, field=first.field)
+            loaded = Loaded(
+                source=loaded.source, trajectory=None, error=info, task_id=loaded.task_id, trajectory_id=loaded.trajectory_id, warnings=loaded.warnings
+            )
+        yield loaded
+
+
+def read_trajectories(path: Source, fmt: str | None = None, limits: Limits = Limits(), *, strict: bool = False) -> Bundle:
+    """The trajectories of ``path`` and, for formats that carry them, its tasks.
+
+    ``path`` may also be a binary file object (streaming formats only). With ``fmt=None`` bundles
+    are detected first; otherwise the streaming format is detected from the first readable object
+    (items before it, unreadable ones, are held back until then).
+    """
+    chosen = trajectory_format(fmt) if fmt is not None else None
+    if chosen is None and isinstance(path, (str, os.PathLike)):
+        head = _head(path)
+        name = _detect_bundle(path, _first_object(path, limits) if _looks_like_json(head) else None)
+        chosen = BUNDLE_REGISTRY[name] if name is not None else None
+    if isinstance(chosen, BundleFormat):
+        if not isinstance(path, (str, os.PathLike)):
+            raise ValueError(f"the {chosen.name} format is read as a whole file: pass a path, not a stream")
+        bundle = chosen.read(str(path), limits)
+    else:
+        bundle = Bundle(tasks=None, items=_Stream(path, chosen, limits).items())
+    if strict:
+        bundle = Bundle(tasks=_strict_tasks(bundle.tasks) if bundle.tasks is not None else None, items=strict_items(bundle.items))
+    return bundle
 
 
 def iter_trajectories(path: Source, fmt: str | None = None, limits: Limits = Limits()) -> Iterator[Loaded]:
-    """One ``Loaded`` per item of ``path``, lazily, in file order.
-
-    ``path`` may also be a binary file object. With ``fmt=None`` the format is detected from the
-    first readable object; items before it (unreadable ones) are held back until then.
-    """
-    chosen = trajectory_format(fmt) if fmt is not None else None
-    return _Stream(path, chosen, limits).items()
+    """One ``Loaded`` per trajectory of ``path``, lazily, in file order (see ``read_trajectories``)."""
+    return read_trajectories(path, fmt, limits).items
 
 
 class _Stream:
@@ -96,7 +182,7 @@ class _Stream:
                     if detected is None:
                         self.undetected = f"cannot detect the trajectory format: {_describe(raw.value)}; pass fmt= one of {', '.join(TRAJECTORY_FORMATS)}"
                     else:
-                        self.fmt = trajectory_format(detected)
+                        self.fmt = TRAJECTORY_REGISTRY[detected]
                     for earlier in held:
                         yield self._load(earlier)
                     held.clear()
@@ -124,8 +210,9 @@ class _Stream:
         task_id, trajectory_id = self.fmt.ids(raw.value, default)
         error: InputErrorInfo | None = None
         trajectory = None
+        ctx = ItemContext(file=self.name, line=raw.line, default_trajectory_id=default)
         try:
-            trajectory = self.fmt.convert(raw.value, ItemContext(file=self.name, line=raw.line, default_trajectory_id=default))
+            trajectory = self.fmt.convert(raw.value, ctx)
         except ItemError as err:
             error = err.info(self.name, raw.line)
         except ValidationError as err:  # a converter that let a model error through
@@ -148,7 +235,7 @@ class _Stream:
                 self.seen[key] = raw.line
         if error is not None:
             return self._error(source, error, task_id, trajectory_id)
-        return Loaded(source=source, trajectory=trajectory, error=None, task_id=task_id, trajectory_id=trajectory_id)
+        return Loaded(source=source, trajectory=trajectory, error=None, task_id=task_id, trajectory_id=trajectory_id, warnings=ctx.warnings)
 
 
 def check_task(loaded: Loaded, tasks: TaskSet) -> InputErrorInfo | None:

@@ -9,6 +9,7 @@ Per run, ``OrchestrationTally`` turns the results into the ``orchestration`` sec
 """
 
 from judge import Orchestration, Task, Trajectory, TrajectoryResult
+from pipelines.alignment import TurnsMode
 from pipelines.orchestration._alignment import TurnView, align, failure_kind, is_failed_call
 from pipelines.orchestration.clusters import FailureFeatures, FailureModes, cluster_failures, failure_features
 from pipelines.orchestration.loops import LOOP_MIN_REPEATS, loop_facts
@@ -18,9 +19,10 @@ from pipelines.orchestration.tally import OrchestrationTally
 from pipelines.orchestration.tiers import difficulty_tier
 
 
-def assess_orchestration(task: Task, trajectory: Trajectory, result: TrajectoryResult) -> Orchestration:
-    """Recovery, rounds, loops and tier of one graded trajectory (see each module for definitions)."""
-    views = align(task, trajectory, result)
+def assess_orchestration(task: Task, trajectory: Trajectory, result: TrajectoryResult, turns: TurnsMode = "auto") -> Orchestration:
+    """Recovery, rounds, loops and tier of one graded trajectory (see each module for definitions).
+    ``turns``: the turn-alignment mode the result was graded with (``GradingConfig.turns``)."""
+    views = align(task, trajectory, result, turns)
     dags = turn_dags(views)
     events = classify_recovery(views)
     rate = recovery_rate(events)

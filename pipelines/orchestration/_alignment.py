@@ -1,8 +1,8 @@
 """One turn as the orchestration metrics see it: the reference calls, the agent's steps, and which
 step satisfied which reference call according to the graded result.
 
-Turns are aligned exactly as the grader aligns them (``pipelines.grade_case``): by turn id, or
-the only turn with the only turn whatever their ids. The step-to-reference map is read from the
+Turns are aligned exactly as the grader aligns them (``pipelines.alignment``: one episode for a
+one-goal task, else per message). The step-to-reference map is read from the
 calls check's ``matched_*`` evidence, so the metrics agree with the verdict by construction.
 """
 
@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from judge import Check, ReferenceCall, Step, Task, Trajectory, TrajectoryResult
+from pipelines.alignment import TurnsMode
+from pipelines.alignment import align as align_turns
 
 MATCHED_KINDS = frozenset({"matched_structural", "matched_response", "matched_state"})
 
@@ -42,18 +44,16 @@ class TurnView:
         return {r for r in range(len(self.references)) if self.satisfied_by.get(r, step) >= step}
 
 
-def align(task: Task, trajectory: Trajectory, result: TrajectoryResult) -> list[TurnView]:
-    """One view per task turn, in task order (a turn the agent never reached has no steps)."""
-    single = len(task.turns) == 1 and len(trajectory.turns) == 1
-    by_id = None if single else {t.turn_id: t for t in trajectory.turns}
-    graded = {t.turn_id: t for t in result.turns}
+def align(task: Task, trajectory: Trajectory, result: TrajectoryResult, turns: TurnsMode = "auto") -> list[TurnView]:
+    """One view per graded turn, in grading order (a turn the agent never reached has no steps).
+    ``turns`` is the grading's turn-alignment mode (``[grading] turns``): the same pairing the
+    grader used, so the graded turn results line up one to one."""
     views: list[TurnView] = []
-    for turn in task.turns:
-        traj_turn = trajectory.turns[0] if by_id is None else by_id.get(turn.turn_id)
+    pairs = align_turns(task, trajectory, turns).pairs
+    for (turn, traj_turn), graded in zip(pairs, [*result.turns, *([None] * (len(pairs) - len(result.turns)))], strict=True):
         steps = traj_turn.steps if traj_turn is not None else []
         view = TurnView(turn.turn_id, turn.reference_calls, steps)
-        graded_turn = graded.get(turn.turn_id)
-        calls = next((c for c in graded_turn.checks if c.check == Check.CALLS), None) if graded_turn is not None else None
+        calls = next((c for c in graded.checks if c.check == Check.CALLS), None) if graded is not None else None
         for e in calls.evidence if calls is not None else ():
             if e.kind in MATCHED_KINDS and e.reference is not None and e.step is not None and e.step < len(steps):
                 view.satisfied_by.setdefault(e.reference, e.step)

@@ -7,7 +7,8 @@
   ``parallel_efficiency`` and the pair counts are None rather than a guess. When only some steps
   carry one, a step without it counts as a round of its own.
 - ``rounds_minimum`` = the sum over turns of the critical-path depth of the turn's reference DAG
-  (``depends_on``): the fewest messages that can issue every reference call in dependency order.
+  (``depends_on``): the fewest messages that can issue every required reference call in
+  dependency order (advisory calls, ``required=False``, add no round of their own).
 - ``parallel_efficiency`` = ``rounds_minimum / rounds_used``, bounded by 1 (an agent that skipped
   calls or found a shorter path does not score above a perfect planner).
 - ``independent_pairs`` counts the pairs of reference calls at the same depth of the DAG (so
@@ -26,25 +27,26 @@ from typing import Any
 from judge import ReferenceCall, dependency_order
 from pipelines.orchestration._alignment import TurnView
 
-DagKey = tuple[tuple[str | None, tuple[str, ...]], ...]  # (id, depends_on) per reference call: all the DAG facts depend on
+DagKey = tuple[tuple[str | None, tuple[str, ...], bool, bool], ...]  # (id, depends_on, required, has alternatives) per reference call
 
 
 def dag_key(calls: list[ReferenceCall]) -> DagKey:
-    return tuple((c.id, tuple(c.depends_on)) for c in calls)
+    """Everything the DAG facts depend on (many trajectories share one task: computed once per shape)."""
+    return tuple((c.id, tuple(c.depends_on), c.required, bool(c.alternatives)) for c in calls)
 
 
 @dataclass(frozen=True)
 class DagFacts:
     critical_path: int
     same_depth_pairs: tuple[tuple[int, int], ...]
-    branches: bool  # some pair of calls is independent
+    branches: bool  # two required calls are independent, or a call accepts alternative argument sets
 
 
 @lru_cache(maxsize=4096)
 def dag_facts(key: DagKey) -> DagFacts:
-    """The reference DAG's facts, computed once per distinct DAG shape (many trajectories share a task)."""
-    calls = [ReferenceCall(name="_", id=i, depends_on=list(deps)) for i, deps in key]
-    return DagFacts(critical_path_depth(calls), tuple(same_depth_pairs(calls)), bool(independent_pairs(calls)))
+    calls = [ReferenceCall(name="_", id=i, depends_on=list(deps), required=required) for i, deps, required, _ in key]
+    alternatives = any(alt for *_, alt in key)
+    return DagFacts(critical_path_depth(calls), tuple(same_depth_pairs(calls)), alternatives or bool(independent_pairs(calls)))
 
 
 @dataclass(frozen=True)
@@ -70,29 +72,33 @@ def ancestors(calls: list[ReferenceCall]) -> list[frozenset[int]]:
 
 
 def depths(calls: list[ReferenceCall]) -> list[int]:
-    """Each call's depth in the DAG: 1 + the depth of its deepest dependency (1 for a root)."""
+    """Each call's depth in the DAG: required calls on the longest chain ending at it (advisory
+    calls, ``required=False``, count 0: the agent may skip them, their ordering still holds)."""
     index = {c.id: i for i, c in enumerate(calls) if c.id is not None}
     depth = [0] * len(calls)
     for i in dependency_order(calls):
-        depth[i] = 1 + max((depth[index[d]] for d in calls[i].depends_on if d in index), default=0)
+        depth[i] = int(calls[i].required) + max((depth[index[d]] for d in calls[i].depends_on if d in index), default=0)
     return depth
 
 
 def critical_path_depth(calls: list[ReferenceCall]) -> int:
-    """Calls on the longest dependency chain (0 without calls, 1 when all are independent)."""
+    """Required calls on the longest dependency chain (0 without any, 1 when all are independent)."""
     return max(depths(calls), default=0)
 
 
 def independent_pairs(calls: list[ReferenceCall]) -> list[tuple[int, int]]:
-    """Pairs of calls neither of which depends on the other, directly or transitively."""
+    """Pairs of required calls neither of which depends on the other, directly or transitively."""
     anc = ancestors(calls)
-    return [(a, b) for a in range(len(calls)) for b in range(a + 1, len(calls)) if a not in anc[b] and b not in anc[a]]
+    req = [i for i, c in enumerate(calls) if c.required]
+    return [(a, b) for x, a in enumerate(req) for b in req[x + 1 :] if a not in anc[b] and b not in anc[a]]
 
 
 def same_depth_pairs(calls: list[ReferenceCall]) -> list[tuple[int, int]]:
-    """Pairs at the same depth (independent by construction): the calls one round can hold."""
+    """Pairs of required calls at the same depth (independent by construction: a required
+    descendant is always deeper): the calls one round can hold."""
     depth = depths(calls)
-    return [(a, b) for a in range(len(calls)) for b in range(a + 1, len(calls)) if depth[a] == depth[b]]
+    req = [i for i, c in enumerate(calls) if c.required]
+    return [(a, b) for x, a in enumerate(req) for b in req[x + 1 :] if depth[a] == depth[b]]
 
 
 def turn_dags(views: list[TurnView]) -> list[DagFacts]:

@@ -2,8 +2,9 @@
 
 - ``recovery``: a call failed during the run (tool error, policy block or injected fault), so the
   agent had to recover, whatever the task's shape;
-- ``branching``: some turn's reference DAG has independent calls (two calls neither of which
-  depends on the other: parallel branches, or calls whose order is free);
+- ``branching``: some turn's reference DAG has independent required calls (two calls neither of
+  which depends on the other: parallel branches, or calls whose order is free), or a reference
+  call accepting alternative argument sets (``alternatives``: a choice point);
 - ``linear``: every turn's reference calls form a chain (or there are none or one).
 
 Pass rates and failure stages per tier live in ``summary.json`` (``by.tier``).

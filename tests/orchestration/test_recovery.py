@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from judge import RecoveryEvent
+from judge import RecoveryEvent, Trajectory
 from tests.orchestration.helpers import orchestration, step, task, trajectory
 
 MEDALS_7 = {"id": "m", "name": "get_medals", "arguments": {"athlete_id": 7}, "expected_output": {"gold": 3}}
@@ -101,3 +101,20 @@ def test_recovery_rate_counts_recovered_failed_calls():
     o = orchestration(task([MEDALS_7]), trajectory(steps))
     assert (o.failed_calls, o.recovered_calls, o.recovery_rate) == (2, 1, 0.5)
     assert o.tier == "recovery"
+
+
+def test_a_dialogue_graded_as_one_episode_recovers_across_user_messages():
+    # a one-goal task, a dialogue of two user messages: graded as one episode, the second message's
+    # call recovers the first message's failed one
+    tr = Trajectory.model_validate(
+        {
+            "task_id": "t",
+            "trajectory_id": "d",
+            "turns": [
+                {"turn_id": "1", "steps": [step("get_medals", "Error: athlete_id is required", status="error", round=0)], "final_answer": "Which athlete?"},
+                {"turn_id": "2", "steps": [step("get_medals", {"gold": 3}, round=1, athlete_id=7)], "final_answer": "3"},
+            ],
+        }
+    )
+    o = orchestration(task([MEDALS_7]), tr)
+    assert [outcome(e) for e in o.recovery] == [("retried_fixed", True, 1)] and o.rounds_used == 2

@@ -121,3 +121,18 @@ def test_rounds_add_up_over_turns():
     )
     o = orchestration(t, tr)
     assert (o.rounds_used, o.rounds_minimum, o.parallel_efficiency) == (3, 3, 1.0)
+
+
+def test_advisory_calls_add_no_round_and_alternatives_make_a_branch():
+    chain = [
+        {"id": "a", "name": "get_athlete", "arguments": {"name": "Ann"}},
+        {"id": "b", "name": "get_country", "arguments": {"code": "KE"}, "depends_on": ["a"], "required": False},
+        {"id": "c", "name": "get_medals", "arguments": {"athlete_id": 7}, "depends_on": ["b"]},
+    ]
+    t = task(chain)
+    assert critical_path_depth(t.turns[0].reference_calls) == 2  # a, then c (b may be skipped, its order holds)
+    steps = [step("get_athlete", {"id": 7}, round=0, name="Ann"), step("get_medals", {"gold": 3}, round=1, athlete_id=7)]
+    o = orchestration(t, trajectory(steps))
+    assert (o.rounds_minimum, o.tier) == (2, "linear")
+    alternatives = [{"id": "m", "name": "get_medals", "arguments": {"athlete_id": 7}, "alternatives": [{"arguments": {"athlete_id": 7, "year": 2012}}]}]
+    assert orchestration(task(alternatives), trajectory([step("get_medals", {"gold": 3}, athlete_id=7)])).tier == "branching"
