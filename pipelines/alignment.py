@@ -95,7 +95,7 @@ def collapse_task_turns(task: Task) -> Turn:
             return f"{turn_id}:{cid}" if seen.get(cid, 0) > 1 and cid in local else cid
 
         for call in turn.reference_calls:
-            update = {"depends_on": [rename(d) for d in call.depends_on]}
+            update: dict[str, Any] = {"depends_on": [rename(d) for d in call.depends_on]}
             if call.id is not None:
                 update["id"] = rename(call.id)
             calls.append(call.model_copy(update=update))

@@ -83,6 +83,6 @@ def compute_scores(task: Task, facts: list[TurnFacts], config: GradingConfig) ->
         s.path_completeness = s.parameter = s.tool_selection = 1.0
     s.tool_order = respected / edges if edges else 1.0
     s.success = 1.0 if success else 0.0
-    w = config.weights
-    s.weighted_total = w.selection * s.tool_selection + w.order * s.tool_order + w.parameter * s.parameter + w.success * s.success
+    weights = config.weights
+    s.weighted_total = weights.selection * s.tool_selection + weights.order * s.tool_order + weights.parameter * s.parameter + weights.success * s.success
     return s

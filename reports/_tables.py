@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, defaultdict
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -127,19 +129,18 @@ def hop_type(pattern: str | None) -> str:
     return "-".join(sorted({part.strip() for part in pattern.split("-") if part.strip()}))
 
 
+def _group_value(r: Row, key: str) -> str:
+    value = getattr(r, key)
+    return "unknown" if value is None else str(value)
+
+
 def accuracy_by_hops(run: RunData) -> pd.DataFrame:
     """Pass rate by hop count, hop type (API / RAG / API-RAG) and hop pattern; overall and per
     policy condition. Rows present in the summary (hop_count, hop_pattern) take its numbers."""
     rows = []
     graded = run.graded
     for dim in ("hop_count", "hop_type", "hop_pattern"):
-
-        def value_of(r: Row, d: str = dim) -> str:
-            if d == "hop_type":
-                return hop_type(r.hop_pattern)
-            value = getattr(r, d)
-            return "unknown" if value is None else str(value)
-
+        value_of: Callable[[Row], str] = (lambda r: hop_type(r.hop_pattern)) if dim == "hop_type" else partial(_group_value, key=dim)
         cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
         for r in graded:
             for pol in ("all", _policy_label(r)):

@@ -167,7 +167,7 @@ def grade(
     strict: Annotated[bool, typer.Option("--strict", help="Fields the schema does not know are errors instead of warnings.")] = False,
     labels: Annotated[
         Optional[Path],
-        typer.Option(exists=True, dir_okay=False, help="Verdicts of another tool (JSONL {trajectory_id|task_id, label}): report agreement with them."),
+        typer.Option(exists=True, help="Verdicts of another tool (JSONL {trajectory_id|task_id, label}, or BFCL score files): report agreement with them."),
     ] = None,
     tool_specs: Annotated[
         Optional[Path], typer.Option(exists=True, dir_okay=False, help="Tool specs (a task's tools shape) for formats whose files carry none.")

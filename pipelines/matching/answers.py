@@ -226,7 +226,7 @@ def is_missing(prediction: Any) -> bool:
     if not bare or bare in _NON_ANSWERS:
         return True
     refusal = _REFUSAL.match(text) or _REFUSAL_ZH.match(text)
-    return bool(refusal) and not _BUT_ANSWER.search(text[refusal.end() :])
+    return refusal is not None and not _BUT_ANSWER.search(text[refusal.end() :])
 
 
 # ---------------------------------------------------------------- answer shapes
