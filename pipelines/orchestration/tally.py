@@ -1,6 +1,8 @@
 """Run-level orchestration figures for ``summary.json`` (``orchestration``), from per-trajectory facts.
 
 Streaming: only counters and the compact failure-mode features are kept, never the results.
+Merge-safe: every field is a count (summed) or a per-row column (appended), so partial tallies
+made by workers merge into the one a single process would make (``pipelines.aggregate``).
 Definitions of the per-run figures:
 - recovery: failed calls, recovered calls and ``recovery_rate = recovered / failed`` (pooled over
   calls), with the outcome counts, overall and by agent, by failed tool and by fault kind (the
@@ -47,7 +49,7 @@ class _Rounds:
     n: int = 0
     used: int = 0
     minimum: int = 0
-    efficiency: float = 0.0
+    efficiency_micro: int = 0  # sum of efficiencies in millionths: an integer sum is the same in any order (worker merges)
     pairs: int = 0
     serialised: int = 0
 
@@ -57,7 +59,7 @@ class _Rounds:
         self.n += 1
         self.used += o.rounds_used
         self.minimum += o.rounds_minimum
-        self.efficiency += o.parallel_efficiency or 0.0
+        self.efficiency_micro += round((o.parallel_efficiency or 0.0) * 1_000_000)
         self.pairs += o.independent_pairs or 0
         self.serialised += o.serialised_pairs or 0
 
@@ -66,7 +68,7 @@ class _Rounds:
             "trajectories_with_rounds": self.n,
             "rounds_used_mean": _rate(self.used, self.n),
             "rounds_minimum_mean": _rate(self.minimum, self.n),
-            "parallel_efficiency_mean": _rate(self.efficiency, self.n),
+            "parallel_efficiency_mean": _rate(self.efficiency_micro / 1_000_000, self.n),
             "independent_pairs": self.pairs,
             "serialised_pairs": self.serialised,
             "serialised_share": _rate(self.serialised, self.pairs),

@@ -136,7 +136,7 @@ def assigned(results: list[TrajectoryResult], truth: dict[str, str]) -> list[Cou
     for r in results:
         fm.add(r)
     by_cluster: dict[int, Counter[str]] = {}
-    for m, cluster in zip(fm.members, fm.assignments(0), strict=True):
+    for m, cluster in zip(fm.rows_and_members()[1], fm.assignments(0), strict=True):
         by_cluster.setdefault(cluster, Counter())[truth[m.trajectory_id or ""]] += 1
     sizes = {c["id"]: c["size"] for c in fm.summary(0)["clusters"]}
     assert {k: sum(v.values()) for k, v in by_cluster.items()} == sizes

@@ -204,3 +204,9 @@ def test_clicking_a_failure_mode_example_opens_its_trajectory(run, tmp_path):
     result = inspect_page(page, facts, actions=["document.querySelector('ol.modes a').click()", "void 0", "void 0"])  # hashchange fires asynchronously
     assert result.errors == [], result.errors
     assert result.values["hash"] == result.values["first"] and result.values["open"] is True
+
+
+def test_worker_shards_merge_into_the_same_orchestration_summary(results):
+    from tests.orchestration.test_tally_merge import check_merge
+
+    check_merge(results)  # rounds, loops, injected faults, every recovery outcome, clusters
