@@ -5,13 +5,15 @@ Per trajectory, ``assess_orchestration(task, trajectory, result)`` is a pure fun
 task, the trajectory and its graded result (no I/O), so it serves the grading run and a reward
 function alike; ``pipelines.grade_case`` attaches it to every graded ``TrajectoryResult``.
 Per run, ``OrchestrationTally`` turns the results into the ``orchestration`` section of
-``summary.json``. One concept per module: recovery, rounds, loops, tiers, clusters, tally.
+``summary.json``. One concept per module: recovery, rounds, loops, tiers, clusters (the algorithm), failure_modes
+(the run's collection), _child (the clustering in a child process), tally.
 """
 
 from judge import Orchestration, Task, Trajectory, TrajectoryResult
 from pipelines.alignment import TurnsMode
 from pipelines.orchestration._alignment import TurnView, align, failure_kind, is_failed_call
-from pipelines.orchestration.clusters import FailureFeatures, FailureModes, cluster_failures, failure_features
+from pipelines.orchestration.clusters import Clustering, FailureFeatures, cluster_failures, failure_features
+from pipelines.orchestration.failure_modes import FailureModes
 from pipelines.orchestration.loops import LOOP_MIN_REPEATS, loop_facts
 from pipelines.orchestration.recovery import classify_recovery, recovery_rate
 from pipelines.orchestration.rounds import critical_path_depth, independent_pairs, round_facts, same_depth_pairs, turn_dags
@@ -46,6 +48,7 @@ def assess_orchestration(task: Task, trajectory: Trajectory, result: TrajectoryR
 
 __all__ = [
     "LOOP_MIN_REPEATS",
+    "Clustering",
     "FailureFeatures",
     "FailureModes",
     "OrchestrationTally",

@@ -1,4 +1,5 @@
-"""Failure modes: failing and unresolved trajectories clustered by what went wrong.
+"""Failure modes: failing and unresolved trajectories clustered by what went wrong (the algorithm;
+``failure_modes`` collects a run's features, ``_child`` runs this in a child process).
 
 Features of one trajectory (``failure_features``, from its graded result alone), taken from the
 decisive check of its first failing turn (for an unresolved one: the first inconclusive check):
@@ -6,14 +7,16 @@ decisive check of its first failing turn (for an unresolved one: the first incon
 - the reference tools its evidence names, multi-hot;
 - the evidence kinds (``unsatisfied``, ``extra_write``, ``policy_violation``, ``answer``, ...), multi-hot;
 - the check's reason and evidence messages as TF-IDF (words and identifiers; digits dropped, so
-  "step 3" and "step 4" read alike).
+  "step 3" and "step 4" read alike; document frequencies counted over trajectories).
 Each block is L2-normalised and weighted (``WEIGHTS``), so no block dominates by its width.
 
-Clustering (``cluster_failures``): identical feature rows are merged (weighted by their count);
-k-means for every k from 2 to ``max_k`` (at most the number of distinct rows), seeded; k is the
-one with the best silhouette (on a seeded sample of at most ``SILHOUETTE_SAMPLE`` trajectories;
-ties go to the smaller k). Large runs fit on a seeded sample of ``FIT_SAMPLE`` trajectories and
-assign the rest to the nearest centre. The same inputs and seed give the same clusters.
+Clustering (``cluster_failures``): identical feature rows are merged and weighted by their count;
+k-means (k-means++, ``N_INIT`` seeded inits, one thread) for k = 2, 3, ... up to ``max_k`` (and the
+number of distinct rows); k is the one with the best silhouette, measured over distinct rows (a
+cluster of identical trajectories would otherwise score a perfect 1 and every split into
+identical groups would look best); the search stops after ``PATIENCE`` k without a gain; ties go
+to the smaller k. Large runs fit on a seeded sample of ``FIT_SAMPLE`` trajectories and assign the
+rest to the nearest centre. The same inputs and seed give the same clusters, byte for byte.
 
 Each cluster: a label (its dominant stage, its dominant reference tool when at least half its
 members share one, and its top TF-IDF terms), size, share, stages, tools, evidence kinds, the
@@ -22,9 +25,8 @@ agents it hits, and the three trajectories closest to its centre as examples.
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from judge import CHECK_DEFAULT_STAGE, Outcome, TrajectoryResult, VerdictLabel
@@ -34,8 +36,6 @@ MAX_K = 20
 FIT_SAMPLE = 1000  # trajectories the centres are fitted on in large runs
 SILHOUETTE_SAMPLE = 1000  # distinct feature rows the silhouette is measured on
 PATIENCE = 3  # stop after this many k in a row without a better silhouette
-ISOLATE_FROM = 2000  # failing trajectories from which the clustering runs in a child process
-CHILD_TIMEOUT_S = 600
 N_INIT = 4
 MAX_TEXT = 600
 MIN_DF = 2  # trajectories a term must occur in (runs of 20 or more)
@@ -83,77 +83,6 @@ class Member:
     task_id: str | None
     agent: str | None
     row: int  # index of its (deduplicated) feature row
-
-
-@dataclass
-class FailureModes:
-    """Collects the features of a run's failing and unresolved trajectories.
-
-    Kept as columns appended in input order, so a partial collection made by another worker
-    merges by appending (``pipelines.aggregate``'s merge rule for per-row fields); strings are
-    interned, so a feature text shared by many trajectories is stored once."""
-
-    trajectory_ids: list[str | None] = field(default_factory=list)
-    task_ids: list[str | None] = field(default_factory=list)
-    agents: list[str | None] = field(default_factory=list)
-    stages: list[str] = field(default_factory=list)
-    tools: list[str] = field(default_factory=list)  # joined by _SEP
-    kinds: list[str] = field(default_factory=list)  # joined by _SEP
-    texts: list[str] = field(default_factory=list)
-
-    def add(self, result: TrajectoryResult) -> None:
-        features = failure_features(result)
-        if features is None:
-            return
-        self.trajectory_ids.append(result.trajectory_id)
-        self.task_ids.append(_intern(result.task_id))
-        self.agents.append(_intern(result.agent))
-        self.stages.append(sys.intern(features.stage))
-        self.tools.append(sys.intern(_SEP.join(features.tools)))
-        self.kinds.append(sys.intern(_SEP.join(features.kinds)))
-        self.texts.append(sys.intern(features.text))
-
-    def __len__(self) -> int:
-        return len(self.stages)
-
-    def rows_and_members(self) -> tuple[list[FailureFeatures], list[Member]]:
-        """Distinct feature rows (in order of first appearance) and every member pointing at its row."""
-        index: dict[FailureFeatures, int] = {}
-        members = []
-        for i, stage in enumerate(self.stages):
-            features = FailureFeatures(stage, _split(self.tools[i]), _split(self.kinds[i]), self.texts[i])
-            row = index.setdefault(features, len(index))
-            members.append(Member(self.trajectory_ids[i], self.task_ids[i], self.agents[i], row))
-        return list(index), members
-
-    def start(self, seed: int = 0, isolate: bool | None = None) -> PendingClustering:
-        """Start clustering the members; from ``ISOLATE_FROM`` members on (or with ``isolate``) in
-        a child process, so scikit-learn's import and working memory never weigh on the streaming
-        grader and the clustering overlaps the rest of the summary (same function, same inputs:
-        the same bytes either way)."""
-        rows, members = self.rows_and_members()
-        return PendingClustering(rows, members, seed, isolate if isolate is not None else len(members) >= ISOLATE_FROM)
-
-    def clustering(self, seed: int = 0, isolate: bool | None = None) -> Clustering:
-        return self.start(seed, isolate).result()
-
-    def summary(self, seed: int = 0) -> dict[str, Any]:
-        return self.clustering(seed).summary
-
-    def assignments(self, seed: int = 0) -> list[int]:
-        """The cluster id of every member, in the order they were added."""
-        return self.clustering(seed).member_clusters
-
-
-_SEP = "\x1f"
-
-
-def _split(joined: str) -> tuple[str, ...]:
-    return tuple(joined.split(_SEP)) if joined else ()
-
-
-def _intern(value: str | None) -> str | None:
-    return None if value is None else sys.intern(value)
 
 
 @dataclass(frozen=True)
@@ -240,10 +169,10 @@ def cluster_failures(rows: list[FailureFeatures], members: list[Member], seed: i
 
 
 def _distinct_rows(X: Any) -> int:
-    return len({(tuple(X.indices[X.indptr[i] : X.indptr[i + 1]]), tuple(np_round(X.data[X.indptr[i] : X.indptr[i + 1]]))) for i in range(X.shape[0])})
+    return len({(tuple(X.indices[X.indptr[i] : X.indptr[i + 1]]), tuple(_rounded(X.data[X.indptr[i] : X.indptr[i + 1]]))) for i in range(X.shape[0])})
 
 
-def np_round(values: Any) -> tuple[float, ...]:
+def _rounded(values: Any) -> tuple[float, ...]:
     return tuple(round(float(v), 9) for v in values)
 
 
@@ -371,84 +300,3 @@ def _top(counter: Counter[str]) -> str:
 
 def _sorted(counter: Counter[str]) -> dict[str, int]:
     return dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
-
-
-# ---- the child process ------------------------------------------------------------------------
-class PendingClustering:
-    """A clustering under way: in a child process (started at once, so the caller can do other
-    work meanwhile) or, for small runs or when the child cannot run, in process at ``result()``."""
-
-    def __init__(self, rows: list[FailureFeatures], members: list[Member], seed: int, isolate: bool):
-        self.rows, self.members, self.seed = rows, members, seed
-        self._proc: Any = None
-        self._done: Clustering | None = None
-        if isolate:
-            self._start_child()
-
-    def _start_child(self) -> None:
-        import json
-        import os
-        import subprocess
-        import sys
-        import tempfile
-        from pathlib import Path
-
-        payload = {
-            "seed": self.seed,
-            "rows": [[r.stage, list(r.tools), list(r.kinds), r.text] for r in self.rows],
-            "members": [[m.trajectory_id, m.task_id, m.agent, m.row] for m in self.members],
-        }
-        root = str(Path(__file__).resolve().parents[2])  # where the pipelines package lives
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])]), "OMP_NUM_THREADS": "1"}
-        try:
-            with tempfile.TemporaryFile() as fh:  # a file, not a pipe: starting the child never waits for it to read
-                fh.write(json.dumps(payload).encode("utf-8"))
-                fh.seek(0)
-                self._proc = subprocess.Popen(
-                    [sys.executable, "-m", "pipelines.orchestration.clusters"], stdin=fh, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
-                )
-        except OSError as exc:
-            self._fallback(f"could not start ({exc})")
-
-    def _fallback(self, why: str) -> None:
-        import warnings
-
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.kill()
-        self._proc = None
-        warnings.warn(f"failure-mode clustering child process {why}; clustering in process", RuntimeWarning, stacklevel=3)
-
-    def result(self) -> Clustering:
-        import json
-        import subprocess
-
-        if self._done is not None:
-            return self._done
-        if self._proc is not None:
-            try:
-                out, err = self._proc.communicate(timeout=CHILD_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self._fallback(f"ran over {CHILD_TIMEOUT_S} s")
-            else:
-                if self._proc.returncode == 0:
-                    data = json.loads(out)
-                    self._done = Clustering(data["summary"], data["member_clusters"])
-                    return self._done
-                self._fallback(f"exited with {self._proc.returncode}: {err.decode('utf-8', 'replace')[-2000:]}")
-        self._done = cluster_failures(self.rows, self.members, self.seed)
-        return self._done
-
-
-def _child_main() -> None:
-    import json
-    import sys
-
-    payload = json.loads(sys.stdin.buffer.read())
-    rows = [FailureFeatures(stage, tuple(tools), tuple(kinds), text) for stage, tools, kinds, text in payload["rows"]]
-    members = [Member(tid, task, agent, row) for tid, task, agent, row in payload["members"]]
-    done = cluster_failures(rows, members, payload["seed"])
-    sys.stdout.write(json.dumps({"summary": done.summary, "member_clusters": done.member_clusters}))
-
-
-if __name__ == "__main__":
-    _child_main()

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge import DIFFICULTY_TIERS, RECOVERY_OUTCOMES, Orchestration, TrajectoryResult
-from pipelines.orchestration.clusters import FailureModes, PendingClustering
+from pipelines.orchestration._child import PendingClustering
+from pipelines.orchestration.failure_modes import FailureModes
 
 
 def _rate(num: float, den: float) -> float | None:
