@@ -24,7 +24,7 @@ from judge.core._task import (
     dependency_order,
 )
 from judge.core._trajectory import ExternalLabel, Step, StepStatus, TokenUsage, Trajectory, TrajectoryTurn, label_passed, looks_like_error, normalise_status
-from judge.core._verdict import Evidence, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
+from judge.core._verdict import Evidence, EvidenceKind, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
 
 __all__ = [
     "CHECK_DEFAULT_STAGE",
@@ -38,6 +38,7 @@ __all__ = [
     "DifficultyTier",
     "Escalator",
     "Evidence",
+    "EvidenceKind",
     "ExternalLabel",
     "FailureStage",
     "ForbiddenArgument",

@@ -9,6 +9,7 @@ Invariants (checked in tests):
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
@@ -19,13 +20,32 @@ from judge.core._stages import Check, FailureStage, Outcome, VerdictLabel
 from judge.core._trajectory import ExternalLabel
 
 
-class Evidence(BaseModel):
-    """One fact a check relied on: which reference call met which predicted step, and why."""
+class EvidenceKind(StrEnum):
+    """What an evidence item records (reports and clustering group by it, never by its prose)."""
 
-    kind: str  # matched, missing, wrong_argument, extra_write, policy_violation, answer, ...
+    MATCHED_STRUCTURAL = "matched_structural"  # a reference call met by a call with matching arguments
+    MATCHED_RESPONSE = "matched_response"  # a reference read met by a call that got its response
+    UNSATISFIED = "unsatisfied"  # a required reference call no call met (decisive)
+    NO_COUNTERPART = "no_counterpart"  # a reference read no call met, but another path may exist
+    ADVISORY_UNMATCHED = "advisory_unmatched"  # an advisory reference call no call met
+    EXTRA_WRITE = "extra_write"  # a surplus call (a write, or any call when extra calls are forbidden)
+    STATE_MISMATCH = "state_mismatch"  # the final state differs from the reference's
+    POLICY_VIOLATION = "policy_violation"
+    ANSWER = "answer"
+    REQUIRED_CONTENT = "required_content"
+
+
+class Evidence(BaseModel):
+    """One fact a check relied on: which reference call met which predicted step, and why.
+
+    ``tool`` names the tool the fact is about (the reference call's for reference evidence, the
+    step's otherwise) so that no consumer has to parse ``message``."""
+
+    kind: EvidenceKind
     message: str
     reference: int | None = None  # index into the turn's reference calls
     step: int | None = None  # index into the trajectory turn's steps
+    tool: str | None = None
     expected: Any = None
     actual: Any = None
 

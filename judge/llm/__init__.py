@@ -5,7 +5,7 @@ Import this only where judges are used: it loads the provider SDKs.
 """
 
 from judge.llm._cache import JudgeCache, cache_key
-from judge.llm._limits import Budget, RateLimiter, RetryPolicy
+from judge.llm._limits import Budget, RateLimiter, RetryPolicy, cost_usd, price_for
 from judge.llm._panel import JudgeUsage, Panel, PanelStats, build_panel
 from judge.llm._providers import Completion, JudgeCallError, JudgeClient, create_client, parse_judge_name, provider_kinds, register_provider
 from judge.llm._rubric import JudgeVerdict, Rubric, register_rubric, registered_rubrics
@@ -38,9 +38,11 @@ __all__ = [
     "VoteWeights",
     "build_panel",
     "cache_key",
+    "cost_usd",
     "create_client",
     "load_weights",
     "parse_judge_name",
+    "price_for",
     "provider_kinds",
     "register_provider",
     "register_rubric",

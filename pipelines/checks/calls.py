@@ -35,12 +35,14 @@ Invariants, each a general rule:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from judge import Check, Evidence, FailureStage, Outcome, StageResult, canonical_json, dependency_order, response_key
 from pipelines.checks._context import TurnContext
 from pipelines.checks._diff import CallDiff, diff_call
+from pipelines.checks._waterfall import CheckOutcome
 
 
 @dataclass
@@ -224,6 +226,20 @@ def match_calls(ctx: TurnContext, answer_correct: bool | None) -> CallMatching:
     return _CallMatcher(ctx, answer_correct).run()
 
 
+class CallsCheck:
+    """Tool selection, argument names and values; reads the answer check (a missing read with a
+    right answer may be an alternative path; with a wrong one it is decisive)."""
+
+    check = Check.CALLS
+    depends_on: tuple[Check, ...] = (Check.ANSWER,)
+
+    def run(self, ctx: TurnContext, decided: Mapping[Check, StageResult]) -> CheckOutcome:
+        answer = decided[Check.ANSWER].outcome
+        correct = True if answer == Outcome.MATCH else False if answer == Outcome.MISMATCH else None
+        matching = match_calls(ctx, correct)
+        return CheckOutcome(matching.result, detail=matching)
+
+
 def _advisory(ctx: TurnContext, ri: int) -> bool:
     ref = ctx.turn.reference_calls[ri]
     return not ref.required or (ctx.task.grading == "outcome" and not ctx.task.is_write(ref.name))
@@ -246,23 +262,42 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
                     reference=st.index,
                     step=st.satisfied_by,
                     message=f"{ref.name} satisfied by step {st.satisfied_by} ({st.how})" + ("; no result recorded" if unknown else ""),
+                    tool=ref.name,
                     expected={"name": ref.name, "arguments": ref.arguments},
                 )
             )
         elif st.advisory:
             evidence.append(
-                Evidence(kind="advisory_unmatched", reference=st.index, message="; ".join(st.problems), expected={"name": ref.name, "arguments": ref.arguments})
+                Evidence(
+                    kind="advisory_unmatched",
+                    reference=st.index,
+                    tool=ref.name,
+                    message="; ".join(st.problems),
+                    expected={"name": ref.name, "arguments": ref.arguments},
+                )
             )
         elif st.inconclusive:
             evidence.append(
-                Evidence(kind="no_counterpart", reference=st.index, message="; ".join(st.problems), expected={"name": ref.name, "arguments": ref.arguments})
+                Evidence(
+                    kind="no_counterpart",
+                    reference=st.index,
+                    tool=ref.name,
+                    message="; ".join(st.problems),
+                    expected={"name": ref.name, "arguments": ref.arguments},
+                )
             )
         else:
             evidence.append(
-                Evidence(kind="unsatisfied", reference=st.index, message="; ".join(st.problems), expected={"name": ref.name, "arguments": ref.arguments})
+                Evidence(
+                    kind="unsatisfied",
+                    reference=st.index,
+                    tool=ref.name,
+                    message="; ".join(st.problems),
+                    expected={"name": ref.name, "arguments": ref.arguments},
+                )
             )
     for step_index, _stage, message in extra_writes:
-        evidence.append(Evidence(kind="extra_write", step=step_index, message=message))
+        evidence.append(Evidence(kind="extra_write", step=step_index, tool=ctx.steps[step_index].step.name, message=message))
 
     stages = [st.stage for st in status if st.stage is not None] + [s for _, s, _ in extra_writes]
     if state_mismatch and not stages:

@@ -231,6 +231,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_raw(200, b'{"id": "broken", "choices": [', "application/json")
             return
         openai = path == "/v1/chat/completions"
+        if hasattr(action, "payload"):  # actions that build their own reply (the scripted agents of tests/servers/agent.py)
+            self._send(200, action.payload(body, openai))
+            return
         payload = _openai_payload(body, action) if openai else _anthropic_payload(body, action)
         self._send(200, payload)
 
