@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from judge import Check, ReferenceCall, Step, Task, Trajectory, TrajectoryResult
+from judge import Check, EvidenceKind, ReferenceCall, Step, Task, Trajectory, TrajectoryResult
 from pipelines.alignment import TurnsMode
 from pipelines.alignment import align as align_turns
 
-MATCHED_KINDS = frozenset({"matched_structural", "matched_response", "matched_state"})
+MATCHED_KINDS = frozenset({EvidenceKind.MATCHED_STRUCTURAL, EvidenceKind.MATCHED_RESPONSE})
 
 
 def is_failed_call(step: Step) -> bool:

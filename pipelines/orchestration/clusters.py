@@ -4,7 +4,8 @@
 Features of one trajectory (``failure_features``, from its graded result alone), taken from the
 decisive check of its first failing turn (for an unresolved one: the first inconclusive check):
 - the failure stage (``unresolved:<stage>`` for an unresolved trajectory), one-hot;
-- the reference tools its evidence names, multi-hot;
+- the tools its evidence is about (``Evidence.tool``: the reference call's tool, or the step's for
+  a surplus write or a policy violation), multi-hot;
 - the evidence kinds (``unsatisfied``, ``extra_write``, ``policy_violation``, ``answer``, ...), multi-hot;
 - the check's reason and evidence messages as TF-IDF (words and identifiers; digits dropped, so
   "step 3" and "step 4" read alike; document frequencies counted over trajectories).
@@ -29,7 +30,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from judge import CHECK_DEFAULT_STAGE, Outcome, TrajectoryResult, VerdictLabel
+from judge import CHECK_DEFAULT_STAGE, EvidenceKind, Outcome, TrajectoryResult, VerdictLabel
 
 WEIGHTS = {"stage": 1.0, "tool": 0.6, "kind": 1.0, "text": 0.8}
 MAX_K = 20
@@ -42,7 +43,7 @@ MIN_DF = 2  # trajectories a term must occur in (runs of 20 or more)
 MAX_TERMS = 500
 EXAMPLES = 3
 TOP_TERMS = 4
-_MATCHED = ("matched_structural", "matched_response", "matched_state")
+_MATCHED = frozenset({EvidenceKind.MATCHED_STRUCTURAL, EvidenceKind.MATCHED_RESPONSE})
 _TOKEN = r"(?u)\b[^\W\d_][^\W\d]+\b"  # words and snake_case identifiers, no digits
 _EXTRA_STOP_WORDS = ("step", "steps")  # in nearly every evidence message: says nothing about the bug
 
@@ -70,8 +71,8 @@ def failure_features(result: TrajectoryResult) -> FailureFeatures | None:
     if check is None:
         return FailureFeatures(stage, (), (), "")
     evidence = [e for e in check.evidence if e.kind not in _MATCHED]
-    tools = sorted({e.expected["name"] for e in evidence if isinstance(e.expected, dict) and isinstance(e.expected.get("name"), str)})
-    kinds = sorted({e.kind for e in evidence})
+    tools = sorted({e.tool for e in evidence if e.tool})
+    kinds = sorted({e.kind.value for e in evidence})
     messages = [e.message for e in evidence]
     text = " ".join(([check.reason] if check.reason not in messages else []) + messages)[:MAX_TEXT]
     return FailureFeatures(stage, tuple(tools), tuple(kinds), text)
