@@ -18,6 +18,7 @@ from judge import (
     CHECK_DEFAULT_STAGE,
     RUBRIC_FOR_CHECK,
     Check,
+    DecidedBy,
     InputError,
     JudgeRequest,
     Outcome,
@@ -100,7 +101,7 @@ class GradedCase:
                 "outcome": outcome,
                 "failure_stage": stage,
                 "label": decision.label if check == Check.ANSWER else old.label,
-                "decided_by": f"judge:{panel}" if outcome != Outcome.INCONCLUSIVE else old.decided_by,
+                "decided_by": DecidedBy.judge(panel) if outcome != Outcome.INCONCLUSIVE else old.decided_by,
                 "reason": decision.reason or old.reason,
                 "decision": decision,
             }

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import rubrics
-from judge import Escalator, InputError, InputErrorInfo, TrajectoryResult, VerdictLabel
+from judge import DecidedBy, Escalator, InputError, InputErrorInfo, TrajectoryResult, VerdictLabel
 from pipelines.aggregate import Aggregator
 from pipelines.alignment import TurnAlignmentError
 from pipelines.config import GradingConfig
@@ -164,7 +164,7 @@ def _error_row(loaded: Loaded, info: InputErrorInfo) -> TrajectoryResult:
         trajectory_id=loaded.trajectory_id,
         agent=loaded.trajectory.agent if loaded.trajectory is not None else None,
         verdict=VerdictLabel.ERROR,
-        decided_by="error",
+        decided_by=DecidedBy.ERROR,
         source=loaded.source,
         error=info,
     )

@@ -20,7 +20,6 @@ import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -129,9 +128,16 @@ def hop_type(pattern: str | None) -> str:
     return "-".join(sorted({part.strip() for part in pattern.split("-") if part.strip()}))
 
 
-def _group_value(r: Row, key: str) -> str:
-    value = getattr(r, key)
-    return "unknown" if value is None else str(value)
+def _hop_value(dim: str) -> Callable[[Row], str]:
+    """The hop dimension of a row as a label (hop_type is derived from the hop pattern)."""
+    if dim == "hop_type":
+        return lambda r: hop_type(r.hop_pattern)
+
+    def value(r: Row) -> str:
+        v = getattr(r, dim)
+        return "unknown" if v is None else str(v)
+
+    return value
 
 
 def accuracy_by_hops(run: RunData) -> pd.DataFrame:
@@ -140,7 +146,7 @@ def accuracy_by_hops(run: RunData) -> pd.DataFrame:
     rows = []
     graded = run.graded
     for dim in ("hop_count", "hop_type", "hop_pattern"):
-        value_of: Callable[[Row], str] = (lambda r: hop_type(r.hop_pattern)) if dim == "hop_type" else partial(_group_value, key=dim)
+        value_of = _hop_value(dim)
         cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
         for r in graded:
             for pol in ("all", _policy_label(r)):

@@ -9,7 +9,7 @@ from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
 from judge.core._extras import extra_fields
 from judge.core._orchestration import DIFFICULTY_TIERS, RECOVERY_OUTCOMES, DifficultyTier, Orchestration, RecoveryEvent, RecoveryOutcome
 from judge.core._patterns import PatternError, compile_pattern, pattern_full_match, pattern_search
-from judge.core._stages import CHECK_DEFAULT_STAGE, FAILURE_STAGE_ORDER, Check, FailureStage, Outcome, VerdictLabel
+from judge.core._stages import CHECK_DEFAULT_STAGE, FAILURE_STAGE_ORDER, Check, DecidedBy, FailureStage, Outcome, VerdictLabel
 from judge.core._task import (
     ArgumentRule,
     ArgumentSet,
@@ -35,6 +35,7 @@ __all__ = [
     "ArgumentRule",
     "ArgumentSet",
     "Check",
+    "DecidedBy",
     "DifficultyTier",
     "Escalator",
     "Evidence",

@@ -4,20 +4,22 @@ Invariants (checked in tests):
 - a ``StageResult`` has ``failure_stage`` set iff its outcome is ``mismatch``;
 - a ``TrajectoryResult`` with verdict ``pass`` has failure stage ``none``; ``fail`` has a real
   stage; ``unresolved`` and ``error`` have none (``unresolved_stages`` says what stayed open);
-- ``decided_by`` is ``deterministic``, ``judge:<panel>`` or ``unresolved``.
+- ``decided_by`` is ``deterministic``, ``judge:<panel>``, ``unresolved`` or (input-error rows) ``error``.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from judge.core._errors import InputErrorInfo, SourceRef
 from judge.core._orchestration import Orchestration
-from judge.core._stages import Check, FailureStage, Outcome, VerdictLabel
+from judge.core._stages import Check, DecidedBy, FailureStage, Outcome, VerdictLabel, check_decided_by
 from judge.core._trajectory import ExternalLabel
+
+DecidedByValue = Annotated[str, AfterValidator(check_decided_by)]
 
 
 class EvidenceKind(StrEnum):
@@ -89,7 +91,7 @@ class StageResult(BaseModel):
     reason: str = ""
     label: str | None = None  # e.g. CRAG answer label correct / incorrect / missing
     evidence: list[Evidence] = Field(default_factory=list)
-    decided_by: str = "deterministic"
+    decided_by: DecidedByValue = DecidedBy.DETERMINISTIC
     decision: PanelDecision | None = None
 
     @model_validator(mode="after")
@@ -139,7 +141,7 @@ class TrajectoryResult(BaseModel):
     verdict: VerdictLabel
     failure_stage: FailureStage | None = None
     unresolved_stages: list[FailureStage] = Field(default_factory=list)
-    decided_by: str
+    decided_by: DecidedByValue
     turns: list[TurnResult] = Field(default_factory=list)
     scores: Scores = Field(default_factory=Scores)
     orchestration: Orchestration | None = None  # how the calls were orchestrated (None for error rows)

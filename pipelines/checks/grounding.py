@@ -14,20 +14,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from judge import Check, Outcome, StageResult
+from judge import Check, DecidedBy, Outcome, StageResult
 from pipelines.checks._context import TurnContext
 from pipelines.checks._waterfall import CheckOutcome
 from pipelines.matching import numbers_in, value_in_text
 
 
 class GroundingCheck:
-    check = Check.GROUNDING
+    check: Check = Check.GROUNDING
     depends_on: tuple[Check, ...] = (Check.ANSWER, Check.CALLS)
 
     def run(self, ctx: TurnContext, decided: Mapping[Check, StageResult]) -> CheckOutcome:
         calls = decided[Check.CALLS]
         # "all reference calls satisfied" grounds an answer only when a rule, not a judge, said so
-        calls_satisfied = calls.outcome == Outcome.MATCH and calls.decided_by == "deterministic"
+        calls_satisfied = calls.outcome == Outcome.MATCH and calls.decided_by == DecidedBy.DETERMINISTIC
         return CheckOutcome(self._result(ctx, decided[Check.ANSWER], calls_satisfied))
 
     def _result(self, ctx: TurnContext, answer: StageResult, calls_satisfied: bool) -> StageResult:

@@ -17,6 +17,7 @@ from pipelines.cli._common import (
     JudgeConfigOpt,
     JudgeOpt,
     MaxCostOpt,
+    MinVotesOpt,
     NoCacheOpt,
     OfflineOpt,
     ReplayOpt,
@@ -159,6 +160,7 @@ def grade(
     vote: VoteOpt = None,
     weights: WeightsOpt = None,
     tie_breaker: TieOpt = None,
+    min_votes: MinVotesOpt = None,
     replay: ReplayOpt = True,
     turns: Annotated[
         Optional[str],
@@ -195,7 +197,7 @@ def grade(
         out=out,
         on_error=on_error.value,
         config=grading,
-        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table),
+        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table, min_votes=min_votes),
         rubrics=rubric_table,
         replayer=build_replayer(replay),
         command=["judge", *sys.argv[1:]],
@@ -218,6 +220,7 @@ def demo(
     weights: WeightsOpt = None,
     tie_breaker: TieOpt = None,
     rubrics: RubricsOpt = None,
+    min_votes: MinVotesOpt = None,
 ) -> None:
     """Grade the bundled sample benchmark end to end (replay included) and print the breakdown."""
     from rich.table import Table
@@ -236,7 +239,7 @@ def demo(
         trajectories=sample / "trajectories.jsonl",
         out=out,
         config=GradingConfig.load(config),
-        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table),
+        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table, min_votes=min_votes),
         rubrics=rubric_table,
         replayer=build_replayer(True),
         command=["judge", *sys.argv[1:]],
