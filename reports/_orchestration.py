@@ -262,7 +262,7 @@ def _modes_list(run: RunData, modes: dict[str, Any], anchors: dict[str, str]) ->
         tools = escape(_top_items(c["tools"], TOP_TOOLS)) or "none named"
         out.append(
             f'<li><b>{escape(c["label"])}</b> <span class="note">cluster {c["id"]}: {c["size"]} trajectories ({pct(c["share"])})</span>'
-            f'<div class="note">stages: {stages} · reference tools: {tools} · evidence: {escape(", ".join(c["evidence_kinds"]) or "none")}</div>'
+            f'<div class="note">stages: {stages} · tools: {tools} · evidence: {escape(", ".join(c["evidence_kinds"]) or "none")}</div>'
             f'<div class="note">agents: {agents}</div><div class="note">examples: {", ".join(examples)}</div></li>'
         )
     out.append("</ol>")

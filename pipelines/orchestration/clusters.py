@@ -19,7 +19,7 @@ identical groups would look best); the search stops after ``PATIENCE`` k without
 to the smaller k. Large runs fit on a seeded sample of ``FIT_SAMPLE`` trajectories and assign the
 rest to the nearest centre. The same inputs and seed give the same clusters, byte for byte.
 
-Each cluster: a label (its dominant stage, its dominant reference tool when at least half its
+Each cluster: a label (its dominant stage, its dominant tool when at least half its
 members share one, and its top TF-IDF terms), size, share, stages, tools, evidence kinds, the
 agents it hits, and the three trajectories closest to its centre as examples.
 """
@@ -149,7 +149,7 @@ def cluster_failures(rows: list[FailureFeatures], members: list[Member], seed: i
     from scipy import sparse
 
     method = (
-        f"k-means over stage, reference tool, evidence kind and evidence-text TF-IDF; k in 2..{max_k} by silhouette; seed {seed}; "
+        f"k-means over failure stage, evidence tool, evidence kind and evidence-text TF-IDF; k in 2..{max_k} by silhouette; seed {seed}; "
         "identical feature rows merged with their counts"
     )
     if not members:
