@@ -4,7 +4,17 @@ Everything here is plain pydantic and standard library: importing it never pulls
 """
 
 from judge.core._canonical import canonical_json, content_hash, parse_json_text, response_key
-from judge.core._errors import InputError, InputErrorInfo, InputWarning, SourceRef, field_path
+from judge.core._errors import (
+    BadInputError,
+    ConfigurationError,
+    ExternalCallError,
+    InputError,
+    InputErrorInfo,
+    InputWarning,
+    SourceRef,
+    TrajectoryJudgeError,
+    field_path,
+)
 from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
 from judge.core._extras import extra_fields
 from judge.core._orchestration import DIFFICULTY_TIERS, RECOVERY_OUTCOMES, DifficultyTier, Orchestration, RecoveryEvent, RecoveryOutcome
@@ -34,12 +44,15 @@ __all__ = [
     "RUBRIC_FOR_CHECK",
     "ArgumentRule",
     "ArgumentSet",
+    "BadInputError",
     "Check",
+    "ConfigurationError",
     "DecidedBy",
     "DifficultyTier",
     "Escalator",
     "Evidence",
     "EvidenceKind",
+    "ExternalCallError",
     "ExternalLabel",
     "FailureStage",
     "ForbiddenArgument",
@@ -66,6 +79,7 @@ __all__ = [
     "TokenUsage",
     "ToolSpec",
     "Trajectory",
+    "TrajectoryJudgeError",
     "TrajectoryResult",
     "TrajectoryTurn",
     "Turn",
