@@ -22,6 +22,7 @@ from calibration._probes import ProbeResult
 from calibration._prompts import FewShotReport
 from calibration._self_preference import SelfPreference, self_preference
 from calibration._versions import PromptVersionReport
+from judge import fmt_num, fmt_pct
 
 REPORT_VERSION = 1
 

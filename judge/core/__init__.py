@@ -18,6 +18,7 @@ from judge.core._errors import (
 from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
 from judge.core._extras import extra_fields
 from judge.core._numbers import fmt_num, fmt_pct, fmt_pct_ci, fmt_signed_pct, missing
+from judge.core._orchestration import DIFFICULTY_TIERS, RECOVERY_OUTCOMES, DifficultyTier, Orchestration, RecoveryEvent, RecoveryOutcome
 from judge.core._patterns import PatternError, compile_pattern, pattern_full_match, pattern_search
 from judge.core._stages import CHECK_DEFAULT_STAGE, CRAG_SCORES, FAILURE_STAGE_ORDER, AnswerLabel, Check, DecidedBy, FailureStage, Outcome, VerdictLabel
 from judge.core._task import (
@@ -39,7 +40,9 @@ from judge.core._verdict import Evidence, EvidenceKind, PanelDecision, Scores, S
 __all__ = [
     "CHECK_DEFAULT_STAGE",
     "CRAG_SCORES",
+    "DIFFICULTY_TIERS",
     "FAILURE_STAGE_ORDER",
+    "RECOVERY_OUTCOMES",
     "RUBRIC_FOR_CHECK",
     "AnswerLabel",
     "ArgumentRule",
@@ -48,6 +51,7 @@ __all__ = [
     "Check",
     "ConfigurationError",
     "DecidedBy",
+    "DifficultyTier",
     "Escalator",
     "Evidence",
     "EvidenceKind",
@@ -59,10 +63,13 @@ __all__ = [
     "InputErrorInfo",
     "InputWarning",
     "JudgeRequest",
+    "Orchestration",
     "Outcome",
     "PanelDecision",
     "PatternError",
     "Policy",
+    "RecoveryEvent",
+    "RecoveryOutcome",
     "ReferenceCall",
     "Scores",
     "SourceRef",
