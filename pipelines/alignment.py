@@ -20,13 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from judge import Task, Trajectory, TrajectoryTurn, Turn
+from judge import BadInputError, Task, Trajectory, TrajectoryTurn, Turn
 
 TurnsMode = Literal["auto", "episode", "per-message"]
 TURNS_MODES: tuple[str, ...] = ("auto", "episode", "per-message")
 
 
-class TurnAlignmentError(ValueError):
+class TurnAlignmentError(BadInputError):
     """The trajectory's turns cannot be matched to the task's (per-message grading)."""
 
 
@@ -95,7 +95,7 @@ def collapse_task_turns(task: Task) -> Turn:
             return f"{turn_id}:{cid}" if seen.get(cid, 0) > 1 and cid in local else cid
 
         for call in turn.reference_calls:
-            update = {"depends_on": [rename(d) for d in call.depends_on]}
+            update: dict[str, Any] = {"depends_on": [rename(d) for d in call.depends_on]}
             if call.id is not None:
                 update["id"] = rename(call.id)
             calls.append(call.model_copy(update=update))

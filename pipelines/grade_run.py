@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import rubrics
-from judge import Check, Escalator, InputErrorInfo, InputWarning, PanelDecision, TrajectoryResult
+from judge import BadInputError, Check, ConfigurationError, Escalator, InputErrorInfo, InputWarning, PanelDecision, TrajectoryResult
 from pipelines.aggregate import Aggregator
 from pipelines.config import GradingConfig
 from pipelines.executors import Executor, make_executor
@@ -55,7 +55,7 @@ from pipelines.ingest import (
 )
 from pipelines.labels import LabelSet, load_labels
 from pipelines.run_dir import MANIFEST, REPORT_MD, RESULTS, SUMMARY, RunDirectory, RunDirError, RunState, ShardRecord, atomic_write
-from pipelines.run_inputs import LineShards, RawShard, TaskInput, display_name
+from pipelines.run_inputs import LineShards, RawShard, TaskInput, display_name, sha256_of
 from pipelines.shards import GradingContext, Shard, ShardGrader, ShardResult, grade_shard
 
 __all__ = [
@@ -74,11 +74,11 @@ __all__ = [
 _PENDING = "__pending__"
 
 
-class NoTasks(ValueError):
+class NoTasks(ConfigurationError):
     """Neither ``--tasks`` nor the trajectory file provides tasks."""
 
 
-class InputErrorsFound(Exception):
+class InputErrorsFound(BadInputError):
     """Raised with ``--on-error fail`` at the first bad input item."""
 
     def __init__(self, info: InputErrorInfo):
@@ -184,9 +184,13 @@ class _Inputs:
             self.digests["tool_specs"] = specs.hash()
         self.labels: LabelSet | None = None
         if opts.labels is not None:
-            labels = self._open(opts.labels, spool_dir)
-            self.labels = load_labels(labels.path, opts.limits)
-            self.digests["labels"] = labels.hash()
+            if Path(opts.labels).is_dir():  # a folder of BFCL score files: read where it is
+                self.labels = load_labels(Path(opts.labels), opts.limits)
+                self.digests["labels"] = sha256_of(opts.labels)
+            else:
+                labels = self._open(opts.labels, spool_dir)
+                self.labels = load_labels(labels.path, opts.limits)
+                self.digests["labels"] = labels.hash()
         _rename_spools(self.taskset, self.labels, self.spools)
         return self
 

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judge import ConfigurationError
+
 __all__ = ["OUTPUTS", "STATE_DIR", "RunDirError", "RunDirectory", "RunState", "ShardRecord", "atomic_write"]
 
 RESULTS, SUMMARY, REPORT_MD, REPORT_HTML, MANIFEST, TABLES = "results.jsonl", "summary.json", "report.md", "report.html", "manifest.json", "tables"
@@ -39,8 +41,9 @@ STATE_DIR = ".judge-run"
 STATE_VERSION = 1
 
 
-class RunDirError(Exception):
-    """The output directory cannot take this run (a usage error: exit code 2)."""
+class RunDirError(ConfigurationError):
+    """The output directory cannot take this run (``--out``, ``--overwrite``, ``--resume``: a
+    usage error, exit code 2)."""
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:

@@ -52,10 +52,17 @@ def _is_regular(path: str | os.PathLike) -> bool:
 
 
 def sha256_of(path: str | os.PathLike) -> str:
+    """Content hash of a file, or of a folder (BFCL score files): its files' relative paths and
+    contents, in sorted order."""
+    root = Path(path)
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(_BLOCK), b""):
-            digest.update(block)
+    files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
+    for file in files:
+        if file != root:
+            digest.update(file.relative_to(root).as_posix().encode() + b"\0")
+        with open(file, "rb") as fh:
+            for block in iter(lambda: fh.read(_BLOCK), b""):
+                digest.update(block)
     return digest.hexdigest()
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import IO, Any, cast
 
-from judge import InputError, InputErrorInfo, TrajectoryResult, VerdictLabel
+from judge import DecidedBy, InputError, InputErrorInfo, TrajectoryResult, VerdictLabel
 from pipelines.aggregate import Aggregator
 from pipelines.alignment import TurnAlignmentError
 from pipelines.config import GradingConfig
@@ -211,7 +211,7 @@ def error_row(loaded: Loaded, info: InputErrorInfo) -> TrajectoryResult:
         trajectory_id=loaded.trajectory_id,
         agent=loaded.trajectory.agent if loaded.trajectory is not None else None,
         verdict=VerdictLabel.ERROR,
-        decided_by="error",
+        decided_by=DecidedBy.ERROR,
         source=loaded.source,
         error=info,
     )

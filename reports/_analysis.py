@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from reports import _orchestration as O
 from reports import _tables as T
 from reports._run import RunData, attach_trajectories
 
@@ -26,6 +27,7 @@ def analyse(run: RunData) -> RunReport:
     calib, calib_facts = T.calibration_tables(run)
     passk, pass_stats = T.repeated_runs(run)
     tools = T.tool_bottlenecks(run)
+    agreement, disagreements = T.external_agreement(run)
     tables = {
         "headline": T.headline(run),
         "capabilities": T.capabilities(run),
@@ -39,6 +41,9 @@ def analyse(run: RunData) -> RunReport:
         "calibration": calib,
         "pass_at_k": passk,
         "repeated_runs": pass_stats,
+        "external_agreement": agreement,
+        "external_disagreements": disagreements,
+        **O.tables(run),
     }
     notes = []
     unnamed = sum(r.unnamed_tool_evidence for r in run.rows)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from reports import _orchestration as O
 from reports._analysis import RunReport
 from reports._format import calibration_sentence, md_table, num, pct, pct_ci, pivot_comparison
 from reports._tables import STAGES
@@ -71,12 +72,13 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
             stages = " | ".join(str(g["failure_stages"].get(st, 0)) for st in STAGES)
             lines.append(f"| {value} | {g['n']} | {pct(g['pass_rate'])} | {pct_ci(g.get('pass_rate_ci95'))} | {g['unresolved']} | {stages} |")
     lines += ["", f"{level} Scores", ""] + md_table(t["scores"], percent=set())
-    lines += _section("Seed metrics per agent (radar in report.html)", t["seed_metrics"])
+    lines += _section("Seed metrics per agent, with recovery (radar in report.html)", t["seed_metrics"])
     lines += ["", f"{level} Per-tool bottlenecks (conditional failure rate of each reference step)", ""]
     tools = t["tool_bottlenecks"]
     lines += md_table(tools.head(30)) if not tools.empty else ["_no reference-step evidence_"]
     if len(tools) > 30:
         lines.append(f"\n_{len(tools) - 30} more tools in tables/tool_bottlenecks.csv_")
+    lines += O.render_markdown(rep.run, t, level)
     vf = rep.vote_facts
     lines += ["", f"{level} How verdicts were decided", ""] + md_table(t["decided_by"])
     lines += [
@@ -97,6 +99,21 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
         lines.append("_no agent ran any task more than once_")
     else:
         lines += md_table(t["repeated_runs"]) + [""] + md_table(t["pass_at_k"])
+    if not t["external_agreement"].empty:
+        lines += ["", f"{level} Agreement with the source's own verdicts", ""]
+        lines += [
+            "Ours (pass / fail / unresolved) against the verdict the trajectories' source gave them; kappa on the cases both decided "
+            "(95% cluster-bootstrap CI over tasks). Every disagreement is listed with both sides' reasons.",
+            "",
+        ]
+        lines += md_table(t["external_agreement"], percent={"agreement"})
+        lines += _section("Disagreements", t["external_disagreements"], empty="none")
+    if s.get("input_warnings"):
+        lines += ["", f"{level} Input warnings (read, graded, worth a look)", "", "| kind | field | count | first seen | message |", "|---|---|---:|---|---|"]
+        for kind, fields in s["input_warnings"].items():
+            for pattern, w in fields.items():
+                msg = str(w["message"]).replace("|", "\\|").replace("\n", " ")
+                lines.append(f"| {kind} | {pattern} | {w['count']} | {w['first']} | {msg} |")
     if s.get("errors"):
         lines += ["", f"{level} Input errors (listed, not graded)", "", "| file | line | field | kind | message |", "|---|---:|---|---|---|"]
         for e in s["errors"]:

@@ -13,24 +13,22 @@ Memory: results stream once into compact ``Row`` facts (a few hundred bytes each
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from judge import Scores, Trajectory, TrajectoryResult, field_path
+from judge import BadInputError, Scores, Trajectory, TrajectoryResult, field_path
 
 DRILL_FIRST = 1000  # the first N trajectories of the file are always in the drill-down
 DRILL_EXTRA_FAILURES = 1000  # plus up to this many later non-passing ones
 MATCHED_KINDS = ("matched_structural", "matched_response")
-_SATISFIED_MSG = re.compile(r"^(\S+) satisfied by step")
 
 SUMMARY, RESULTS, CALIBRATION = "summary.json", "results.jsonl", "calibration.json"
 
 
-class ReportInputError(ValueError):
+class ReportInputError(BadInputError):
     """A run directory or one of its files cannot be read; the message names file, line, field."""
 
 
@@ -53,6 +51,18 @@ class DecisionFacts:
 
 
 SCORE_NAMES: tuple[str, ...] = tuple(Scores.model_fields)
+# per-trajectory orchestration facts in the trajectories table (None for error rows)
+ORCHESTRATION_COLUMNS = (
+    "tier",
+    "failed_calls",
+    "recovered_calls",
+    "recovery_rate",
+    "rounds_used",
+    "rounds_minimum",
+    "parallel_efficiency",
+    "loop_repeats",
+    "looping",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +90,7 @@ class Row:
     tools: tuple[tuple[str, str], ...]  # (reference tool name, satisfied | unsatisfied | no_counterpart)
     unnamed_tool_evidence: int
     decisions: tuple[DecisionFacts, ...]
+    orchestration: tuple[Any, ...] | None = None  # in ORCHESTRATION_COLUMNS order
 
     @property
     def scores(self) -> dict[str, float | None]:
@@ -87,13 +98,12 @@ class Row:
 
 
 def reference_tool(e: Any) -> str | None:
-    """The reference tool an evidence item is about: ``expected.name``, else the name the
-    matcher writes first in its 'X satisfied by step N' message."""
+    """The reference tool an evidence item is about: its ``tool`` field (results written before
+    the field existed: ``expected.name``)."""
+    if e.tool is not None:
+        return str(e.tool)
     exp = e.expected
-    if isinstance(exp, dict) and isinstance(exp.get("name"), str):
-        return exp["name"]
-    m = _SATISFIED_MSG.match(e.message or "")
-    return m.group(1) if m else None
+    return exp["name"] if isinstance(exp, dict) and isinstance(exp.get("name"), str) else None
 
 
 def to_row(r: TrajectoryResult, pool: dict[Any, Any] | None = None) -> Row:
@@ -142,6 +152,7 @@ def to_row(r: TrajectoryResult, pool: dict[Any, Any] | None = None) -> Row:
         tools=_shared(tuple(_shared(t) for t in tools)),
         unnamed_tool_evidence=unnamed,
         decisions=tuple(decisions),
+        orchestration=None if r.orchestration is None else _shared(tuple(getattr(r.orchestration, c) for c in ORCHESTRATION_COLUMNS)),
     )
 
 

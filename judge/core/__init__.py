@@ -4,11 +4,23 @@ Everything here is plain pydantic and standard library: importing it never pulls
 """
 
 from judge.core._canonical import canonical_json, content_hash, loads_json, parse_json_text, response_key
-from judge.core._errors import InputError, InputErrorInfo, InputWarning, SourceRef, field_path
+from judge.core._errors import (
+    BadInputError,
+    ConfigurationError,
+    ExternalCallError,
+    InputError,
+    InputErrorInfo,
+    InputWarning,
+    SourceRef,
+    TrajectoryJudgeError,
+    field_path,
+)
 from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
 from judge.core._extras import extra_fields
+from judge.core._numbers import fmt_num, fmt_pct, fmt_pct_ci, fmt_signed_pct, missing
+from judge.core._orchestration import DIFFICULTY_TIERS, RECOVERY_OUTCOMES, DifficultyTier, Orchestration, RecoveryEvent, RecoveryOutcome
 from judge.core._patterns import PatternError, compile_pattern, pattern_full_match, pattern_search
-from judge.core._stages import CHECK_DEFAULT_STAGE, FAILURE_STAGE_ORDER, Check, FailureStage, Outcome, VerdictLabel
+from judge.core._stages import CHECK_DEFAULT_STAGE, CRAG_SCORES, FAILURE_STAGE_ORDER, AnswerLabel, Check, DecidedBy, FailureStage, Outcome, VerdictLabel
 from judge.core._task import (
     ArgumentRule,
     ArgumentSet,
@@ -23,17 +35,27 @@ from judge.core._task import (
     dependency_order,
 )
 from judge.core._trajectory import ExternalLabel, Step, StepStatus, TokenUsage, Trajectory, TrajectoryTurn, label_passed, looks_like_error, normalise_status
-from judge.core._verdict import Evidence, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
+from judge.core._verdict import Evidence, EvidenceKind, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
 
 __all__ = [
     "CHECK_DEFAULT_STAGE",
+    "CRAG_SCORES",
+    "DIFFICULTY_TIERS",
     "FAILURE_STAGE_ORDER",
+    "RECOVERY_OUTCOMES",
     "RUBRIC_FOR_CHECK",
+    "AnswerLabel",
     "ArgumentRule",
     "ArgumentSet",
+    "BadInputError",
     "Check",
+    "ConfigurationError",
+    "DecidedBy",
+    "DifficultyTier",
     "Escalator",
     "Evidence",
+    "EvidenceKind",
+    "ExternalCallError",
     "ExternalLabel",
     "FailureStage",
     "ForbiddenArgument",
@@ -41,10 +63,13 @@ __all__ = [
     "InputErrorInfo",
     "InputWarning",
     "JudgeRequest",
+    "Orchestration",
     "Outcome",
     "PanelDecision",
     "PatternError",
     "Policy",
+    "RecoveryEvent",
+    "RecoveryOutcome",
     "ReferenceCall",
     "Scores",
     "SourceRef",
@@ -57,6 +82,7 @@ __all__ = [
     "TokenUsage",
     "ToolSpec",
     "Trajectory",
+    "TrajectoryJudgeError",
     "TrajectoryResult",
     "TrajectoryTurn",
     "Turn",
@@ -69,9 +95,14 @@ __all__ = [
     "dependency_order",
     "extra_fields",
     "field_path",
+    "fmt_num",
+    "fmt_pct",
+    "fmt_pct_ci",
+    "fmt_signed_pct",
     "label_passed",
     "loads_json",
     "looks_like_error",
+    "missing",
     "normalise_status",
     "parse_json_text",
     "pattern_full_match",

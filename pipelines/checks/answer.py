@@ -14,10 +14,12 @@ Rules, in order:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from judge import Check, Evidence, FailureStage, Outcome, StageResult, pattern_search
+from judge import Check, Evidence, EvidenceKind, FailureStage, Outcome, StageResult, pattern_search
 from pipelines.checks._context import TurnContext
+from pipelines.checks._waterfall import CheckOutcome
 from pipelines.matching import AnswerLabel, AnswerThresholds, compare_answer, is_missing, value_in_text
 
 
@@ -41,9 +43,13 @@ def thresholds_from(ctx: TurnContext) -> AnswerThresholds:
 
 
 class AnswerCheck:
-    check = Check.ANSWER
+    check: Check = Check.ANSWER
+    depends_on: tuple[Check, ...] = ()
 
-    def run(self, ctx: TurnContext) -> StageResult:
+    def run(self, ctx: TurnContext, decided: Mapping[Check, StageResult]) -> CheckOutcome:
+        return CheckOutcome(self._result(ctx))
+
+    def _result(self, ctx: TurnContext) -> StageResult:
         turn = ctx.turn
         prediction = ctx.traj_turn.final_answer if ctx.traj_turn is not None else None
         told: list[Evidence] = []
@@ -53,7 +59,11 @@ class AnswerCheck:
             if missing:
                 return self._mismatch("incorrect", f"the agent never told the user: {missing}", messages[-3:], turn.required_content)
             told.append(
-                Evidence(kind="required_content", message=f"all {len(turn.required_content)} required items were communicated", expected=turn.required_content)
+                Evidence(
+                    kind=EvidenceKind.REQUIRED_CONTENT,
+                    message=f"all {len(turn.required_content)} required items were communicated",
+                    expected=turn.required_content,
+                )
             )
         if turn.gold_answer_pattern is not None:
             if isinstance(prediction, str) and pattern_search(turn.gold_answer_pattern, prediction):
@@ -63,7 +73,7 @@ class AnswerCheck:
                     outcome=Outcome.MATCH,
                     label=AnswerLabel.CORRECT.value,
                     reason=reason,
-                    evidence=[*told, Evidence(kind="answer", message=reason, expected=turn.gold_answer_pattern, actual=prediction)],
+                    evidence=[*told, Evidence(kind=EvidenceKind.ANSWER, message=reason, expected=turn.gold_answer_pattern, actual=prediction)],
                 )
             if turn.gold_answers is None:
                 if is_missing(prediction):
@@ -85,7 +95,7 @@ class AnswerCheck:
                 check=self.check,
                 outcome=Outcome.INCONCLUSIVE,
                 reason=match.reason,
-                evidence=[Evidence(kind="answer", message=match.reason, expected=turn.gold_answers, actual=prediction)],
+                evidence=[Evidence(kind=EvidenceKind.ANSWER, message=match.reason, expected=turn.gold_answers, actual=prediction)],
             )
         if match.label == AnswerLabel.CORRECT:
             return StageResult(
@@ -93,7 +103,7 @@ class AnswerCheck:
                 outcome=Outcome.MATCH,
                 label=match.label.value,
                 reason=match.reason,
-                evidence=[Evidence(kind="answer", message=match.reason, expected=turn.gold_answers[match.gold_index or 0], actual=prediction)],
+                evidence=[Evidence(kind=EvidenceKind.ANSWER, message=match.reason, expected=turn.gold_answers[match.gold_index or 0], actual=prediction)],
             )
         return self._mismatch(match.label.value, match.reason, prediction, turn.gold_answers)
 
@@ -104,7 +114,7 @@ class AnswerCheck:
             failure_stage=FailureStage.ANSWER_CORRECTNESS,
             label=label,
             reason=reason,
-            evidence=[Evidence(kind="answer", message=reason, expected=gold, actual=prediction)],
+            evidence=[Evidence(kind=EvidenceKind.ANSWER, message=reason, expected=gold, actual=prediction)],
         )
 
 

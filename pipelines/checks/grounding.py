@@ -12,18 +12,26 @@ decides). There is no deterministic 'ungrounded': absence of a string is not pro
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from judge import Check, Outcome, StageResult
+from judge import Check, DecidedBy, Outcome, StageResult
 from pipelines.checks._context import TurnContext
+from pipelines.checks._waterfall import CheckOutcome
 from pipelines.matching import Haystack, numbers_in, value_in_text
 
 
 class GroundingCheck:
-    check = Check.GROUNDING
+    check: Check = Check.GROUNDING
+    depends_on: tuple[Check, ...] = (Check.ANSWER, Check.CALLS)
 
-    def run(self, ctx: TurnContext, answer: StageResult, calls_satisfied: bool) -> StageResult:
+    def run(self, ctx: TurnContext, decided: Mapping[Check, StageResult]) -> CheckOutcome:
+        calls = decided[Check.CALLS]
+        # "all reference calls satisfied" grounds an answer only when a rule, not a judge, said so
+        calls_satisfied = calls.outcome == Outcome.MATCH and calls.decided_by == DecidedBy.DETERMINISTIC
+        return CheckOutcome(self._result(ctx, decided[Check.ANSWER], calls_satisfied))
+
+    def _result(self, ctx: TurnContext, answer: StageResult, calls_satisfied: bool) -> StageResult:
         if answer.outcome in (Outcome.SKIPPED, Outcome.MISMATCH):
             return StageResult(check=self.check, outcome=Outcome.SKIPPED, reason="no correct answer to ground")
         if not ctx.turn.reference_calls and not ctx.steps:
@@ -33,7 +41,7 @@ class GroundingCheck:
             return StageResult(check=self.check, outcome=Outcome.INCONCLUSIVE, reason="no successful tool output to ground the answer in")
         prediction = ctx.traj_turn.final_answer if ctx.traj_turn is not None else None
         gold = ctx.turn.gold_answers or []
-        sources = [Haystack(outputs)]  # searched once per gold value and per number of the answer
+        sources = [Haystack(outputs)]  # prepared once, searched per gold value and per number of the answer
         supported_value = next((g for g in gold if value_in_text(g, sources[0])), None)
         unexplained = [n for n in numbers_in(prediction) if not any(value_in_text(n, src) for src in _lazy(sources, ctx.turn.query, gold))]
         if supported_value is not None and not unexplained:

@@ -17,6 +17,7 @@ from pipelines.cli._common import (
     JudgeConfigOpt,
     JudgeOpt,
     MaxCostOpt,
+    MinVotesOpt,
     NoCacheOpt,
     OfflineOpt,
     ReplayOpt,
@@ -40,12 +41,17 @@ class OnError(StrEnum):
 
 def _input_path(value: Optional[Path]) -> Optional[Path]:
     """An input file, or ``-`` for standard input (read once; see pipelines.run_inputs)."""
+    if value is not None and value.is_dir():
+        raise typer.BadParameter(f"File '{value}' is a directory.")
+    return _input_or_folder(value)
+
+
+def _input_or_folder(value: Optional[Path]) -> Optional[Path]:
+    """An input file or folder (BFCL score files), or ``-`` for standard input."""
     if value is None or str(value) == "-":
         return value
     if not value.exists():
         raise typer.BadParameter(f"File '{value}' does not exist.")
-    if value.is_dir():
-        raise typer.BadParameter(f"File '{value}' is a directory.")
     return value
 
 
@@ -163,6 +169,7 @@ def grade(
     vote: VoteOpt = None,
     weights: WeightsOpt = None,
     tie_breaker: TieOpt = None,
+    min_votes: MinVotesOpt = None,
     replay: ReplayOpt = True,
     turns: Annotated[
         Optional[str],
@@ -171,7 +178,9 @@ def grade(
     strict: Annotated[bool, typer.Option("--strict", help="Fields the schema does not know are errors instead of warnings.")] = False,
     labels: Annotated[
         Optional[Path],
-        typer.Option(callback=_input_path, help="Verdicts of another tool (JSONL {trajectory_id|task_id, label}): report agreement with them."),
+        typer.Option(
+            callback=_input_or_folder, help="Verdicts of another tool (JSONL {trajectory_id|task_id, label}, or BFCL score files): report agreement with them."
+        ),
     ] = None,
     tool_specs: Annotated[
         Optional[Path], typer.Option(callback=_input_path, help="Tool specs (a task's tools shape) for formats whose files carry none.")
@@ -219,7 +228,7 @@ def grade(
         out=out,
         on_error=on_error.value,
         config=grading,
-        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table),
+        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table, min_votes=min_votes),
         rubrics=rubric_table,
         replayer=build_replayer(replay),
         command=["judge", *sys.argv[1:]],
@@ -247,6 +256,7 @@ def demo(
     weights: WeightsOpt = None,
     tie_breaker: TieOpt = None,
     rubrics: RubricsOpt = None,
+    min_votes: MinVotesOpt = None,
 ) -> None:
     """Grade the bundled sample benchmark end to end (replay included) and print the breakdown."""
     from rich.table import Table
@@ -266,7 +276,7 @@ def demo(
         trajectories=sample / "trajectories.jsonl",
         out=out,
         config=GradingConfig.load(config),
-        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table),
+        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table, min_votes=min_votes),
         rubrics=rubric_table,
         replayer=build_replayer(True),
         command=["judge", *sys.argv[1:]],

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judge import ToolSpec, canonical_json
+from judge import BadInputError, ConfigurationError, ToolSpec, canonical_json
 from pipelines.env import _slot
 from pipelines.env._catalog import environment_version, list_environments, roots
 from pipelines.env._labels import LabelError, has_reference, resolve
@@ -44,11 +44,11 @@ class ExecResult:
     error: str | None = None
 
 
-class ToolError(Exception):
+class ToolError(BadInputError):
     """A failure the agent caused or could see: recorded as the call's error, never raised out."""
 
 
-class DomainError(ValueError):
+class DomainError(ConfigurationError):
     """A broken or unknown domain (a setup problem, raised to the caller)."""
 
 

@@ -1,9 +1,11 @@
 """Ingestion: streaming readers for every input format, with precise errors.
 
 Tasks come from the native, VAKRA or BFCL formats; trajectories from the native, OpenAI Chat
-Completions, Anthropic Messages or VAKRA formats. Files are JSONL, one JSON array, or a single
-JSON object. Every item becomes exactly one task / trajectory or one ``InputErrorInfo`` naming
-file, line and field path; nothing is silently dropped or overwritten.
+Completions, Anthropic Messages, VAKRA or BFCL result formats, and OpenTelemetry GenAI traces (read
+whole: OTLP JSON / JSONL, Langfuse exports). BFCL score files give BFCL's own verdicts as labels.
+Files are JSONL, one JSON array, or a single JSON object. Every item becomes exactly one task /
+trajectory or one ``InputErrorInfo`` naming file, line and field path; nothing is silently dropped
+or overwritten.
 """
 
 from pipelines.ingest._api import (
@@ -17,6 +19,7 @@ from pipelines.ingest._api import (
     strict_tasks,
 )
 from pipelines.ingest._base import Bundle, BundleFormat, Limits, Loaded, TaskCollector, TaskSet
+from pipelines.ingest._bfcl_scores import BfclScoreLabels, read_bfcl_scores, sniff_bfcl_scores
 from pipelines.ingest._parallel import TaskShard, read_task_shard, replay_task_shard
 from pipelines.ingest._registry import TASK_FORMATS, TRAJECTORY_FORMATS, trajectory_format
 from pipelines.ingest._schemas import export_json_schemas
@@ -25,6 +28,7 @@ from pipelines.ingest._tool_specs import ToolSpecError, load_tool_specs, with_to
 __all__ = [
     "TASK_FORMATS",
     "TRAJECTORY_FORMATS",
+    "BfclScoreLabels",
     "Bundle",
     "BundleFormat",
     "Limits",
@@ -41,9 +45,11 @@ __all__ = [
     "iter_trajectories",
     "load_tasks",
     "load_tool_specs",
+    "read_bfcl_scores",
     "read_task_shard",
     "read_trajectories",
     "replay_task_shard",
+    "sniff_bfcl_scores",
     "strict_tasks",
     "trajectory_format",
     "with_tool_specs",

@@ -75,17 +75,25 @@ def _looks_like_json(head: bytes) -> bool:
     return head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"[")
 
 
-def _detect_bundle(path: Source, first: dict[str, Any] | None) -> str | None:
+def _detect_bundle(path: Source, limits: Limits) -> tuple[str | None, dict[str, Any] | None]:
+    """(bundle format, first object). The file's first bytes are tried alone first: a bundle is often
+    one large JSON document (or an archive), and finding its "first object" means parsing all of it.
+    Only when the bytes do not suffice is the first object read (it is returned for reuse)."""
     if not isinstance(path, (str, os.PathLike)):
-        return None  # a stream: only streaming formats are detected
-    return sniff_bundle(_head(path), first)
+        return None, None  # a stream: only streaming formats are detected
+    head = _head(path)
+    name = sniff_bundle(head, None)
+    if name is not None or not _looks_like_json(head):
+        return name, None
+    first = _first_object(path, limits)
+    return (sniff_bundle(head, first) if first is not None else None), first
 
 
 def detect_trajectory_format(path: str | os.PathLike) -> str:
-    """The trajectory format of ``path``: a bundle from the file's first bytes and first object,
+    """The trajectory format of ``path``: a bundle from the file's first bytes (and first object),
     else a streaming format from its first readable object."""
-    item = _first_object(path, Limits()) if _looks_like_json(_head(path)) else None
-    name = _detect_bundle(path, item) or (sniff_trajectory(item) if item is not None else None)
+    name, item = _detect_bundle(path, Limits())
+    name = name or (sniff_trajectory(item) if item is not None else None)
     if name is None:
         raise ValueError(f"cannot detect the trajectory format of {path}: {_describe(item)}; pass fmt= one of {', '.join(TRAJECTORY_FORMATS)}")
     return name
@@ -161,8 +169,7 @@ def read_trajectories(
     """
     chosen = trajectory_format(fmt) if fmt is not None else None
     if chosen is None and isinstance(path, (str, os.PathLike)):
-        head = _head(path)
-        name = _detect_bundle(path, _first_object(path, limits) if _looks_like_json(head) else None)
+        name, _ = _detect_bundle(path, limits)
         chosen = BUNDLE_REGISTRY[name] if name is not None else None
     if isinstance(chosen, BundleFormat):
         if not isinstance(path, (str, os.PathLike)):
@@ -274,15 +281,16 @@ def check_task(loaded: Loaded, tasks: TaskSet) -> InputErrorInfo | None:
     if loaded.trajectory is None:
         return None
     task_id = loaded.trajectory.task_id
-    where = {"file": loaded.source.file, "line": loaded.source.line, "field": "task_id"}
+
+    def error(kind: str, message: str) -> InputErrorInfo:
+        return InputErrorInfo(kind=kind, message=message, file=loaded.source.file, line=loaded.source.line, field="task_id")
+
     if task_id in tasks.ambiguous:
-        info = tasks.ambiguous[task_id]
-        return InputErrorInfo(kind="ambiguous_task", message=f"{info.message}; not graded against a guess", **where)
+        return error("ambiguous_task", f"{tasks.ambiguous[task_id].message}; not graded against a guess")
     if task_id in tasks.tasks:
         return None
     if task_id in tasks.invalid:
-        bad = tasks.invalid[task_id]
-        return InputErrorInfo(kind="unknown_task", message=f"task {task_id!r} could not be read: {bad.render()}", **where)
+        return error("unknown_task", f"task {task_id!r} could not be read: {tasks.invalid[task_id].render()}")
     close = difflib.get_close_matches(task_id, list(tasks.tasks), n=3) if len(tasks.tasks) <= 10_000 else []
     hint = f"; similar ids: {', '.join(close)}" if close else ""
-    return InputErrorInfo(kind="unknown_task", message=f"no task with id {task_id!r} among {len(tasks.tasks)} tasks{hint}", **where)
+    return error("unknown_task", f"no task with id {task_id!r} among {len(tasks.tasks)} tasks{hint}")

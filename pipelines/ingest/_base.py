@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from judge import InputErrorInfo, InputWarning, SourceRef, Task, ToolSpec, Trajectory, content_hash, field_path
+from judge import BadInputError, InputErrorInfo, InputWarning, SourceRef, Task, ToolSpec, Trajectory, content_hash, field_path
 from pipelines.ingest._store import SourceIndex, TaskStore
 
 
@@ -62,7 +62,7 @@ class TaskSet:
     warnings: list[InputWarning] = field(default_factory=list)
 
 
-class ItemError(Exception):
+class ItemError(BadInputError):
     """A problem with one input item, raised by a format converter and turned into an error row."""
 
     def __init__(self, kind: str, message: str, field: str | None = None, line: int | None = None, file: str | None = None):

@@ -58,7 +58,8 @@ class TurnBuilder:
             self._pending.setdefault(call_id, []).append((step, path))
         self.current["steps"].append(step)
 
-    def add_result(self, call_id: str, result: Any, status: Any, path: str, id_field: str) -> None:
+    def add_result(self, call_id: str, result: Any, status: Any, path: str, id_field: str, error: str | None = None) -> None:
+        """``error``: the tool's own error message, when the format records one apart from the result."""
         waiting = self._pending.get(call_id) or []
         if len(waiting) > 1:
             where = ", ".join(p for _, p in waiting)
@@ -68,7 +69,7 @@ class TurnBuilder:
                 f"{path}.{id_field}",
             )
         if not waiting:
-            self.orphans.append({"call_id": call_id, "result": result, "at": path})
+            self.orphans.append({"call_id": call_id, "result": result, "at": path, **({"error": error} if error is not None else {})})
             if self.ctx is not None:
                 self.ctx.warn(
                     "orphan_result", f"a tool result for call id {call_id!r} answers no pending call; kept in metadata.orphan_results", f"{path}.{id_field}"
@@ -81,6 +82,8 @@ class TurnBuilder:
         if status is not None:
             step["status"] = status
             step["_status_path"] = f"{path}.status"
+        if error is not None:
+            step["error"] = error
 
     def say(self, text: str) -> None:
         """The agent told the user something (counts for required content)."""

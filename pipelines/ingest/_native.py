@@ -149,7 +149,8 @@ def _convert_trajectory(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
 
 def convert_task(item: dict[str, Any], file: str = "<memory>", line: int | None = None) -> tuple[Task, list[InputWarning]]:
     """The task and a warning for each field it carries that the schema does not know."""
-    validated, moved = item, []
+    validated: dict[str, Any] = item
+    moved: list[str] = []
     meta = item.get("metadata", {})
     if isinstance(meta, dict) and isinstance(meta.get("tags", {}), dict):
         validated, moved = _move_top_level(item, _TASK_TOP, "metadata")

@@ -4,7 +4,9 @@ that grading knows each tool's parameters and which tools write.
 Accepted shapes: a JSON array of specs, ``{"tools": [...]}`` (items may be ``{"spec": ...}`` as in a
 bundled domain's ``tools.json``), or JSONL with one spec per line; a spec is a task's ``tools`` entry
 (flat ``{name, description, parameters, side_effect}`` or OpenAI's wrapped form). A task gains each
-spec whose tool it does not declare itself; its own specs always win.
+spec whose tool it does not declare itself; its own specs win, except a placeholder that only names
+the tool (no description, no parameters: what a reader writes for a format that names tools without
+describing them, such as tau2 results), which a given spec replaces.
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judge import InputErrorInfo, ToolSpec
+from judge import BadInputError, InputErrorInfo, ToolSpec
 from pipelines.ingest._base import Limits, TaskSet, validation_error
 from pipelines.ingest._reader import read_items
 
 
-class ToolSpecError(ValueError):
+class ToolSpecError(BadInputError):
     """The tool-specs file cannot be used; the message names file, line and field."""
 
 
@@ -56,13 +58,21 @@ def load_tool_specs(path: Path, limits: Limits = Limits()) -> list[ToolSpec]:
     return list(specs.values())
 
 
+def _placeholder(spec: ToolSpec) -> bool:
+    """A spec that only names its tool (and at most a read/write guess): nothing a given spec would lose."""
+    return not spec.description and not spec.properties
+
+
 def with_tool_specs(taskset: TaskSet, specs: list[ToolSpec]) -> TaskSet:
-    """Each task gains the specs of tools it does not declare (shared objects: memory stays flat)."""
+    """Each task gains the specs of tools it does not declare, and a given spec replaces a placeholder
+    (shared objects: memory stays flat)."""
+    given = {s.name: s for s in specs}
     for tid, task in list(taskset.tasks.items()):
         known = task.tool_index
+        own = [given[t.name] if t.name in given and _placeholder(t) else t for t in task.tools]
         extra = [s for s in specs if s.name not in known]
-        if extra:
-            updated = task.model_copy(update={"tools": [*task.tools, *extra]})
+        if extra or any(a is not b for a, b in zip(own, task.tools)):
+            updated = task.model_copy(update={"tools": [*own, *extra]})
             updated.__dict__.pop("tool_index", None)  # rebuilt from the new tool list on first use
             taskset.tasks[tid] = updated
     return taskset

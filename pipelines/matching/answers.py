@@ -12,13 +12,12 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from judge import parse_json_text
+from judge import AnswerLabel, parse_json_text
 from pipelines.matching.normalize import normalize_answer_text, normalize_ascii, tokens
 
 __all__ = [
@@ -31,18 +30,6 @@ __all__ = [
     "numbers_in",
     "value_in_text",
 ]
-
-
-class AnswerLabel(StrEnum):
-    """CRAG's labels; scores 1 / -1 / 0 (``score``)."""
-
-    CORRECT = "correct"
-    INCORRECT = "incorrect"
-    MISSING = "missing"
-
-    @property
-    def score(self) -> int:
-        return {"correct": 1, "incorrect": -1, "missing": 0}[self.value]
 
 
 @dataclass(frozen=True)
@@ -267,7 +254,7 @@ def is_missing(prediction: Any) -> bool:
     if not bare or bare in _NON_ANSWERS:
         return True
     refusal = _REFUSAL.match(text) or _REFUSAL_ZH.match(text)
-    return bool(refusal) and not _BUT_ANSWER.search(text[refusal.end() :])
+    return refusal is not None and not _BUT_ANSWER.search(text[refusal.end() :])
 
 
 # ---------------------------------------------------------------- answer shapes

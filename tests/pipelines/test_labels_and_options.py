@@ -79,6 +79,10 @@ def test_labels_file_gives_agreement_with_both_sides_reasons(tmp_path):
     assert "agreement with labels:labels" in result.output
     rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     assert rows[1]["external_labels"][0]["passed"] is False
+    report = (out / "report.md").read_text()
+    assert "## Agreement with the source's own verdicts" in report and "their checker disliked it" in report
+    assert "Agreement with the source" in (out / "report.html").read_text()
+    assert (out / "tables" / "external_disagreements.csv").read_text().count("\n") == 3  # header + 2 disagreements
 
 
 def test_bad_label_lines_are_errors_naming_line_and_field(tmp_path):

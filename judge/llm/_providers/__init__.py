@@ -8,20 +8,22 @@ servers can sit side by side.
 
 from judge.llm._providers._base import (
     Completion,
-    JudgeCallError,
     JudgeClient,
     create_client,
     parse_judge_name,
     provider_kinds,
     register_provider,
 )
+from judge.llm._providers._errors import JudgeCallError, classify_sdk_error, retry_after_seconds
 
 __all__ = [
     "Completion",
     "JudgeCallError",
     "JudgeClient",
+    "classify_sdk_error",
     "create_client",
     "parse_judge_name",
     "provider_kinds",
     "register_provider",
+    "retry_after_seconds",
 ]
