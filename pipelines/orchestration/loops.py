@@ -40,11 +40,14 @@ def loop_facts(views: list[TurnView]) -> LoopFacts:
         if len({s.name for s in v.steps}) == len(v.steps):  # no tool called twice: nothing can repeat
             continue
         names = Counter(s.name for s in v.steps if s.status != "unknown")
+        candidates = [s for s in v.steps if s.status != "unknown" and names[s.name] >= 2]  # a tool called once cannot repeat
+        calls = [(s.name, canonical_json(s.arguments)) for s in candidates]
+        made = Counter(calls)
         seen: Counter[tuple[str, str, str]] = Counter()
-        for s in v.steps:
-            if s.status == "unknown" or names[s.name] < 2:  # a tool called once cannot repeat (skips the canonical forms)
+        for s, call in zip(candidates, calls, strict=True):
+            if made[call] < 2:  # a call made once cannot repeat (skips the canonical form of its outcome)
                 continue
-            key = (s.name, canonical_json(s.arguments), _outcome(s))
+            key = (*call, _outcome(s))
             if seen[key]:
                 repeats += 1
                 worst = max(worst, seen[key])
