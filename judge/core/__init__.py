@@ -4,6 +4,7 @@ Everything here is plain pydantic and standard library: importing it never pulls
 """
 
 from judge.core._canonical import canonical_json, content_hash, parse_json_text, response_key
+from judge.core._depth import MAX_DEPTH, TooDeep, nesting_error, parse_json_bounded
 from judge.core._errors import InputError, InputErrorInfo, SourceRef, field_path
 from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
 from judge.core._patterns import PatternError, compile_pattern, pattern_full_match, pattern_search
@@ -26,6 +27,7 @@ from judge.core._verdict import Evidence, PanelDecision, Scores, StageResult, Tr
 __all__ = [
     "CHECK_DEFAULT_STAGE",
     "FAILURE_STAGE_ORDER",
+    "MAX_DEPTH",
     "RUBRIC_FOR_CHECK",
     "ArgumentRule",
     "Check",
@@ -49,6 +51,7 @@ __all__ = [
     "Task",
     "TaskMetadata",
     "TokenUsage",
+    "TooDeep",
     "ToolSpec",
     "Trajectory",
     "TrajectoryResult",
@@ -63,7 +66,9 @@ __all__ = [
     "dependency_order",
     "field_path",
     "looks_like_error",
+    "nesting_error",
     "normalise_status",
+    "parse_json_bounded",
     "parse_json_text",
     "pattern_full_match",
     "pattern_search",

@@ -11,6 +11,8 @@ import json
 import math
 from typing import Any
 
+from judge.core._depth import parse_json_bounded
+
 
 def canonical_json(value: Any) -> str:
     """Deterministic JSON: sorted keys, no whitespace, integral floats written as ints."""
@@ -39,8 +41,8 @@ def parse_json_text(value: Any) -> Any:
         text = value.strip()
         if text[:1] in ("{", "[") or text in ("null", "true", "false"):
             try:
-                return json.loads(text)
-            except ValueError:
+                return parse_json_bounded(text)
+            except ValueError:  # not JSON, or nested too deeply to be compared as structure
                 return value
     return value
 

@@ -16,11 +16,11 @@ malformed) so recovery can be measured.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from judge.core._depth import parse_json_bounded
 from judge.core._task import _as_str_id
 
 _OK = {"ok", "success", "succeeded", "successful", "done"}
@@ -41,7 +41,7 @@ def looks_like_error(result: Any) -> bool:
             return True
         if text.startswith("{"):
             try:
-                parsed = json.loads(text)
+                parsed = parse_json_bounded(text)
             except ValueError:
                 return False
             return isinstance(parsed, dict) and "error" in parsed

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judge import InputErrorInfo, SourceRef, Task, Trajectory, content_hash, field_path
+from judge import MAX_DEPTH, InputErrorInfo, SourceRef, Task, Trajectory, content_hash, field_path
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,7 @@ class Limits:
 
     max_line_bytes: int = 32 * 2**20  # a line (or JSON-array item) larger than this -> too_large
     max_string_bytes: int = 8 * 2**20  # any single string field larger -> too_large naming the field
+    max_depth: int = MAX_DEPTH  # containers nested deeper -> too_deep (recursive walkers stay safe)
 
 
 @dataclass

@@ -14,10 +14,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from judge import Trajectory, parse_json_text
+from judge import Trajectory, parse_json_bounded, parse_json_text
 from pipelines.ingest._base import ItemContext, ItemError, TrajectoryFormat, expect, short
 from pipelines.ingest._chat import TurnBuilder, common_ids, extra_metadata, text_of, token_usage
 
@@ -52,7 +51,7 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     if not isinstance(raw, str):
         return {}, f"unparseable arguments: expected a JSON object string, got {short(raw)}"
     try:
-        value = json.loads(raw)
+        value = parse_json_bounded(raw)
     except ValueError as err:
         return {}, f"unparseable arguments: {err}: {short(raw, 200)}"
     if not isinstance(value, dict):
