@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from judge.core._patterns import compile_pattern
+
 Strict = ConfigDict(extra="forbid")
 
 
@@ -120,7 +122,11 @@ class ReferenceCall(BaseModel):
 
 
 class ForbiddenArgument(BaseModel):
-    """A machine-checkable ban on argument values: exact values (normalised) or a regex."""
+    """A machine-checkable ban on argument values: exact values (normalised) or a regex.
+
+    ``pattern`` runs on untrusted agent text, so it is an RE2 pattern (linear time, no
+    backreferences or look-around); one RE2 cannot compile is rejected when the task is read.
+    """
 
     model_config = Strict
 
@@ -128,6 +134,13 @@ class ForbiddenArgument(BaseModel):
     argument: str
     values: list[Any] = Field(default_factory=list)
     pattern: str | None = None
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str | None) -> str | None:
+        if pattern is not None:
+            compile_pattern(pattern)  # PatternError is a ValueError: a field error naming the pattern
+        return pattern
 
 
 class SourceRule(BaseModel):
