@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 from rich.console import Console
 
+from pipelines.cli import _usage as usage
 from pipelines.cli._common import (
     EXIT_INPUT_ERROR,
     EXIT_USAGE,
@@ -51,6 +52,7 @@ def run_and_print(opts: GradeOptions) -> dict[str, Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from pipelines.grade_run import InputErrorsFound, run_grading
+    from pipelines.ingest import UsageError
 
     columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
     try:
@@ -60,6 +62,8 @@ def run_and_print(opts: GradeOptions) -> dict[str, Any]:
     except InputErrorsFound as exc:
         console.print(f"[red]input error:[/red] {exc.info.render()}")
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
+    except UsageError as exc:
+        usage.fail(exc.option, str(exc))
     _print_summary(outcome.summary, outcome.out)
     stats = getattr(opts.escalator, "stats", None)
     if stats is not None and getattr(stats, "budget_exhausted", False):
@@ -114,9 +118,11 @@ def grade(
     replay: ReplayOpt = True,
 ) -> None:
     """Grade trajectories against tasks; write results.jsonl, summary.json, report.md, manifest.json."""
-    from pipelines.config import GradingConfig
     from pipelines.grade_run import GradeOptions
 
+    usage.check_format_names(format, task_format)
+    grading = usage.load_grading_config(config)
+    usage.check_out_dir(out)
     opts = GradeOptions(
         tasks=tasks,
         trajectories=trajectories,
@@ -125,7 +131,7 @@ def grade(
         trajectory_format=format,
         out=out,
         on_error=on_error.value,
-        config=GradingConfig.load(config),
+        config=grading,
         escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker),
         replayer=build_replayer(replay),
         command=["judge", *sys.argv[1:]],
@@ -148,7 +154,6 @@ def demo(
     """Grade the bundled sample benchmark end to end (replay included) and print the breakdown."""
     from rich.table import Table
 
-    from pipelines.config import GradingConfig
     from pipelines.grade_run import GradeOptions
     from pipelines.resources import sample_dir
 
@@ -156,11 +161,13 @@ def demo(
     if not (sample / "tasks.jsonl").exists():
         console.print(f"[red]the bundled sample is missing: {sample / 'tasks.jsonl'} (a broken installation)[/red]")
         raise typer.Exit(EXIT_USAGE)
+    grading = usage.load_grading_config(config)
+    usage.check_out_dir(out)
     opts = GradeOptions(
         tasks=sample / "tasks.jsonl",
         trajectories=sample / "trajectories.jsonl",
         out=out,
-        config=GradingConfig.load(config),
+        config=grading,
         escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker),
         replayer=build_replayer(True),
         command=["judge", *sys.argv[1:]],

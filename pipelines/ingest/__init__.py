@@ -10,6 +10,7 @@ from pipelines.ingest._api import check_task, detect_task_format, detect_traject
 from pipelines.ingest._base import Limits, Loaded, TaskSet
 from pipelines.ingest._registry import TASK_FORMATS, TRAJECTORY_FORMATS
 from pipelines.ingest._schemas import export_json_schemas
+from pipelines.ingest._usage import UsageError
 
 __all__ = [
     "TASK_FORMATS",
@@ -17,6 +18,7 @@ __all__ = [
     "Limits",
     "Loaded",
     "TaskSet",
+    "UsageError",
     "check_task",
     "detect_task_format",
     "detect_trajectory_format",

@@ -25,13 +25,17 @@ from pipelines.ingest._registry import (
     task_format,
     trajectory_format,
 )
+from pipelines.ingest._usage import UsageError
 
 
-def _first_object(path: Source, limits: Limits) -> dict[str, Any] | None:
+def _first_object(path: Source, limits: Limits) -> tuple[dict[str, Any] | None, bool]:
+    """(the first readable JSON object, whether the file holds any item at all)."""
+    seen = False
     for raw in read_items(path, limits):
+        seen = True
         if raw.error is None and isinstance(raw.value, dict):
-            return raw.value
-    return None
+            return raw.value, True
+    return None, seen
 
 
 def _describe(item: dict[str, Any] | None) -> str:
@@ -42,30 +46,42 @@ def _describe(item: dict[str, Any] | None) -> str:
 
 def detect_task_format(path: str | os.PathLike) -> str:
     """The task format of ``path``, judged from its first readable object."""
-    item = _first_object(path, Limits())
+    item, seen = _first_object(path, Limits())
+    if not seen:
+        raise UsageError("--tasks", f"{path} is empty: it holds no tasks")
     name = sniff_task(item) if item is not None else None
     if name is None:
-        raise ValueError(f"cannot detect the task format of {path}: {_describe(item)}; pass fmt= one of {', '.join(TASK_FORMATS)}")
+        raise UsageError("--task-format", f"cannot detect the task format of {path}: {_describe(item)}; name the format", TASK_FORMATS)
     return name
 
 
 def detect_trajectory_format(path: str | os.PathLike) -> str:
     """The trajectory format of ``path``, judged from its first readable object."""
-    item = _first_object(path, Limits())
+    item, seen = _first_object(path, Limits())
+    if not seen:
+        raise UsageError("--trajectories", f"{path} is empty: it holds no trajectories")
     name = sniff_trajectory(item) if item is not None else None
     if name is None:
-        raise ValueError(f"cannot detect the trajectory format of {path}: {_describe(item)}; pass fmt= one of {', '.join(TRAJECTORY_FORMATS)}")
+        raise UsageError("--format", f"cannot detect the trajectory format of {path}: {_describe(item)}; name the format", TRAJECTORY_FORMATS)
     return name
 
 
 def load_tasks(path: str | os.PathLike, fmt: str | None = None, reference: str | Path | None = None, limits: Limits = Limits()) -> TaskSet:
     """All tasks of ``path`` (joined with ``reference`` for formats that keep the gold apart).
 
-    Item-level problems are collected in ``TaskSet.errors``; a ValueError means the call itself
-    cannot work (unknown format name, undetectable format, a reference file missing or superfluous).
+    Item-level problems are collected in ``TaskSet.errors``; a ``UsageError`` (a ValueError) means
+    the call itself cannot work (unknown format name, undetectable format, an empty file, a
+    reference file missing or superfluous) and names the option to fix.
     """
     chosen = task_format(fmt) if fmt is not None else task_format(detect_task_format(path))
-    return chosen.load(str(path), None if reference is None else str(reference), limits)
+    if reference is not None and chosen.reference == "none":
+        raise UsageError("--reference", f"{chosen.name} tasks carry their own reference calls and gold answers: they take no reference file")
+    if reference is None and chosen.reference == "required":
+        raise UsageError("--reference", f"{chosen.name} tasks need their reference file ({chosen.description})")
+    tasks = chosen.load(str(path), None if reference is None else str(reference), limits)
+    if not (tasks.tasks or tasks.errors or tasks.ambiguous or tasks.invalid):
+        raise UsageError("--tasks", f"{path} holds no tasks")
+    return tasks
 
 
 def iter_trajectories(path: Source, fmt: str | None = None, limits: Limits = Limits()) -> Iterator[Loaded]:
@@ -89,14 +105,16 @@ class _Stream:
 
     def items(self) -> Iterator[Loaded]:
         held: list[RawItem] = []
+        seen = False
         for raw in read_items(self.path, self.limits):
+            seen = True
             if self.fmt is None and self.undetected is None:
                 if raw.error is None and isinstance(raw.value, dict):
                     detected = sniff_trajectory(raw.value)
-                    if detected is None:
-                        self.undetected = f"cannot detect the trajectory format: {_describe(raw.value)}; pass fmt= one of {', '.join(TRAJECTORY_FORMATS)}"
-                    else:
-                        self.fmt = trajectory_format(detected)
+                    if detected is None:  # nothing in the file can be graded: a usage error, before any row
+                        message = f"cannot detect the trajectory format of {self.name}: {_describe(raw.value)} (line {raw.line}); name the format"
+                        raise UsageError("--format", message, TRAJECTORY_FORMATS)
+                    self.fmt = trajectory_format(detected)
                     for earlier in held:
                         yield self._load(earlier)
                     held.clear()
@@ -106,6 +124,8 @@ class _Stream:
             yield self._load(raw)
         for earlier in held:  # a file with no readable object at all
             yield self._load(earlier)
+        if not seen:
+            raise UsageError("--trajectories", f"{self.name} is empty: it holds no trajectories")
 
     def _error(self, source: SourceRef, info: InputErrorInfo, task_id: str | None, trajectory_id: str | None) -> Loaded:
         return Loaded(source=source, trajectory=None, error=info, task_id=task_id, trajectory_id=trajectory_id)

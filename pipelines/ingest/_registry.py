@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pipelines.ingest import _anthropic, _bfcl, _native, _openai, _vakra
 from pipelines.ingest._base import TaskFormat, TrajectoryFormat
+from pipelines.ingest._usage import UsageError
 
 TASK_REGISTRY: dict[str, TaskFormat] = {f.name: f for f in (_native.TASKS, _vakra.TASKS, _bfcl.TASKS)}
 TRAJECTORY_REGISTRY: dict[str, TrajectoryFormat] = {
@@ -24,14 +25,14 @@ def task_format(name: str) -> TaskFormat:
     try:
         return TASK_REGISTRY[name]
     except KeyError:
-        raise ValueError(f"unknown task format {name!r}; known: {', '.join(TASK_FORMATS)}") from None
+        raise UsageError("--task-format", f"unknown task format {name!r}", TASK_FORMATS) from None
 
 
 def trajectory_format(name: str) -> TrajectoryFormat:
     try:
         return TRAJECTORY_REGISTRY[name]
     except KeyError:
-        raise ValueError(f"unknown trajectory format {name!r}; known: {', '.join(TRAJECTORY_FORMATS)}") from None
+        raise UsageError("--format", f"unknown trajectory format {name!r}", TRAJECTORY_FORMATS) from None
 
 
 def sniff_task(item: dict) -> str | None:
