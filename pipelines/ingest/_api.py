@@ -179,7 +179,7 @@ def check_task(loaded: Loaded, tasks: TaskSet) -> InputErrorInfo | None:
     if loaded.trajectory is None:
         return None
     task_id = loaded.trajectory.task_id
-    where = {"file": loaded.source.file, "line": loaded.source.line, "field": "task_id"}
+    where: dict[str, Any] = {"file": loaded.source.file, "line": loaded.source.line, "field": "task_id"}
     if task_id in tasks.ambiguous:
         info = tasks.ambiguous[task_id]
         return InputErrorInfo(kind="ambiguous_task", message=f"{info.message}; not graded against a guess", **where)
