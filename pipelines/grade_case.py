@@ -27,9 +27,10 @@ from judge import (
     Task,
     Trajectory,
     TrajectoryResult,
+    strip_instructions_deep,
 )
 from pipelines.attribution import attribute_trajectory, attribute_turn
-from pipelines.checks import AnswerCheck, GroundingCheck, PolicyCheck, TurnContext, build_context, match_calls
+from pipelines.checks import AnswerCheck, GroundingCheck, PolicyCheck, TurnContext, build_context, instruction_evidence, match_calls
 from pipelines.config import GradingConfig
 from pipelines.scoring import TurnFacts, compute_scores
 
@@ -75,11 +76,18 @@ class GradedCase:
         return None
 
     def request_for(self, ti: int, check: Check) -> JudgeRequest:
+        """The judge request for one open check. What the agent or its tools wrote has its
+        instruction-like sentences replaced by a marker; the removal is recorded on the check."""
         ts = self.turns[ti]
+        material, removed = _without_instructions(_material(ts.ctx, check))
+        if removed:
+            old = ts.checks[check]
+            if not any(e.kind == "instruction_like_text" and e.actual == list(removed) for e in old.evidence):
+                ts.checks[check] = old.model_copy(update={"evidence": old.evidence + [instruction_evidence(removed, "the material for the judge")]})
         return JudgeRequest(
             key=f"{self.trajectory.trajectory_id}/{ts.ctx.turn.turn_id}/{check.value}",
             rubric=_rubric(ts, check),
-            material=_material(ts.ctx, check),
+            material=material,
         )
 
     def apply_decision(self, ti: int, check: Check, decision: PanelDecision, panel: str) -> None:
@@ -210,6 +218,18 @@ def _clip(value: Any) -> Any:
     return text if len(text) <= _MAX_TEXT else text[:_MAX_TEXT] + f"... [{len(text) - _MAX_TEXT} more characters]"
 
 
+_UNTRUSTED = ("answer", "predicted_calls", "calls", "tool_outputs")  # written by the agent or its tools
+
+
+def _without_instructions(material: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    removed: tuple[str, ...] = ()
+    for key in _UNTRUSTED:
+        if key in material:
+            material[key], found = strip_instructions_deep(material[key])
+            removed += found
+    return material, removed
+
+
 def _material(ctx: TurnContext, check: Check) -> dict[str, Any]:
     turn = ctx.turn
     answer = ctx.traj_turn.final_answer if ctx.traj_turn is not None else None
@@ -218,7 +238,7 @@ def _material(ctx: TurnContext, check: Check) -> dict[str, Any]:
     ]
     if check == Check.POLICY:
         return {
-            "policy": ctx.task.policy.text or "",
+            "policy": (ctx.task.policy.text if ctx.task.policy is not None else None) or "",
             "question": turn.query,
             "calls": [{k: p[k] for k in ("step", "name", "arguments", "status")} | {"turn_id": turn.turn_id} for p in predicted],
         }

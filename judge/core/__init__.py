@@ -7,6 +7,7 @@ from judge.core._canonical import canonical_json, content_hash, parse_json_text,
 from judge.core._depth import MAX_DEPTH, TooDeep, nesting_error, parse_json_bounded
 from judge.core._errors import InputError, InputErrorInfo, SourceRef, field_path
 from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
+from judge.core._instructions import REMOVED_MARK, InstructionScan, find_instructions, strip_instructions, strip_instructions_deep
 from judge.core._patterns import PatternError, compile_pattern, pattern_full_match, pattern_search
 from judge.core._stages import CHECK_DEFAULT_STAGE, FAILURE_STAGE_ORDER, Check, FailureStage, Outcome, VerdictLabel
 from judge.core._task import (
@@ -28,6 +29,7 @@ __all__ = [
     "CHECK_DEFAULT_STAGE",
     "FAILURE_STAGE_ORDER",
     "MAX_DEPTH",
+    "REMOVED_MARK",
     "RUBRIC_FOR_CHECK",
     "ArgumentRule",
     "Check",
@@ -37,6 +39,7 @@ __all__ = [
     "ForbiddenArgument",
     "InputError",
     "InputErrorInfo",
+    "InstructionScan",
     "JudgeRequest",
     "Outcome",
     "PanelDecision",
@@ -65,6 +68,7 @@ __all__ = [
     "content_hash",
     "dependency_order",
     "field_path",
+    "find_instructions",
     "looks_like_error",
     "nesting_error",
     "normalise_status",
@@ -73,4 +77,6 @@ __all__ = [
     "pattern_full_match",
     "pattern_search",
     "response_key",
+    "strip_instructions",
+    "strip_instructions_deep",
 ]

@@ -1,7 +1,7 @@
 """The deterministic checks of the waterfall, one per module, each returning a ``StageResult``."""
 
 from pipelines.checks._context import StepView, TurnContext, build_context
-from pipelines.checks.answer import AnswerCheck
+from pipelines.checks.answer import AnswerCheck, instruction_evidence
 from pipelines.checks.calls import CallMatching, match_calls
 from pipelines.checks.grounding import GroundingCheck
 from pipelines.checks.policy import PolicyCheck, policy_violations
@@ -14,6 +14,7 @@ __all__ = [
     "StepView",
     "TurnContext",
     "build_context",
+    "instruction_evidence",
     "match_calls",
     "policy_violations",
 ]
