@@ -219,10 +219,13 @@ class SessionGate:
         if self._expected is not None and not hmac.compare_digest(headers.get(b"authorization", b""), self._expected):
             await _unauthorized(send)
             return
+        raw_id = headers.get(SESSION_HEADER.encode())
+        ending = raw_id.decode("latin-1") if raw_id and scope.get("method") == "DELETE" else None
+        if ending is not None:
+            self.sessions.drop(ending)  # before the answer reaches the client
         await self.app(scope, receive, send)
-        session_id = headers.get(SESSION_HEADER.encode())
-        if scope.get("method") == "DELETE" and session_id:
-            self.sessions.drop(session_id.decode("latin-1"))
+        if ending is not None:
+            self.sessions.drop(ending)  # and whatever a request still in flight re-created
 
 
 async def _unauthorized(send: Any) -> None:

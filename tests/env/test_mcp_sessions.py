@@ -71,7 +71,7 @@ async def booking(c: Client) -> dict:
 
 def test_two_concurrent_sessions_never_see_each_others_writes(server):
     app, url = server()
-    a_changed, b_checked = anyio.Event(), anyio.Event()
+    a_changed, b_checked, a_done = anyio.Event(), anyio.Event(), anyio.Event()
     seen: dict[str, object] = {}
 
     async def agent_a() -> None:
@@ -84,6 +84,7 @@ def test_two_concurrent_sessions_never_see_each_others_writes(server):
             cancel = await c.call_tool("cancel_booking", {"booking_id": BOOKING})
             seen["a_cancel"] = cancel.is_error
             seen["sessions_while_open"] = len(app.sessions)
+            a_done.set()
 
     async def agent_b() -> None:
         async with client(url) as c:
@@ -93,7 +94,7 @@ def test_two_concurrent_sessions_never_see_each_others_writes(server):
             seen["b_cancel"] = cancel.is_error
             seen["b_status"] = (await booking(c))["status"]
             b_checked.set()
-            await anyio.sleep(0.2)  # stay open while A works on
+            await a_done.wait()  # stay open while A works on
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
