@@ -11,6 +11,7 @@ Inspect and VAKRA samples in this project: 12 levels).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 MAX_DEPTH = 100  # containers inside containers, the item itself being level 1
@@ -66,8 +67,10 @@ def _render(link: tuple | None, keep: int = 6) -> str:
 
 
 def parse_json_bounded(text: str | bytes, limit: int = MAX_DEPTH) -> Any:
-    """``json.loads`` that raises ``TooDeep`` (a ValueError) for nesting beyond ``limit`` instead
-    of a ``RecursionError`` (or of a value that would crash a later walker)."""
+    """``json.loads`` for untrusted text: a ``ValueError`` instead of anything a later step would
+    crash on. ``TooDeep`` for nesting beyond ``limit`` (never a ``RecursionError``); a plain
+    ``ValueError`` for an unpaired surrogate escape (``"\\ud800"`` decodes to a string no UTF-8
+    output can hold) or an integer over Python's 4,300-digit limit."""
     try:
         value = json.loads(text)
     except RecursionError:
@@ -77,7 +80,20 @@ def parse_json_bounded(text: str | bytes, limit: int = MAX_DEPTH) -> Any:
         path = nesting_error(value, limit)
         if path is not None:
             raise TooDeep(limit, path)
+    if _SURROGATE_ESCAPE.search(text if isinstance(text, str) else text.decode("utf-8", "replace")) and not _encodable(value):
+        raise ValueError("a string holds an unpaired UTF-16 surrogate escape")
     return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _encodable(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, ValueError):
+        return False
+    return True
 
 
 def _openers(text: str | bytes) -> int:

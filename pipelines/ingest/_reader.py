@@ -65,6 +65,7 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
 _WS = " \t\r\n"
 _EOL = re.compile(rb"\r\n|\r|\n")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # how an unpaired surrogate can get into JSON text
 
 
 @dataclass
@@ -292,6 +293,10 @@ class _Reader:
         # n nested containers need n opening brackets: text with fewer cannot be too deep
         if (text.count("[") + text.count("{") > limit) and (path := nesting_error(value, limit)) is not None:
             return self._too_deep(line, path)
+        if _SURROGATE_ESCAPE.search(text) and (path := _surrogate_path(value)) is not None:
+            return self._error(
+                "encoding", "a string holds an unpaired UTF-16 surrogate escape (\\ud800-\\udfff alone), which no UTF-8 text can hold", line, path or "<root>"
+            )
         if size > self.limits.max_string_bytes:
             path = _oversize_string(value, self.limits.max_string_bytes)
             if path is not None:
@@ -379,6 +384,9 @@ class _Reader:
                     continue
                 yield self._error("malformed_json", f"malformed JSON at column {err.colno}: {err.msg}", line.number)
                 continue
+            except ValueError as err:  # not a syntax error: e.g. an integer over Python's 4,300-digit limit
+                yield self._error("malformed_json", _unreadable(err), line.number)
+                continue
             yield self._value(value, line.number, line.size, text)
 
     def _multi_line(self, first: _Line, text: str) -> RawItem | None:
@@ -423,6 +431,9 @@ class _Reader:
                     return None
                 target = 2 * size
                 continue
+            except ValueError:
+                self.lines.push_back(taken)
+                return None
             # lines wholly after the value go back to the stream; the rest of its last line must be blank
             consumed = len(parts[0])
             used = 0
@@ -615,8 +626,10 @@ class _Array:
                 if not got and len(self.buf) - start == pending:
                     raise _Bad(self.reader._info("malformed_json", f"malformed JSON in the array item: {where}", line), at_eof=True) from None
                 continue
+            except ValueError as err:  # not a syntax error: e.g. an integer over Python's 4,300-digit limit
+                raise _Bad(self.reader._info("malformed_json", _unreadable(err), line)) from None
             size = end - start
-            if size * 4 > limit and len(self.buf[start:end].encode("utf-8")) > limit:
+            if size * 4 > limit and len(self.buf[start:end].encode("utf-8", "surrogatepass")) > limit:
                 raise _Bad(self.reader._info("too_large", f"array item is larger than the limit of {limit} bytes", line))
             return value, end
 
@@ -714,9 +727,42 @@ class _Array:
         self.lines.push_back(back)
 
 
+def _unreadable(err: ValueError) -> str:
+    if "digits" in str(err):
+        return "unreadable JSON value: an integer literal with more than 4,300 digits"
+    return f"unreadable JSON value: {err}"
+
+
 def _incomplete(err: json.JSONDecodeError, text: str) -> bool:
     """The error is at the end of the text: more lines may complete the value."""
     return err.pos >= len(text.rstrip(_WS))
+
+
+def _surrogate_path(value: Any) -> str | None:
+    """Path of the first string (or key) holding an unpaired surrogate, else None (iterative)."""
+
+    def lone(text: str) -> bool:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            if lone(node):
+                return path
+        elif isinstance(node, dict):
+            for key, item in reversed(list(node.items())):
+                sub = f"{path}.{key}" if path else str(key)
+                if lone(key):
+                    return sub.encode("utf-8", "backslashreplace").decode("ascii")
+                stack.append((item, sub))
+        elif isinstance(node, list):
+            stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(node))))
+    return None
 
 
 def _oversize_string(value: Any, limit: int) -> str | None:

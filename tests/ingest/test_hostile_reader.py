@@ -267,3 +267,29 @@ def test_end_to_end_rows_for_a_cr_file(tmp_path):
     path.write_bytes(b"\r".join(json.dumps(traj(i)).encode() for i in range(4)))
     loaded = list(iter_trajectories(path))
     assert [x.trajectory_id for x in loaded] == ["r0", "r1", "r2", "r3"]
+
+
+# ---------------------------------------------------------------- values JSON allows but output cannot hold
+
+
+@pytest.mark.parametrize("layout", ["jsonl", "array"])
+def test_unpaired_surrogate_escape_is_an_encoding_error_naming_the_field(tmp_path, layout):
+    bad = json.dumps(traj(2))[:-1] + ', "agent": "\\ud800x"}'
+    good_pair = json.dumps(traj(3, agent="\U0001f600"), ensure_ascii=True)  # a valid pair: fine
+    parts = [json.dumps(traj(1)), bad, good_pair]
+    path = tmp_path / "runs.json"
+    path.write_text("\n".join(parts) + "\n" if layout == "jsonl" else "[\n" + ",\n".join(parts) + "\n]\n")
+    items = read(path)
+    assert [x.error.kind if x.error else x.value["trajectory_id"] for x in items] == ["r1", "encoding", "r3"]
+    assert items[1].error.field == "agent" and "surrogate" in items[1].error.message
+
+
+@pytest.mark.parametrize("layout", ["jsonl", "array"])
+def test_integer_beyond_pythons_digit_limit_is_one_row(tmp_path, layout):
+    bad = json.dumps(traj(2))[:-1] + ', "metadata": {"n": ' + "9" * 5000 + "}}"
+    parts = [json.dumps(traj(1)), bad, json.dumps(traj(3))]
+    path = tmp_path / "runs.json"
+    path.write_text("\n".join(parts) + "\n" if layout == "jsonl" else "[\n" + ",\n".join(parts) + "\n]\n")
+    items = read(path)
+    assert [x.error.kind if x.error else x.value["trajectory_id"] for x in items] == ["r1", "malformed_json", "r3"]
+    assert "4,300 digits" in items[1].error.message and "sys." not in items[1].error.message
