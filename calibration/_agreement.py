@@ -112,11 +112,13 @@ def agreement(
     kappa = Estimate.of(kappa_point, None if draws is None else st.cohen_kappa(draws))
     tpr, tnr = st.tpr_tnr(cm)
     ref_rate, rat_rate = st.positive_rates(cm)
+    dtpr: np.ndarray | None = None
+    dtnr: np.ndarray | None = None
+    dref: np.ndarray | None = None
+    drat: np.ndarray | None = None
     if draws is not None:
         dtpr, dtnr = st.tpr_tnr(draws)
         dref, drat = st.positive_rates(draws)
-    else:
-        dtpr = dtnr = dref = drat = None
     prec, rec, f1 = st.precision_recall_f1(cm)
     support = cm.sum(axis=1)
     n_ref = int((ref >= 0).sum())
@@ -133,7 +135,7 @@ def agreement(
         tnr=Estimate.of(float(tnr), dtnr),
         reference_positive_rate=Estimate.of(float(ref_rate), dref),
         rated_positive_rate=Estimate.of(float(rat_rate), drat),
-        leniency=Estimate.of(float(rat_rate - ref_rate), None if draws is None else drat - dref),
+        leniency=Estimate.of(float(rat_rate - ref_rate), None if drat is None or dref is None else drat - dref),
         per_label={
             lab: LabelScores(precision=round(float(prec[i]), 6), recall=round(float(rec[i]), 6), f1=round(float(f1[i]), 6), support=int(support[i]))
             for i, lab in enumerate(coder.labels)

@@ -51,8 +51,10 @@ def compare_raters(
     kb = float(cohen_kappa(confusion_matrix(ref, b, k)))
     draws = None
     if n_boot > 0 and idx.size:
-        res = Resampler([clusters[i] for i in idx], n_boot, seed)
-        draws = cohen_kappa(res.confusions(ref, b, k)) - cohen_kappa(res.confusions(ref, a, k))
+        res = Resampler([clusters[int(i)] for i in idx], n_boot, seed)
+        cb, ca = res.confusions(ref, b, k), res.confusions(ref, a, k)
+        assert cb is not None and ca is not None  # n_boot > 0
+        draws = cohen_kappa(cb) - cohen_kappa(ca)
     a_right, b_right = a == ref, b == ref
     only_a, only_b = int((a_right & ~b_right).sum()), int((~a_right & b_right).sum())
     p = float(binomtest(min(only_a, only_b), only_a + only_b, 0.5).pvalue) if only_a + only_b else None

@@ -22,10 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 POSITIVE_LABEL_FOR_RUBRIC: dict[str, str] = {
     "answer_correctness": "correct",
     "trajectory_sufficiency": "sufficient",
-    "groundedness": "yes",
+    "groundedness": "supported",
     "policy_adherence": "compliant",
     "step_equivalence": "equivalent",
-    "open_ended": "pass",
+    "open_ended": "meets",
 }
 # Fallback for rubrics not listed above: the first of these that occurs among the labels.
 _GENERIC_POSITIVES = ("correct", "pass", "yes", "true", "match")
@@ -93,7 +93,10 @@ class GoldItem(BaseModel):
         return counts[0][0]
 
     def material_summary(self) -> dict[str, Any]:
-        return dict(self.material) if self.material is not None else {"ref": self.ref.model_dump(exclude_none=True)}
+        if self.material is not None:
+            return dict(self.material)
+        assert self.ref is not None  # exactly one of material / ref (validated)
+        return {"ref": self.ref.model_dump(exclude_none=True)}
 
 
 class GoldSet(BaseModel):
@@ -134,19 +137,40 @@ class GoldSet(BaseModel):
         items = [it for it in self.items if it.rubric == rubric]
         labels = {h.label for it in items for h in it.human_labels}
         positive = self.positive_label
-        if labels and positive not in labels:
-            positive = default_positive_label(rubric, labels) or positive
+        declared = declared_positive(items)
+        if declared is not None or (labels and positive not in labels):
+            positive = default_positive_label(rubric, labels, declared) or positive
         return self.model_copy(update={"items": items, "positive_label": positive})
 
 
-def default_positive_label(rubric: str | None, labels: set[str]) -> str | None:
-    if rubric in POSITIVE_LABEL_FOR_RUBRIC and POSITIVE_LABEL_FOR_RUBRIC[rubric] in labels:
-        return POSITIVE_LABEL_FOR_RUBRIC[rubric]
+def default_positive_label(rubric: str | None, labels: set[str], declared: str | None = None) -> str | None:
+    """``declared``: the positive label the items name (a labelling set records its rubric's);
+    else the rubric's known positive when the labels seen are that rubric's (even if no human
+    chose the positive one); else a generic name among the labels."""
+    if declared is not None:
+        return declared
+    if rubric in POSITIVE_LABEL_FOR_RUBRIC:
+        positive = POSITIVE_LABEL_FOR_RUBRIC[rubric]
+        if positive in labels or labels <= set(_rubric_labels(rubric)):
+            return positive
     lowered = {lab.lower(): lab for lab in labels}
     for name in _GENERIC_POSITIVES:
         if name in lowered:
             return lowered[name]
     return None
+
+
+def _rubric_labels(name: str | None) -> list[str]:
+    import rubrics
+
+    rubric = rubrics.RUBRICS.get(name or "")
+    return list(rubric.label_outcomes) if rubric is not None else []
+
+
+def declared_positive(items: list[GoldItem]) -> str | None:
+    """The positive label the items' metadata names (``positive_label``), if they agree on one."""
+    named = {it.metadata.get("positive_label") for it in items} - {None}
+    return str(next(iter(named))) if len(named) == 1 else None
 
 
 def gold_item_json_schema() -> dict[str, Any]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from calibration._gold import GoldItem, GoldSet, HumanLabel, default_positive_label
+from calibration._gold import GoldItem, GoldSet, HumanLabel, declared_positive, default_positive_label
 from judge import InputError, field_path
 
 THAKUR_JUDGES: tuple[str, ...] = (
@@ -164,9 +164,12 @@ def load_gold_jsonl(path: Path, positive_label: str | None = None) -> GoldSet:
         items.append(item)
     if not items:
         raise InputError.at("empty", "gold file holds no items", str(path))
-    rubrics = {it.rubric for it in items}
+    rubrics = sorted({it.rubric for it in items})
     labels = {h.label for it in items for h in it.human_labels}
-    positive = positive_label or default_positive_label(next(iter(rubrics)) if len(rubrics) == 1 else None, labels)
+    positive = positive_label or default_positive_label(rubrics[0] if len(rubrics) == 1 else None, labels, declared_positive(items))
+    if positive is None and len(rubrics) > 1:  # a mixed set: the first rubric's positive; for_rubric picks each rubric's own
+        first = [it for it in items if it.rubric == rubrics[0]]
+        positive = default_positive_label(rubrics[0], {h.label for it in first for h in it.human_labels}, declared_positive(first))
     if positive is None:
         raise InputError.at(
             "invalid_field", f"cannot tell the positive label among {sorted(labels)}; pass positive_label", str(path), None, "human_labels[].label"

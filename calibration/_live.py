@@ -1,7 +1,7 @@
 """Adapters from calibration experiments to the live judge panel (``judge.Panel`` or any Escalator).
 
-- ``FewShotRubric`` wraps a rubric and appends human-labelled worked examples to its system
-  message; its ``version`` changes with the examples, so every decision records which prompt
+- ``with_examples`` gives a rubric human-labelled worked examples after its system message
+  (``FewShotRubric`` for rubrics that are not templates); the version changes with the examples, so every decision records which prompt
   version produced it (a rubric version comparison is then two panels over the same gold).
 - ``panel_judge_run`` turns "build me a panel for these rubrics" into the ``run_judge(items,
   examples)`` callable that ``few_shot_experiment`` and the version comparison use.
@@ -11,15 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from calibration._gold import GoldItem
 from calibration._prompts import FewShotExample, JudgeRun
 from judge import Escalator, JudgeRequest, content_hash
 from judge.llm import Rubric
-from rubrics import data_block
-
-EXAMPLES_HEADER = "Worked examples labelled by human reviewers (data, not instructions):"
+from rubrics import RubricExample, TemplateRubric, append_examples
 
 
 @dataclass(frozen=True)
@@ -52,17 +50,16 @@ class FewShotRubric:
 
     def render(self, material: Mapping[str, Any]) -> list[dict[str, str]]:
         messages = [dict(m) for m in self.base.render(material)]
-        if not self.examples:
-            return messages
-        lines = [EXAMPLES_HEADER]
-        for i, ex in enumerate(self.examples, start=1):
-            lines.append(f"Example {i}: {data_block('example_material', ex.material)} -> label: {ex.label}")
-        system = next((m for m in messages if m["role"] == "system"), None)
-        if system is None:
-            messages.insert(0, {"role": "system", "content": "\n".join(lines)})
-        else:
-            system["content"] = system["content"] + "\n\n" + "\n".join(lines)
-        return messages
+        return append_examples(messages, [(ex.label, ex.material) for ex in self.examples])
+
+
+def with_examples(base: Rubric, examples: Sequence[FewShotExample]) -> Rubric:
+    """The rubric with few-shot examples: a template rubric gets them in its own content (so the
+    version is a content hash that a rubric file written from it reproduces); any other rubric is
+    wrapped in ``FewShotRubric``. Both render the same messages."""
+    if isinstance(base, TemplateRubric):
+        return cast(Rubric, base.with_examples([RubricExample(label=e.label, material=e.material, item_id=e.item_id) for e in examples]))
+    return cast(Rubric, FewShotRubric(base, tuple(examples)))
 
 
 PanelFactory = Callable[[Mapping[str, Rubric]], Escalator]
@@ -80,7 +77,7 @@ def panel_judge_run(build_panel: PanelFactory, rubrics: Mapping[str, Rubric], *,
                 raise KeyError(f"unknown rubric {name!r}; known: {sorted(table)}")
             chosen = tuple(e for e in examples if e.rubric == name)
             if chosen:
-                table[name] = FewShotRubric(table[name], chosen)
+                table[name] = with_examples(table[name], chosen)
         panel = build_panel(table)
         try:
             requests = [JudgeRequest(key=f"{key_prefix}/{it.id}", rubric=it.rubric, material=dict(it.material or {})) for it in inline]

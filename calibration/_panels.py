@@ -121,10 +121,10 @@ def held_out_evaluation(
     train, held = stratified_cluster_split(clusters, positive, (train_fraction, 1 - train_fraction), seed)
     preds, nb, lr, best = _learned_predictions(votes, truth, train, judges, 2)
     held_idx = np.flatnonzero(held)
-    resampler = Resampler([clusters[i] for i in held_idx], n_boot, seed)
+    resampler = Resampler([clusters[int(i)] for i in held_idx], n_boot, seed)
     held_truth = decode(truth[held_idx], coder)
     rules = {name: agreement(held_truth, decode(p[held_idx], coder), coder, resampler) for name, p in preds.items()}
-    held_clusters = [clusters[i] for i in held_idx]
+    held_clusters = [clusters[int(i)] for i in held_idx]
     weighted = decode(preds["weighted_log_odds"][held_idx], coder)
     comparisons = [
         compare_raters(
@@ -154,8 +154,8 @@ def held_out_evaluation(
         train_fraction=train_fraction,
         n_train=int(train.sum()),
         n_held_out=int(held.sum()),
-        clusters_train=len({clusters[i] for i in np.flatnonzero(train)}),
-        clusters_held_out=len({clusters[i] for i in held_idx}),
+        clusters_train=len({clusters[int(i)] for i in np.flatnonzero(train)}),
+        clusters_held_out=len({clusters[int(i)] for i in held_idx}),
         best_single_judge=judges[best],
         rules=rules,
         logistic_coefficients=lr.coefficients(),
@@ -170,22 +170,24 @@ def _corrected_pass_rates(
     truth: np.ndarray, votes: np.ndarray, clusters: Sequence[str], judges: Sequence[str], train: np.ndarray, held: np.ndarray, *, n_boot: int, seed: int
 ) -> dict[str, CorrectedPassRate]:
     tr_idx, ho_idx = np.flatnonzero(train), np.flatnonzero(held)
-    tr_res = Resampler([clusters[i] for i in tr_idx], n_boot, seed + 1)  # independent of the held-out draws
-    ho_res = Resampler([clusters[i] for i in ho_idx], n_boot, seed)
+    tr_res = Resampler([clusters[int(i)] for i in tr_idx], n_boot, seed + 1)  # independent of the held-out draws
+    ho_res = Resampler([clusters[int(i)] for i in ho_idx], n_boot, seed)
     out = {}
     for j, name in enumerate(judges):
         cm_tr = confusion_matrix(*_both(truth[tr_idx], votes[tr_idx, j]), 2)
         cm_ho = confusion_matrix(*_both(truth[ho_idx], votes[ho_idx, j]), 2)
         tpr, tnr = (float(x) for x in tpr_tnr(cm_tr))
         human, observed = (float(x) for x in positive_rates(cm_ho))
-        draws = None
+        draws: np.ndarray | None = None
         if n_boot > 0:
-            d_tpr, d_tnr = tpr_tnr(tr_res.confusions(truth[tr_idx], votes[tr_idx, j], 2))
-            _, d_obs = positive_rates(ho_res.confusions(truth[ho_idx], votes[ho_idx, j], 2))
-            draws = corrected_pass_rate(d_obs, d_tpr, d_tnr)
+            c_tr, c_ho = tr_res.confusions(truth[tr_idx], votes[tr_idx, j], 2), ho_res.confusions(truth[ho_idx], votes[ho_idx, j], 2)
+            assert c_tr is not None and c_ho is not None  # n_boot > 0
+            d_tpr, d_tnr = tpr_tnr(c_tr)
+            _, d_obs = positive_rates(c_ho)
+            draws = np.asarray(corrected_pass_rate(d_obs, d_tpr, d_tnr))
         out[name] = CorrectedPassRate(
             observed=_r(observed),
-            corrected=Estimate.of(corrected_pass_rate(observed, tpr, tnr), draws),
+            corrected=Estimate.of(float(corrected_pass_rate(observed, tpr, tnr)), draws),
             human=_r(human),
             tpr_train=_r(tpr),
             tnr_train=_r(tnr),

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from calibration._agreement import LabelCoder
 from calibration._compare import RaterComparison, compare_raters
@@ -86,6 +86,8 @@ class FewShotResult(BaseModel):
     chosen_k: int
     examples: list[str]  # item ids of the chosen examples (all from train)
     test: RaterComparison  # a = zero-shot, b = chosen few-shot; measured once
+    chosen_examples: list[FewShotExample] = Field(default_factory=list)  # the examples themselves (to write the tuned rubric)
+    k_values: list[int] = Field(default_factory=list)  # the numbers of examples tried on dev (0 = zero-shot)
 
 
 async def few_shot_experiment(
@@ -120,7 +122,12 @@ async def few_shot_experiment(
         examples = select_few_shot(train, zero_train, k, labels=coder.labels, seed=seed)
         chosen[k] = examples
         dev_kappa[k] = kappa(dev, await run_judge(dev, examples))
-    best_k = min(dev_kappa, key=lambda k: (-(dev_kappa[k] if dev_kappa[k] is not None else -2.0), k))
+
+    def rank(k: int) -> tuple[float, int]:
+        value = dev_kappa[k]
+        return (-(value if value is not None else -2.0), k)
+
+    best_k = min(dev_kappa, key=rank)
     base_test = await run_judge(test, [])
     chosen_test = base_test if best_k == 0 else await run_judge(test, chosen[best_k])
     comparison = compare_raters(
@@ -142,4 +149,16 @@ async def few_shot_experiment(
         chosen_k=best_k,
         examples=[e.item_id for e in chosen[best_k]],
         test=comparison,
+        chosen_examples=chosen[best_k],
+        k_values=sorted(dev_kappa),
     )
+
+
+class FewShotReport(BaseModel):
+    judge: str
+    rubric: str
+    version: str  # the prompt version tuned
+    base_version: str  # content hash of the rubric before tuning
+    tuned_version: str  # content hash of the written rubric (what `judge grade --rubrics` records)
+    folder: str | None  # the rubric folder written (None when the rubric cannot be written as a file)
+    result: FewShotResult

@@ -1,4 +1,6 @@
-"""``run_calibration``: one gold set in, calibration.json / .md / _section.html + weights.json out.
+"""The calibration report: ``calibrate`` computes the agreement statistics of recorded verdicts;
+``render_markdown`` / ``render_html`` write it with the optional workflow sections (prompt versions,
+few-shot tuning, bias probes, recommended panel) that ``run_calibration`` (``_workflow``) fills in.
 
 Everything in the outputs is a function of (gold file, judges, rubric, seed, n_boot): no timestamps,
 sorted keys, fixed bootstrap seeds -> byte-identical files on every run.
@@ -6,23 +8,20 @@ sorted keys, fixed bootstrap seeds -> byte-identical files on every run.
 
 from __future__ import annotations
 
-import asyncio
 import html
-import json
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from calibration._agreement import AgreementStats, Estimate, HumanCeiling, LabelCoder, Resampler, agreement, human_ceiling, krippendorff_alpha
 from calibration._gold import GoldSet
-from calibration._gold_io import load_gold
-from calibration._live import panel_judge_run
+from calibration._panel_choice import PanelChoice
 from calibration._panels import FIXED_RULES, HeldOutEvaluation, decode, encode_votes, fixed_rule, held_out_evaluation
+from calibration._probes import ProbeResult
+from calibration._prompts import FewShotReport
 from calibration._self_preference import SelfPreference, self_preference
-from calibration._votes import write_weights
-from judge.llm import JudgeSettings, build_panel
+from calibration._versions import PromptVersionReport
 
 REPORT_VERSION = 1
 
@@ -54,64 +53,10 @@ class CalibrationReport(BaseModel):
     disagreement_counts: dict[str, int] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
     files: list[str] = Field(default_factory=list)
-
-
-def run_calibration(
-    gold: Path,
-    out_dir: Path,
-    *,
-    judges: list[str] | None = None,
-    rubric: str | None = None,
-    seed: int = 0,
-    n_boot: int = 1000,
-    train_fraction: float = 0.5,
-    spread_seeds: int = 20,
-    positive_label: str | None = None,
-    gold_format: str | None = None,
-    judge_settings: JudgeSettings | None = None,
-) -> CalibrationReport:
-    """``judges`` names recorded verdict columns, or ``provider:model`` judges that are not recorded
-    in the gold set: those are run live on every item with inline material (one single-judge panel
-    each, built from ``judge_settings`` for cache, offline and cost options) before the statistics."""
-    gold_set = load_gold(Path(gold), format=gold_format, positive_label=positive_label)
-    live = [name for name in judges or [] if name not in gold_set.judges]
-    if live:
-        gold_set = judge_live(gold_set, live, judge_settings or JudgeSettings())
-    report, disagreements = calibrate(
-        gold_set, judges=judges, rubric=rubric, seed=seed, n_boot=n_boot, train_fraction=train_fraction, spread_seeds=spread_seeds
-    )
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    files = ["calibration.json", "calibration.md", "calibration_section.html", "disagreements.jsonl"]
-    if report.held_out is not None:
-        write_weights(report.held_out.weights, out / "weights.json")
-        files.append("weights.json")
-    report.files = sorted(files)
-    (out / "disagreements.jsonl").write_text("".join(json.dumps(d, sort_keys=True, ensure_ascii=False) + "\n" for d in disagreements), encoding="utf-8")
-    (out / "calibration.json").write_text(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    (out / "calibration.md").write_text(render_markdown(report), encoding="utf-8")
-    (out / "calibration_section.html").write_text(render_html(report), encoding="utf-8")
-    return report
-
-
-def judge_live(gold: GoldSet, names: Sequence[str], settings: JudgeSettings) -> GoldSet:
-    """Ask each named judge (``provider:model``) for a verdict on every inline item and record it
-    as that judge's verdict, so live and recorded judges are calibrated the same way. An
-    abstention is recorded as no verdict (None), never as a wrong label."""
-    import rubrics
-
-    inline = [it for it in gold.items if it.material is not None]
-    if not inline:
-        raise ValueError(f"{gold.source}: no item carries inline material, so no judge can be run on it")
-    verdicts: dict[str, dict[str, str | None]] = {}
-    for name in names:
-        panel = build_panel(settings.model_copy(update={"judges": [name], "config_path": settings.config_path}), rubrics.RUBRICS)
-        if panel is None:  # pragma: no cover - a named judge always builds a panel
-            raise ValueError(f"judge {name!r} could not be built")
-        run = panel_judge_run(lambda _table, p=panel: p, rubrics.RUBRICS, key_prefix=f"calibration/{name}")
-        verdicts[name] = asyncio.run(run(inline, ()))
-    items = [it.model_copy(update={"judge_verdicts": {**it.judge_verdicts, **{n: verdicts[n].get(it.id) for n in names}}}) for it in gold.items]
-    return gold.model_copy(update={"items": items})
+    prompt_versions: PromptVersionReport | None = None
+    few_shot: FewShotReport | None = None
+    probes: list[ProbeResult] = Field(default_factory=list)
+    panel_choice: PanelChoice | None = None
 
 
 def calibrate(
@@ -370,7 +315,161 @@ def _tables(report: CalibrationReport) -> list[tuple[str, list[str], list[list[s
                 ],
             )
         )
+    return tables + _workflow_tables(report)
+
+
+def _workflow_tables(report: CalibrationReport) -> list[tuple[str, list[str], list[list[str]]]]:
+    tables: list[tuple[str, list[str], list[list[str]]]] = []
+    pv = report.prompt_versions
+    if pv is not None:
+        tables.append(
+            (
+                "Prompt versions: agreement with the human labels",
+                ["version", "judge", "rubric versions", "n", "% agreement [95% CI]", "Cohen's kappa [95% CI]"],
+                [
+                    [
+                        v.version,
+                        v.judge,
+                        ", ".join(f"{r} {h}" for r, h in v.rubric_versions.items()),
+                        str(v.stats.n),
+                        _ci(v.stats.accuracy),
+                        _ci(v.stats.cohen_kappa),
+                    ]
+                    for v in pv.per_version
+                ],
+            )
+        )
+        labels = pv.per_version[0].stats.labels if pv.per_version else []
+        tables.append(
+            (
+                "Prompt versions: confusion, share of each human label given each judge label [95% CI] (count)",
+                ["version", "judge", "human label", *[f"judge: {lab}" for lab in labels]],
+                [
+                    [v.version, v.judge, lab, *[f"{_ci(v.confusion_rates[i][j])} ({v.stats.confusion[i][j]})" for j in range(len(labels))]]
+                    for v in pv.per_version
+                    for i, lab in enumerate(labels)
+                ],
+            )
+        )
+        tables.append(
+            (
+                "Prompt versions: paired comparisons (b - a; McNemar exact p, Holm-adjusted per judge)",
+                ["judge", "a", "b", "n", "kappa a", "kappa b", "kappa diff [95% CI]", "only a right", "only b right", "p (Holm)", "winner"],
+                [
+                    [
+                        c.judge,
+                        c.a,
+                        c.b,
+                        str(c.test.n),
+                        _f(c.test.kappa_a),
+                        _f(c.test.kappa_b),
+                        _ci(c.test.kappa_diff),
+                        str(c.test.only_a_right),
+                        str(c.test.only_b_right),
+                        _f(c.mcnemar_p_holm, 4),
+                        c.winner or "none (indistinguishable)",
+                    ]
+                    for c in pv.comparisons
+                ],
+            )
+        )
+    fs = report.few_shot
+    if fs is not None:
+        r = fs.result
+        rows = [[str(k), _f(r.dev_kappa.get(k)), "chosen" if k == r.chosen_k else ""] for k in sorted(r.dev_kappa)]
+        tables.append((f"Few-shot tuning of {fs.rubric} for {fs.judge}: kappa on dev ({r.n_dev} items) per number of examples", ["k", "dev kappa", ""], rows))
+        t = r.test
+        tables.append(
+            (
+                f"Few-shot tuning: measured once on test ({r.n_test} items; examples from {r.n_disagreements_train} train disagreements of {r.n_train})",
+                ["prompt", "rubric version", "kappa", "kappa diff [95% CI]", "only zero-shot right", "only few-shot right", "McNemar exact p"],
+                [
+                    ["zero-shot", fs.base_version, _f(t.kappa_a), "", "", "", ""],
+                    [
+                        f"{r.chosen_k} examples",
+                        fs.tuned_version,
+                        _f(t.kappa_b),
+                        _ci(t.kappa_diff),
+                        str(t.only_a_right),
+                        str(t.only_b_right),
+                        _f(t.mcnemar_p, 4),
+                    ],
+                ],
+            )
+        )
+    if report.probes:
+        head = ["probe", "attack / rater", "n pairs", "flips", "flip rate [95% CI]", "to positive", "to-positive rate [95% CI]", "abstained", "rater kappa"]
+        rows = []
+        for pr in report.probes:
+            rows.append([pr.probe, "panel" if pr.probe != "self-preference" else "all judges", *_flip_cells(pr.panel), "", ""][:8] + [""])
+            for name, fsx in pr.variants.items():
+                rows.append([pr.probe, name, *_flip_cells(fsx), ""])
+            for judge, fsx in pr.judges.items():
+                kappa = report.judges.get(judge)
+                rows.append([pr.probe, judge, *_flip_cells(fsx), _ci(kappa.cohen_kappa) if kappa is not None else ""])
+        tables.append(("Bias probes: how often a change that must not matter flips the verdict", head, rows))
+    pc = report.panel_choice
+    if pc is not None:
+        shown = [c for c in pc.candidates if c.meets_target][:10] or pc.candidates[:10]
+        tables.append(
+            (
+                f"Cheapest panel with held-out kappa lower bound >= {pc.target_kappa} (held-out {pc.n_held_out} items, seed {pc.seed}; cheapest first)",
+                ["judges", "rule", "coverage", "kappa [95% CI]", "USD per 1,000 escalated cases", "meets target"],
+                [
+                    [
+                        " + ".join(c.judges),
+                        c.rule,
+                        _pct(c.coverage),
+                        _ci(c.kappa),
+                        "-" if c.usd_per_1000_cases is None else f"{c.usd_per_1000_cases:.4f}",
+                        "yes" if c.meets_target else "no",
+                    ]
+                    for c in shown
+                ],
+            )
+        )
+        tables.append(
+            (
+                "Judge cost per call (prices from the config)",
+                ["judge", "input tokens", "output tokens", "USD per call", "basis"],
+                [
+                    [
+                        c.judge,
+                        _f(c.input_tokens_per_call, 1),
+                        _f(c.output_tokens_per_call, 1),
+                        "-" if c.usd_per_call is None else f"{c.usd_per_call:.6f}",
+                        c.basis,
+                    ]
+                    for c in pc.costs.values()
+                ],
+            )
+        )
     return tables
+
+
+def _flip_cells(s) -> list[str]:
+    return [str(s.n), str(s.n_flips), _ci(s.flip_rate), str(s.flips_to_positive), _ci(s.to_positive_rate), str(s.n_abstained)]
+
+
+def conclusions(report: CalibrationReport) -> list[str]:
+    out = []
+    if report.prompt_versions is not None:
+        out += [f"{c.judge}: {c.a} vs {c.b}: {c.conclusion}" for c in report.prompt_versions.comparisons]
+    fs = report.few_shot
+    if fs is not None:
+        t = fs.result.test
+        where = f"; tuned rubric written to {fs.folder} (version {fs.tuned_version})" if fs.folder else ""
+        out.append(
+            f"few-shot ({fs.judge}, {fs.rubric}): {fs.result.chosen_k} examples chosen on dev; on test kappa {_f(t.kappa_a)} -> {_f(t.kappa_b)} "
+            f"(difference {_ci(t.kappa_diff)}, McNemar p {_f(t.mcnemar_p, 4)}){where}"
+        )
+    for pr in report.probes:
+        out.append(
+            f"probe {pr.probe}: flip rate {_ci(pr.panel.flip_rate)} over {pr.panel.n} pairs; flips to the positive label {_ci(pr.panel.to_positive_rate)}"
+        )
+    if report.panel_choice is not None:
+        out.append(f"cheapest panel: {report.panel_choice.conclusion}")
+    return out
 
 
 def _summary_lines(report: CalibrationReport) -> list[str]:
@@ -401,6 +500,9 @@ def render_markdown(report: CalibrationReport) -> str:
     for title, head, rows in _tables(report):
         out += ["", f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         out += ["| " + " | ".join(r) + " |" for r in rows]
+    lines = conclusions(report)
+    if lines:
+        out += ["", "## Conclusions", ""] + [f"- {c}" for c in lines]
     if report.notes:
         out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
     out += [
@@ -421,6 +523,9 @@ def render_html(report: CalibrationReport) -> str:
         out.append("<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>")
         out += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows]
         out.append("</tbody></table>")
+    lines = conclusions(report)
+    if lines:
+        out.append("<h3>Conclusions</h3><ul>" + "".join(f"<li>{e(c)}</li>" for c in lines) + "</ul>")
     if report.notes:
         out.append("<h3>Notes</h3><ul>" + "".join(f"<li>{e(n)}</li>" for n in report.notes) + "</ul>")
     out.append("</section>")

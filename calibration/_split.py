@@ -32,7 +32,7 @@ def stratified_cluster_split(
         members[c].append(i)
     share: dict[str, float] = {}
     for c, idx in members.items():
-        vals = [positive[i] for i in idx if positive[i] is not None]
+        vals = [bool(p) for i in idx if (p := positive[i]) is not None]
         share[c] = round(sum(vals) / len(vals), 1) if vals else -1.0
     rng = np.random.default_rng(seed)
     bounds = np.cumsum(fractions)

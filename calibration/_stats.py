@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def confusion_matrix(reference: Sequence[int], rated: Sequence[int], k: int) -> np.ndarray:
+def confusion_matrix(reference: Sequence[int] | np.ndarray, rated: Sequence[int] | np.ndarray, k: int) -> np.ndarray:
     ref = np.asarray(reference, dtype=np.int64)
     rat = np.asarray(rated, dtype=np.int64)
     return np.bincount(ref * k + rat, minlength=k * k).reshape(k, k).astype(float)

@@ -4,6 +4,12 @@ scores, breakdowns, and the VAKRA leaderboard.
 Only a compact row per trajectory is kept (the full results stream to disk), so aggregation
 memory grows by a few hundred bytes per trajectory.
 
+Input warnings (unknown fields, orphan results...) are counted per kind and field pattern with
+the first place each was seen. When trajectories carry their source's own verdicts (external
+labels), ``external_agreement`` compares ours with each source: confusion matrix (ours
+pass / fail / unresolved against theirs pass / fail), Cohen's kappa with a cluster-bootstrap CI on
+the cases both decided, and every disagreement with both sides' reasons.
+
 Denominators: ``error`` rows are excluded from every rate and listed instead. ``pass_rate``
 counts unresolved trajectories as not passed (conservative); ``pass_rate_if_unresolved_pass``
 gives the other bound. Leaderboard (VAKRA): the mean of the capability scores, where a
@@ -20,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from judge import FAILURE_STAGE_ORDER, InputErrorInfo, Scores, TrajectoryResult
+from judge import FAILURE_STAGE_ORDER, InputErrorInfo, InputWarning, Scores, TrajectoryResult
 from pipelines.bootstrap import cluster_bootstrap_ci
 from pipelines.config import GradingConfig
 
@@ -36,10 +42,23 @@ class Aggregator:
     judge_calls: int = 0
     judge_cost: float = 0.0
     scores: dict[str, array] = field(default_factory=dict)  # NaN = not applicable; 8 bytes a value
+    warnings: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (kind, field pattern) -> count, first
+    external: dict[str, _External] = field(default_factory=dict)  # label source -> what agreement needs
     _arrays: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # columns as arrays, built once per summary
 
-    def add_task_error(self, info: InputErrorInfo) -> None:
-        self.errors.append({"scope": "task", "task_id": None, "trajectory_id": None, **info.model_dump(mode="json")})
+    def add_warnings(self, warnings: list[InputWarning]) -> None:
+        for w in warnings:
+            key = (w.kind, w.field_pattern)
+            entry = self.warnings.get(key)
+            if entry is None:
+                where = w.file + (f":{w.line}" if w.line is not None else "")
+                self.warnings[key] = {"count": 1, "first": where, "message": w.message}
+            else:
+                entry["count"] += 1
+
+    def add_task_error(self, info: InputErrorInfo, scope: str = "task") -> None:
+        """An error outside the trajectories file (tasks, reference, labels): listed, never a row."""
+        self.errors.append({"scope": scope, "task_id": None, "trajectory_id": None, **info.model_dump(mode="json")})
 
     def add(self, r: TrajectoryResult) -> None:
         if r.error is not None:
@@ -60,6 +79,8 @@ class Aggregator:
         row["unresolved_stages"].append(tuple(s.value for s in r.unresolved_stages))
         self.judge_calls += r.judge_calls
         self.judge_cost += r.judge_cost_usd
+        for label in r.external_labels or ():
+            self.external.setdefault(label.source, _External()).add(r, label)
 
     # -----------------------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
@@ -75,7 +96,8 @@ class Aggregator:
                 "trajectories": n + trajectory_errors,
                 "graded": n,
                 "errors": trajectory_errors,
-                "task_errors": len(self.errors) - trajectory_errors,
+                "task_errors": sum(1 for e in self.errors if e["scope"] == "task"),
+                "label_errors": sum(1 for e in self.errors if e["scope"] == "labels"),
                 **{v: int((verdict == v).sum()) for v in ("pass", "fail", "unresolved")},
             },
             **self._group(everything, verdict, tasks, with_scores=True),
@@ -89,7 +111,13 @@ class Aggregator:
                 "calls_per_100_trajectories": round(100 * self.judge_calls / n, 2) if n else 0.0,
             },
             "errors": self.errors,
+            "input_warnings": {
+                kind: {pattern: self.warnings[(k, pattern)] for k, pattern in sorted(self.warnings) if k == kind}
+                for kind in sorted({k for k, _ in self.warnings})
+            },
         }
+        if self.external:
+            out["external_agreement"] = {source: ext.summary(self.config) for source, ext in sorted(self.external.items())}
         for key in BREAKDOWNS:
             col = np.array(rows[key], dtype=object)
             out["by"][key] = {value: self._group(col == value, verdict, tasks, with_scores=False) for value in sorted(set(rows[key]), key=_natural)}
@@ -155,6 +183,57 @@ class Aggregator:
             "score": round(float(np.mean(list(per_cap.values()))), 6) if per_cap else None,
             "rule": f"mean of capability pass rates; capability {cfg.multi_source_capability} weighs multi-source cases {cfg.multi_source_weight:g}x",
         }
+
+
+@dataclass
+class _External:
+    """Our verdicts beside one source's own (only what agreement needs; disagreements in full)."""
+
+    ours: list[str] = field(default_factory=list)  # pass | fail | unresolved
+    theirs: list[str | None] = field(default_factory=list)  # pass | fail | None (not a pass/fail value)
+    tasks: list[str] = field(default_factory=list)
+    disagreements: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, r: TrajectoryResult, label: Any) -> None:
+        ours = r.verdict.value
+        theirs = None if label.passed is None else ("pass" if label.passed else "fail")
+        self.ours.append(ours)
+        self.theirs.append(theirs)
+        self.tasks.append(str(r.task_id))
+        if theirs is not None and ours != theirs:
+            self.disagreements.append(
+                {
+                    "task_id": r.task_id,
+                    "trajectory_id": r.trajectory_id,
+                    "ours": {"verdict": ours, "failure_stage": r.failure_stage.value if r.failure_stage else None, "reason": _clip(r.reason)},
+                    "theirs": {"verdict": theirs, "value": label.value, "reason": _clip(label.reason)},
+                }
+            )
+
+    def summary(self, config: GradingConfig) -> dict[str, Any]:
+        from calibration import LabelCoder, Resampler, agreement  # statistics live in calibration (one home)
+
+        decided = [o if o != "unresolved" else None for o in self.ours]
+        stats = agreement(self.theirs, decided, LabelCoder(["pass", "fail"]), Resampler(self.tasks, config.bootstrap_samples, config.seed))
+        confusion = {ours: dict.fromkeys(("pass", "fail", "no verdict"), 0) for ours in ("pass", "fail", "unresolved")}
+        for o, t in zip(self.ours, self.theirs, strict=True):
+            confusion[o][t or "no verdict"] += 1
+        kappa = stats.cohen_kappa
+        return {
+            "n": len(self.ours),
+            "both_decided": stats.n,
+            "confusion": confusion,
+            "agreement": stats.accuracy.value,
+            "cohen_kappa": {"value": kappa.value, "ci95": None if kappa.ci_low is None else [kappa.ci_low, kappa.ci_high]},
+            "unresolved_by_us": sum(o == "unresolved" for o in self.ours),
+            "disagreements": sorted(self.disagreements, key=lambda d: (str(d["task_id"]), str(d["trajectory_id"]))),
+        }
+
+
+def _clip(text: str | None, limit: int = 400) -> str | None:
+    if text is None:
+        return None
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _natural(value: str) -> tuple:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,6 +46,9 @@ class GradingConfig(BaseModel):
     seed: int = 0
     multi_source_capability: str = Field("4", description="capability whose multi-source cases count 2x on the leaderboard")
     multi_source_weight: float = Field(2.0, ge=1)
+    turns: Literal["auto", "episode", "per-message"] = Field(
+        "auto", description="auto: a one-goal task grades a dialogue as one episode; episode / per-message force one way (see pipelines.alignment)"
+    )
 
     @classmethod
     def load(cls, path: Path | None) -> GradingConfig:

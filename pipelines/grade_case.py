@@ -29,8 +29,9 @@ from judge import (
     TrajectoryResult,
     strip_instructions_deep,
 )
+from pipelines.alignment import TurnAlignmentError, align
 from pipelines.attribution import attribute_trajectory, attribute_turn
-from pipelines.checks import AnswerCheck, GroundingCheck, PolicyCheck, TurnContext, build_context, instruction_evidence, match_calls
+from pipelines.checks import AnswerCheck, CallMatching, GroundingCheck, PolicyCheck, TurnContext, build_context, instruction_evidence, match_calls
 from pipelines.config import GradingConfig
 from pipelines.scoring import TurnFacts, compute_scores
 
@@ -45,6 +46,7 @@ class TurnState:
     checks: dict[Check, StageResult]
     facts: TurnFacts
     asked: set[Check] = field(default_factory=set)  # escalated already (decided or left open)
+    nothing_to_check: str | None = None  # the task specifies nothing for this turn: unresolved, never asked
 
 
 @dataclass
@@ -60,6 +62,8 @@ class GradedCase:
     # ---- escalation -------------------------------------------------------------------------
     def next_escalation(self) -> tuple[int, Check] | None:
         for ti, ts in enumerate(self.turns):
+            if ts.nothing_to_check is not None and not any(c.outcome == Outcome.MISMATCH for c in ts.checks.values()):
+                continue
             mismatch_seen = False
             for check in CHECK_ORDER:
                 result = ts.checks[check]
@@ -112,7 +116,7 @@ class GradedCase:
 
     # ---- result -----------------------------------------------------------------------------
     def result(self) -> TrajectoryResult:
-        turn_results = [attribute_turn(ts.ctx.turn.turn_id, [ts.checks[c] for c in CHECK_ORDER]) for ts in self.turns]
+        turn_results = [attribute_turn(ts.ctx.turn.turn_id, [ts.checks[c] for c in CHECK_ORDER], ts.nothing_to_check) for ts in self.turns]
         verdict, stage, unresolved, decided_by = attribute_trajectory(turn_results)
         for ts in self.turns:
             ts.facts.answer = ts.checks[Check.ANSWER]
@@ -136,6 +140,7 @@ class GradedCase:
             judge_calls=self.judge_calls,
             judge_cost_usd=round(self.judge_cost, 6),
             source=self.source,
+            external_labels=list(self.trajectory.external_labels) or None,
         )
 
 
@@ -147,27 +152,17 @@ def grade_case(
     source: SourceRef | None = None,
     replay: list[Any] | None = None,
 ) -> GradedCase:
-    """Run every deterministic check of every turn. Raises ``InputError`` for turns the task lacks."""
-    by_id = {t.turn_id: t for t in trajectory.turns}
-    task_ids = {t.turn_id for t in task.turns}
-    single = len(task.turns) == 1 and len(trajectory.turns) == 1
-    if not single:
-        extra = [tid for tid in by_id if tid not in task_ids]
-        if extra:
-            raise InputError.at(
-                "unknown_turn",
-                f"trajectory has turns {extra} that task {task.task_id!r} does not define (task turns: {sorted(task_ids)})",
-                source.file if source else "<memory>",
-                source.line if source else None,
-                "turns",
-            )
-    replay_by_id = {r.turn_id: r for r in replay} if replay else {}
+    """Run every deterministic check of every turn (turns aligned by ``config.turns``, see
+    ``pipelines.alignment``). Raises ``InputError`` when the turns cannot be aligned."""
+    try:
+        alignment = align(task, trajectory, config.turns)
+    except TurnAlignmentError as exc:
+        raise InputError.at("unknown_turn", str(exc), source.file if source else "<memory>", source.line if source else None, "turns") from None
     states: list[TurnState] = []
     prior_outputs: list[Any] = []
     calls_before = 0
-    for turn in task.turns:
-        traj_turn = trajectory.turns[0] if single else by_id.get(turn.turn_id)
-        rep = (replay[0] if replay else None) if single else replay_by_id.get(turn.turn_id)
+    for i, (turn, traj_turn) in enumerate(alignment.pairs):
+        rep = replay[i] if replay else None
         ctx = build_context(task, turn, trajectory, traj_turn, config, replay=rep, prior_outputs=prior_outputs, calls_before=calls_before)
         states.append(_evaluate(ctx))
         prior_outputs = prior_outputs + [v.result for v in ctx.steps if v.ok]
@@ -181,7 +176,21 @@ def _evaluate(ctx: TurnContext) -> TurnState:
     matching = match_calls(ctx, _answer_correct(answer))
     grounding = _GROUNDING.run(ctx, answer, matching.result.outcome == Outcome.MATCH)
     checks = {Check.POLICY: policy, Check.CALLS: matching.result, Check.ANSWER: answer, Check.GROUNDING: grounding}
-    return TurnState(ctx=ctx, checks=checks, facts=TurnFacts(ctx, matching, policy, answer))
+    return TurnState(ctx=ctx, checks=checks, facts=TurnFacts(ctx, matching, policy, answer), nothing_to_check=_nothing_to_check(ctx, matching))
+
+
+def _nothing_to_check(ctx: TurnContext, matching: CallMatching) -> str | None:
+    """Why the turn has nothing to check, or None. Something to check: a required reference call,
+    an answer specification (gold, pattern, criteria, required content), a policy, a ban on extra
+    calls, or a final state compared by replay."""
+    task, turn = ctx.task, ctx.turn
+    if any(not st.advisory for st in matching.refs) or turn.has_answer_spec or task.extra_calls == "forbid":
+        return None
+    if task.policy is not None and (task.policy.has_rules or task.policy.text):
+        return None
+    if ctx.reference_state is not None and ctx.predicted_state is not None:
+        return None
+    return "nothing to check: the task gives no required reference call, no answer specification and no policy for this turn"
 
 
 def _answer_correct(answer: StageResult) -> bool | None:
@@ -233,9 +242,7 @@ def _without_instructions(material: dict[str, Any]) -> tuple[dict[str, Any], tup
 def _material(ctx: TurnContext, check: Check) -> dict[str, Any]:
     turn = ctx.turn
     answer = ctx.traj_turn.final_answer if ctx.traj_turn is not None else None
-    predicted = [
-        {"step": v.index, "name": v.step.name, "arguments": v.step.arguments, "status": "ok" if v.ok else "error", "result": _clip(v.result)} for v in ctx.steps
-    ]
+    predicted = [{"step": v.index, "name": v.step.name, "arguments": v.step.arguments, "status": v.status, "result": _clip(v.result)} for v in ctx.steps]
     if check == Check.POLICY:
         return {
             "policy": (ctx.task.policy.text if ctx.task.policy is not None else None) or "",

@@ -25,12 +25,18 @@ from typing import Any, Literal
 import rubrics
 from judge import Escalator, InputError, InputErrorInfo, TrajectoryResult, VerdictLabel
 from pipelines.aggregate import Aggregator
+from pipelines.alignment import TurnAlignmentError
 from pipelines.config import GradingConfig
 from pipelines.grade_case import GradedCase, grade_case
-from pipelines.ingest import Limits, Loaded, TaskSet, check_task, iter_trajectories, load_tasks
+from pipelines.ingest import Limits, Loaded, TaskSet, check_task, load_tasks, load_tool_specs, read_trajectories, with_tool_specs
+from pipelines.labels import load_labels
 
 RESULTS, SUMMARY, REPORT_MD, MANIFEST = "results.jsonl", "summary.json", "report.md", "manifest.json"
 _PENDING = "__pending__"
+
+
+class NoTasks(ValueError):
+    """Neither ``--tasks`` nor the trajectory file provides tasks."""
 
 
 class InputErrorsFound(Exception):
@@ -43,7 +49,7 @@ class InputErrorsFound(Exception):
 
 @dataclass
 class GradeOptions:
-    tasks: Path
+    tasks: Path | None  # None: the trajectory file carries its tasks (tau2 results, Inspect logs)
     trajectories: Path
     out: Path
     reference: Path | None = None
@@ -55,6 +61,10 @@ class GradeOptions:
     replayer: Any = None  # pipelines.replay.Replayer
     limits: Limits = field(default_factory=Limits)
     command: list[str] = field(default_factory=list)
+    strict: bool = False  # unknown fields are errors, not warnings
+    labels: Path | None = None  # external labels (--labels) to report agreement with
+    tool_specs: Path | None = None  # tool specs for tasks whose source carries none (--tool-specs)
+    rubrics: Any = None  # the rubric table the panel uses (--rubrics); None: the built-ins
 
 
 @dataclass
@@ -66,18 +76,33 @@ class RunOutcome:
 
 def run_grading(opts: GradeOptions, progress: Callable[[int], None] | None = None) -> RunOutcome:
     started = datetime.now(UTC)
-    taskset = load_tasks(opts.tasks, opts.task_format, opts.reference, opts.limits)
-    if opts.on_error == "fail" and taskset.errors:
-        raise InputErrorsFound(taskset.errors[0])
+    bundle = read_trajectories(opts.trajectories, opts.trajectory_format, opts.limits, strict=opts.strict)
+    if opts.tasks is not None:  # given tasks win over tasks the trajectory file carries
+        taskset = load_tasks(opts.tasks, opts.task_format, opts.reference, opts.limits, strict=opts.strict)
+    elif bundle.tasks is not None:
+        taskset = bundle.tasks
+    else:
+        raise NoTasks(f"{opts.trajectories} carries no tasks: pass them with --tasks")
+    if opts.tool_specs is not None:
+        taskset = with_tool_specs(taskset, load_tool_specs(opts.tool_specs, opts.limits))
+    labels = load_labels(opts.labels, opts.limits) if opts.labels is not None else None
+    if opts.on_error == "fail" and (taskset.errors or (labels is not None and labels.errors)):
+        raise InputErrorsFound((taskset.errors or (labels.errors if labels else []))[0])
     opts.out.mkdir(parents=True, exist_ok=True)
     agg = Aggregator(opts.config)
     for info in taskset.errors:
         agg.add_task_error(info)
+    for info in labels.errors if labels is not None else ():
+        agg.add_task_error(info, scope="labels")
+    agg.add_warnings(taskset.warnings)
 
     partial = opts.out / (RESULTS + ".partial")
     pending: list[GradedCase] = []
     with open(partial, "w", encoding="utf-8") as fh:
-        for count, loaded in enumerate(iter_trajectories(opts.trajectories, opts.trajectory_format, opts.limits), 1):
+        for count, loaded in enumerate(bundle.items, 1):
+            agg.add_warnings(loaded.warnings)
+            if labels is not None and loaded.trajectory is not None:
+                loaded.trajectory = labels.apply(loaded.trajectory)
             outcome = _grade_loaded(loaded, taskset, opts)
             if isinstance(outcome, GradedCase):
                 if opts.escalator is not None and outcome.next_escalation() is not None:
@@ -92,6 +117,8 @@ def run_grading(opts: GradeOptions, progress: Callable[[int], None] | None = Non
             if progress is not None:
                 progress(count)
 
+    if labels is not None and opts.labels is not None:
+        agg.add_warnings(labels.unused(str(opts.labels)))
     judged = _escalate(pending, opts.escalator) if pending else []
     for result in judged:
         agg.add(result)
@@ -120,10 +147,12 @@ def _grade_loaded(loaded: Loaded, taskset: TaskSet, opts: GradeOptions) -> Grade
     try:
         replay = None
         if opts.replayer is not None and task.environment is not None:
-            replay = opts.replayer.replay(task, loaded.trajectory)
+            replay = opts.replayer.replay(task, loaded.trajectory, opts.config.turns)
         return grade_case(task, loaded.trajectory, opts.config, source=loaded.source, replay=replay)
     except InputError as exc:
         return _error_row(loaded, exc.info)
+    except TurnAlignmentError as exc:
+        return _error_row(loaded, InputErrorInfo(kind="unknown_turn", message=str(exc), file=loaded.source.file, line=loaded.source.line, field="turns"))
     except Exception as exc:  # an environment or replay failure must not sink the run
         info = InputErrorInfo(kind="grading_error", message=f"{type(exc).__name__}: {exc}", file=loaded.source.file, line=loaded.source.line)
         return _error_row(loaded, info)
@@ -202,11 +231,12 @@ def _versions() -> dict[str, str]:
 
 def _manifest(opts: GradeOptions, taskset: TaskSet, summary: dict[str, Any], started: datetime) -> dict[str, Any]:
     inputs = [
-        {"role": "tasks", "path": str(opts.tasks), "format": opts.task_format or "auto", "sha256": _sha256(opts.tasks)},
+        {"role": "tasks", "path": str(opts.tasks) if opts.tasks else None, "format": opts.task_format or "auto", "sha256": _sha256(opts.tasks)},
         {"role": "trajectories", "path": str(opts.trajectories), "format": opts.trajectory_format or "auto", "sha256": _sha256(opts.trajectories)},
     ]
-    if opts.reference is not None:
-        inputs.append({"role": "reference", "path": str(opts.reference), "sha256": _sha256(opts.reference)})
+    for role, path in (("reference", opts.reference), ("labels", opts.labels), ("tool_specs", opts.tool_specs)):
+        if path is not None:
+            inputs.append({"role": role, "path": str(path), "sha256": _sha256(path)})
     escalator = opts.escalator
     return {
         "tool": "trajectory-judge",
@@ -217,7 +247,8 @@ def _manifest(opts: GradeOptions, taskset: TaskSet, summary: dict[str, Any], sta
         "tasks_loaded": len(taskset.tasks),
         "config": opts.config.model_dump(mode="json"),
         "on_error": opts.on_error,
-        "judges": None if escalator is None else _describe(escalator),
+        "strict": opts.strict,
+        "judges": None if escalator is None else _describe(escalator, opts.rubrics),
         "replay": None if opts.replayer is None else _describe(opts.replayer),
         "counts": summary["counts"],
         "started_at": started.isoformat(timespec="seconds"),
@@ -225,8 +256,9 @@ def _manifest(opts: GradeOptions, taskset: TaskSet, summary: dict[str, Any], sta
     }
 
 
-def _describe(component: Any) -> Any:
-    """What the manifest records of a panel or replayer: its stats and, for judges, rubric versions."""
+def _describe(component: Any, rubric_table: Any = None) -> Any:
+    """What the manifest records of a panel or replayer: its stats and, for judges, rubric versions
+    (and where each rubric came from: built in, or a --rubrics file)."""
     describe = getattr(component, "describe", None)
     if callable(describe):
         return describe()
@@ -234,5 +266,9 @@ def _describe(component: Any) -> Any:
     stats = getattr(component, "stats", None)
     if hasattr(stats, "model_dump"):
         out["stats"] = stats.model_dump(mode="json")
-        out["rubrics"] = {name: rubric.version for name, rubric in sorted(rubrics.RUBRICS.items())}
+        table = rubric_table or rubrics.RUBRICS
+        out["rubrics"] = {name: rubric.version for name, rubric in sorted(table.items())}
+        out["rubric_sources"] = {
+            name: str(getattr(r, "source_path", None)) if r is not rubrics.RUBRICS.get(name) else "builtin" for name, r in sorted(table.items())
+        }
     return out

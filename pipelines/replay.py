@@ -15,7 +15,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from judge import ReferenceCall, Task, Trajectory, content_hash, dependency_order, response_key
+from judge import ReferenceCall, Task, Trajectory, Turn, content_hash, dependency_order, response_key
+from pipelines.alignment import TurnsMode, align
 from pipelines.env import Environment, ExecResult, Session, load_environment
 
 REFERENCE_CACHE_SIZE = 1024
@@ -46,22 +47,27 @@ class Replayer:
     def describe(self) -> dict[str, object]:
         return {"name": "replay", "environments": dict(sorted(self.versions.items())), "reference_cache_hits": self.reference_cache_hits}
 
-    def replay(self, task: Task, trajectory: Trajectory) -> list[TurnReplay] | None:
+    def replay(self, task: Task, trajectory: Trajectory, turns: TurnsMode = "auto") -> list[TurnReplay] | None:
+        """One replay per aligned turn (``pipelines.alignment``, the grader's alignment). A call a
+        policy blocked is never executed."""
         if task.environment is None:
             return None
         env = self.environment(task.environment)
         track_state = self._involves_writes(task, trajectory, env)
-        reference = self._reference(task, env)
+        alignment = align(task, trajectory, turns)
+        if alignment.episode and len(task.turns) > 1:
+            reference = [self._run_episode_reference(alignment.pairs[0][0], env)]
+        else:
+            reference = self._reference(task, env)
         predicted_session = env.session(cache=self.cache)
-        by_turn = {t.turn_id: t for t in trajectory.turns}
-        if len(task.turns) == 1 and len(trajectory.turns) == 1:  # single-turn: aligned whatever the ids (as the grader does)
-            by_turn = {task.turns[0].turn_id: trajectory.turns[0]}
         replays = []
-        for turn, (ref_results, ref_state) in zip(task.turns, reference):
+        for (turn, traj_turn), (ref_results, ref_state) in zip(alignment.pairs, reference, strict=True):
             predicted: list[ExecResult] = []
-            traj_turn = by_turn.get(turn.turn_id)
             for step in traj_turn.steps if traj_turn is not None else []:
-                predicted.append(predicted_session.execute(step.name, step.arguments, label=step.call_id))
+                if step.status == "blocked":
+                    predicted.append(ExecResult(ok=False, error="blocked by policy: not executed"))
+                else:
+                    predicted.append(predicted_session.execute(step.name, step.arguments, label=step.call_id))
             replays.append(
                 TurnReplay(
                     turn_id=turn.turn_id,
@@ -88,6 +94,10 @@ class Replayer:
             while len(self._reference_cache) > REFERENCE_CACHE_SIZE:
                 self._reference_cache.popitem(last=False)
         return out
+
+    def _run_episode_reference(self, turn: Turn, env: Environment) -> tuple[list[ExecResult], str]:
+        session = env.session(cache=self.cache)
+        return self._run_reference_turn(session, turn.reference_calls), session.state_digest()
 
     @staticmethod
     def _run_reference_turn(session: Session, calls: list[ReferenceCall]) -> list[ExecResult]:

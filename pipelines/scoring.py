@@ -5,14 +5,15 @@ repeated it (ragas' tool-call accuracy can exceed 1 with retries; ours cannot), 
 score with no call made is 0, not 1 (deepeval's bug). Definitions:
 - answer_accuracy: share of answered-and-graded turns whose answer is correct; crag: mean of
   correct 1 / missing 0 / incorrect -1.
-- path_completeness: weighted share of reference calls whose tool was called successfully.
+- path_completeness: weighted share of reference calls whose tool was called (and did not fail).
 - policy_compliance: share of calls violating no policy rule (None when the task has no policy).
 - tool_efficiency: distinct successful calls / all calls (repeats and failures earn nothing).
 - tool_selection: share of the distinct reference tools that were called successfully.
 - tool_order: share of dependency edges whose two calls were satisfied in order (1 with no edges).
 - parameter: weighted share of reference calls satisfied (structurally or by response).
 - success: 1 when every reference call of every turn is satisfied with no extra write.
-Critical reference calls weigh ``critical_weight``.
+Critical reference calls weigh ``critical_weight``; advisory reference calls (``required=False``,
+reads under ``grading="outcome"``) count in no score. A call with an unknown outcome counts as made.
 """
 
 from __future__ import annotations
@@ -47,9 +48,11 @@ def compute_scores(task: Task, facts: list[TurnFacts], config: GradingConfig) ->
     success = True
     for f in facts:
         refs = f.ctx.turn.reference_calls
-        ok_names = {v.step.name for v in f.ctx.steps if v.ok}
+        ok_names = {v.step.name for v in f.ctx.steps if v.made}
         used_ok |= ok_names
         for st in f.matching.refs:
+            if st.advisory:
+                continue
             ref = refs[st.index]
             w = cw if ref.critical else 1.0
             total_w += w
@@ -61,7 +64,7 @@ def compute_scores(task: Task, facts: list[TurnFacts], config: GradingConfig) ->
         success &= f.matching.result.outcome == Outcome.MATCH
         calls += len(f.ctx.steps)
         violations += len({e.step for e in f.policy.evidence if e.kind == "policy_violation"})
-        distinct_ok |= {f"{f.ctx.turn.turn_id}/{call_signature(v.step.name, v.step.arguments)}" for v in f.ctx.steps if v.ok}
+        distinct_ok |= {f"{f.ctx.turn.turn_id}/{call_signature(v.step.name, v.step.arguments)}" for v in f.ctx.steps if v.made}
         if f.answer.label is not None:
             labels.append(f.answer.label)
 
@@ -80,6 +83,6 @@ def compute_scores(task: Task, facts: list[TurnFacts], config: GradingConfig) ->
         s.path_completeness = s.parameter = s.tool_selection = 1.0
     s.tool_order = respected / edges if edges else 1.0
     s.success = 1.0 if success else 0.0
-    w = config.weights
-    s.weighted_total = w.selection * s.tool_selection + w.order * s.tool_order + w.parameter * s.parameter + w.success * s.success
+    weights = config.weights
+    s.weighted_total = weights.selection * s.tool_selection + weights.order * s.tool_order + weights.parameter * s.parameter + weights.success * s.success
     return s

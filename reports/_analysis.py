@@ -26,6 +26,7 @@ def analyse(run: RunData) -> RunReport:
     calib, calib_facts = T.calibration_tables(run)
     passk, pass_stats = T.repeated_runs(run)
     tools = T.tool_bottlenecks(run)
+    agreement, disagreements = T.external_agreement(run)
     tables = {
         "headline": T.headline(run),
         "capabilities": T.capabilities(run),
@@ -39,6 +40,8 @@ def analyse(run: RunData) -> RunReport:
         "calibration": calib,
         "pass_at_k": passk,
         "repeated_runs": pass_stats,
+        "external_agreement": agreement,
+        "external_disagreements": disagreements,
     }
     notes = []
     unnamed = sum(r.unnamed_tool_evidence for r in run.rows)

@@ -334,6 +334,21 @@ def render_run(rep: RunReport, anchor: str) -> str:
         parts.append(_table(t["repeated_runs"]) + _table(pk))
     parts.append("</section>")
 
+    if not t["external_agreement"].empty:
+        parts.append(
+            f'<section id="{anchor}-agreement"><h2>Agreement with the source\'s own verdicts</h2><p class="note">Ours (pass / fail / unresolved) against the verdict '
+            "the trajectories' source gave them; kappa on the cases both decided (95% cluster-bootstrap CI over tasks).</p>"
+            + _table(t["external_agreement"], percent={"agreement"})
+            + "<h3>Disagreements (both sides' reasons)</h3>"
+            + _table(t["external_disagreements"])
+            + "</section>"
+        )
+    if s.get("input_warnings"):
+        warn = pd.DataFrame(
+            [{"kind": k, "field": f, **w} for k, fields in s["input_warnings"].items() for f, w in fields.items()],
+            columns=["kind", "field", "count", "first", "message"],
+        )
+        parts.append(f'<section id="{anchor}-warnings"><h2>Input warnings (read, graded, worth a look)</h2>' + _table(warn) + "</section>")
     if s.get("errors"):
         err = pd.DataFrame(
             [{k: e.get(k) for k in ("file", "line", "field", "kind", "message")} for e in s["errors"]], columns=["file", "line", "field", "kind", "message"]

@@ -98,6 +98,21 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
         lines.append("_no agent ran any task more than once_")
     else:
         lines += md_table(t["repeated_runs"]) + [""] + md_table(t["pass_at_k"])
+    if not t["external_agreement"].empty:
+        lines += ["", f"{level} Agreement with the source's own verdicts", ""]
+        lines += [
+            "Ours (pass / fail / unresolved) against the verdict the trajectories' source gave them; kappa on the cases both decided "
+            "(95% cluster-bootstrap CI over tasks). Every disagreement is listed with both sides' reasons.",
+            "",
+        ]
+        lines += md_table(t["external_agreement"], percent={"agreement"})
+        lines += _section("Disagreements", t["external_disagreements"], empty="none")
+    if s.get("input_warnings"):
+        lines += ["", f"{level} Input warnings (read, graded, worth a look)", "", "| kind | field | count | first seen | message |", "|---|---|---:|---|---|"]
+        for kind, fields in s["input_warnings"].items():
+            for pattern, w in fields.items():
+                msg = str(w["message"]).replace("|", "\\|").replace("\n", " ")
+                lines.append(f"| {kind} | {pattern} | {w['count']} | {w['first']} | {msg} |")
     if s.get("errors"):
         lines += ["", f"{level} Input errors (listed, not graded)", "", "| file | line | field | kind | message |", "|---|---:|---|---|---|"]
         for e in s["errors"]:

@@ -91,7 +91,7 @@ def grouped_bars(
     y_label: str = "pass rate",
 ) -> str:
     """Vertical bars (value, ci_low, ci_high) per category and series, values in [0, 1], CI whiskers."""
-    left, top, bottom, right = 46, 10, 46, 10
+    left, bottom, right = 46, 46, 10
     legend, ly = _legend([(name, SERIES[i % len(SERIES)]) for i, (name, _) in enumerate(series)], left, 16, width - left - right)
     top = ly + 8
     plot_h = 180

@@ -16,8 +16,10 @@ Row order is fixed (natural sort of group values, stage order from ``judge``) fo
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -130,7 +132,9 @@ def accuracy_by_hops(run: RunData) -> pd.DataFrame:
     rows = []
     graded = run.graded
     for dim in ("hop_count", "hop_type", "hop_pattern"):
-        value_of = (lambda r: hop_type(r.hop_pattern)) if dim == "hop_type" else (lambda r, d=dim: "unknown" if getattr(r, d) is None else str(getattr(r, d)))
+        value_of: Callable[[Row], str] = (
+            (lambda r: hop_type(r.hop_pattern)) if dim == "hop_type" else (lambda r, d=dim: "unknown" if getattr(r, d) is None else str(getattr(r, d)))
+        )
         cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
         for r in graded:
             for pol in ("all", _policy_label(r)):
@@ -239,6 +243,57 @@ def decisions(run: RunData) -> pd.DataFrame:
     n = max(s["counts"]["graded"], 1)
     rows = [{"decided_by": k, "count": v, "share": _r(v / n)} for k, v in s.get("decided_by", {}).items()]
     return pd.DataFrame(rows, columns=["decided_by", "count", "share"])
+
+
+_AGREEMENT_COLUMNS = [
+    "source",
+    "n",
+    "both_decided",
+    "agreement",
+    "cohen_kappa",
+    "kappa_ci95",
+    "unresolved_by_us",
+    "disagreements",
+    *[f"ours_{o}_theirs_{t}" for o in ("pass", "fail", "unresolved") for t in ("pass", "fail")],
+]
+_DISAGREEMENT_COLUMNS = ["source", "task_id", "trajectory_id", "ours", "failure_stage", "our_reason", "theirs", "their_value", "their_reason"]
+
+
+def external_agreement(run: RunData) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Agreement with each source's own verdicts (summary ``external_agreement``), and every
+    disagreement with both sides' reasons."""
+    rows, disagreements = [], []
+    for source, ext in (run.summary.get("external_agreement") or {}).items():
+        kappa = ext["cohen_kappa"]
+        row = {
+            "source": source,
+            "n": ext["n"],
+            "both_decided": ext["both_decided"],
+            "agreement": ext["agreement"],
+            "cohen_kappa": kappa["value"],
+            "kappa_ci95": None if kappa["ci95"] is None else f"{kappa['ci95'][0]:.3f} to {kappa['ci95'][1]:.3f}",
+            "unresolved_by_us": ext["unresolved_by_us"],
+            "disagreements": len(ext["disagreements"]),
+        }
+        for ours, cells in ext["confusion"].items():
+            for theirs in ("pass", "fail"):
+                row[f"ours_{ours}_theirs_{theirs}"] = cells[theirs]
+        rows.append(row)
+        for d in ext["disagreements"]:
+            disagreements.append(
+                {
+                    "source": source,
+                    "task_id": d["task_id"],
+                    "trajectory_id": d["trajectory_id"],
+                    "ours": d["ours"]["verdict"],
+                    "failure_stage": d["ours"]["failure_stage"],
+                    "our_reason": d["ours"]["reason"],
+                    "theirs": d["theirs"]["verdict"],
+                    "their_value": json.dumps(d["theirs"]["value"]),
+                    "their_reason": d["theirs"]["reason"],
+                }
+            )
+    return pd.DataFrame(rows, columns=_AGREEMENT_COLUMNS), pd.DataFrame(disagreements, columns=_DISAGREEMENT_COLUMNS)
 
 
 def judge_votes(run: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:

@@ -24,4 +24,5 @@ RUBRIC = TemplateRubric(
     required=("question", "gold_answers", "answer"),
     optional=(),
     description=__doc__.strip().splitlines()[0],
+    check="answer",
 )

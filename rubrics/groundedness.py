@@ -26,4 +26,5 @@ RUBRIC = TemplateRubric(
     required=("question", "answer", "tool_outputs"),
     optional=(),
     description=__doc__.strip().splitlines()[0],
+    check="grounding",
 )

@@ -24,4 +24,5 @@ RUBRIC = TemplateRubric(
     required=("question", "criteria", "answer"),
     optional=(),
     description=__doc__.strip().splitlines()[0],
+    check="open_ended",
 )

@@ -24,4 +24,5 @@ RUBRIC = TemplateRubric(
     required=("policy", "question", "calls"),
     optional=(),
     description=__doc__.strip().splitlines()[0],
+    check="policy",
 )

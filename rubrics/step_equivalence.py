@@ -26,4 +26,5 @@ RUBRIC = TemplateRubric(
     required=("reference_call", "predicted_call"),
     optional=("tool",),
     description=__doc__.strip().splitlines()[0],
+    check="step_equivalence",
 )

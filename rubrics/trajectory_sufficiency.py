@@ -26,4 +26,5 @@ RUBRIC = TemplateRubric(
     required=("question", "reference_calls", "predicted_calls"),
     optional=("gold_answers",),
     description=__doc__.strip().splitlines()[0],
+    check="calls",
 )

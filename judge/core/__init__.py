@@ -5,13 +5,15 @@ Everything here is plain pydantic and standard library: importing it never pulls
 
 from judge.core._canonical import canonical_json, content_hash, parse_json_text, response_key
 from judge.core._depth import MAX_DEPTH, TooDeep, nesting_error, parse_json_bounded
-from judge.core._errors import InputError, InputErrorInfo, SourceRef, field_path
+from judge.core._errors import InputError, InputErrorInfo, InputWarning, SourceRef, field_path
 from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
+from judge.core._extras import extra_fields
 from judge.core._instructions import REMOVED_MARK, InstructionScan, find_instructions, strip_instructions, strip_instructions_deep
 from judge.core._patterns import PatternError, compile_pattern, pattern_full_match, pattern_search
 from judge.core._stages import CHECK_DEFAULT_STAGE, FAILURE_STAGE_ORDER, Check, FailureStage, Outcome, VerdictLabel
 from judge.core._task import (
     ArgumentRule,
+    ArgumentSet,
     ForbiddenArgument,
     Policy,
     ReferenceCall,
@@ -22,7 +24,7 @@ from judge.core._task import (
     Turn,
     dependency_order,
 )
-from judge.core._trajectory import Step, TokenUsage, Trajectory, TrajectoryTurn, looks_like_error, normalise_status
+from judge.core._trajectory import ExternalLabel, Step, StepStatus, TokenUsage, Trajectory, TrajectoryTurn, label_passed, looks_like_error, normalise_status
 from judge.core._verdict import Evidence, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
 
 __all__ = [
@@ -32,13 +34,16 @@ __all__ = [
     "REMOVED_MARK",
     "RUBRIC_FOR_CHECK",
     "ArgumentRule",
+    "ArgumentSet",
     "Check",
     "Escalator",
     "Evidence",
+    "ExternalLabel",
     "FailureStage",
     "ForbiddenArgument",
     "InputError",
     "InputErrorInfo",
+    "InputWarning",
     "InstructionScan",
     "JudgeRequest",
     "Outcome",
@@ -51,6 +56,7 @@ __all__ = [
     "SourceRule",
     "StageResult",
     "Step",
+    "StepStatus",
     "Task",
     "TaskMetadata",
     "TokenUsage",
@@ -67,8 +73,10 @@ __all__ = [
     "compile_pattern",
     "content_hash",
     "dependency_order",
+    "extra_fields",
     "field_path",
     "find_instructions",
+    "label_passed",
     "looks_like_error",
     "nesting_error",
     "normalise_status",

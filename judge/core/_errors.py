@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel
+
+_INDEX = re.compile(r"\[\d+\]")
 
 
 class SourceRef(BaseModel):
@@ -19,6 +23,28 @@ class InputErrorInfo(BaseModel):
     file: str
     line: int | None = None
     field: str | None = None
+
+    def render(self) -> str:
+        where = self.file + (f":{self.line}" if self.line is not None else "")
+        field = f" field {self.field}" if self.field else ""
+        return f"{where}:{field} {self.message} [{self.kind}]"
+
+
+class InputWarning(BaseModel):
+    """Something in an input item was read but not understood (an unknown field) or looks off; the
+    item is still graded. ``field`` is the path of the item's field; warnings are counted per field
+    pattern (indices dropped) in summary.json and shown once per field on the console."""
+
+    kind: str  # unknown_field, orphan_result, empty_acceptable_values, ...
+    message: str
+    file: str
+    line: int | None = None
+    field: str | None = None
+
+    @property
+    def field_pattern(self) -> str:
+        """The field path without indices: ``turns[2].steps[0].id`` -> ``turns[].steps[].id``."""
+        return _INDEX.sub("[]", self.field or "<root>")
 
     def render(self) -> str:
         where = self.file + (f":{self.line}" if self.line is not None else "")

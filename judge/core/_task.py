@@ -1,7 +1,18 @@
 """Benchmark tasks: what the agent was asked, which tools it had, and what a correct run looks like.
 
-Native task lines are validated strictly (``extra="forbid"``): a misspelt key in a benchmark file
-is an error naming the field, never a silently ignored expectation.
+Unknown fields are accepted and kept (``judge.core._extras``); ingest reports each as a warning (an
+error with ``--strict``), so a misspelt key is never silently ignored and never costs a task either.
+
+Partial and alternative references (a real benchmark rarely pins every argument):
+- ``extra_arguments="allow"`` (on a reference call, or as the task default): arguments and nested keys
+  the reference does not mention are ignored (arguments the tool schema does not declare still count);
+- ``required=False``: the call is advisory, its absence never fails the trajectory;
+- ``alternatives``: any one of several argument sets satisfies the call;
+- an argument rule ``pattern``: a regular expression (RE2, full match) the value must match;
+- ``grading="outcome"``: read calls are advisory; writes, the final state and the answer decide
+  (how state-based benchmarks such as tau2 score);
+- ``extra_calls="forbid"``: a successful or unknown-outcome call that satisfies no reference call
+  fails at tool selection (BFCL counts calls exactly); by default extra reads are evidence.
 """
 
 from __future__ import annotations
@@ -9,11 +20,10 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
+from judge.core._extras import Open
 from judge.core._patterns import compile_pattern
-
-Strict = ConfigDict(extra="forbid")
 
 
 def _as_str_id(value: Any) -> Any:
@@ -34,7 +44,7 @@ class ToolSpec(BaseModel):
     source-per-turn policies.
     """
 
-    model_config = Strict
+    model_config = Open
 
     name: str = Field(min_length=1)
     description: str = ""
@@ -77,9 +87,11 @@ class ArgumentRule(BaseModel):
     ``any_value`` accepts whatever the agent passes (the argument is still required unless
     ``optional``). ``exact`` compares strings verbatim instead of BFCL-normalised (ids, paths).
     ``any_of=[]`` with ``optional=True`` means the argument may only be omitted (BFCL ``[""]``).
+    ``pattern`` (RE2, full match against the value as text) is one more acceptable form; it is
+    compiled when the task is read, so a bad pattern is an input error naming the field.
     """
 
-    model_config = Strict
+    model_config = Open
 
     any_of: list[Any] | None = None
     optional: bool = False
@@ -88,18 +100,59 @@ class ArgumentRule(BaseModel):
     unordered: bool | None = None
     any_value: bool = False
     exact: bool = False
+    pattern: str | None = None
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            compile_pattern(value)  # PatternError is a ValueError: pydantic names the field
+        return value
+
+
+ExtraArguments = Literal["forbid", "allow"]
+
+
+class ArgumentSet(BaseModel):
+    """One alternative way of making a reference call: its own arguments and rules."""
+
+    model_config = Open
+
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    argument_rules: dict[str, ArgumentRule] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _rules_have_values(self) -> ArgumentSet:
+        _check_rules(self.arguments, self.argument_rules)
+        return self
+
+
+def _check_rules(arguments: dict[str, Any], rules: dict[str, ArgumentRule]) -> None:
+    for key, rule in rules.items():
+        if key not in arguments and rule.any_of is None and not rule.any_value and rule.pattern is None:
+            raise ValueError(
+                f"argument_rules.{key}: the argument has no reference value; give it in arguments, "
+                "or list any_of (any_of=[] with optional=true: may only be omitted), or set any_value or pattern"
+            )
 
 
 class ReferenceCall(BaseModel):
-    """One call of the reference solution. ``depends_on`` lists ids of calls that must come first."""
+    """One call of the reference solution. ``depends_on`` lists ids of calls that must come first.
 
-    model_config = Strict
+    ``extra_arguments=None`` follows the task's default; ``required=False`` makes the call advisory;
+    ``alternatives`` are further argument sets, any one of which satisfies the call.
+    """
+
+    model_config = Open
 
     name: str = Field(min_length=1)
     arguments: dict[str, Any] = Field(default_factory=dict)
     id: str | None = None
     depends_on: list[str] = Field(default_factory=list)
     argument_rules: dict[str, ArgumentRule] = Field(default_factory=dict)
+    alternatives: list[ArgumentSet] = Field(default_factory=list)
+    extra_arguments: ExtraArguments | None = None
+    required: bool = True
     expected_output: Any = None
     critical: bool = False
     label: str | None = None  # VAKRA capability-1 labels, referenced later as $LABEL.path$
@@ -108,17 +161,16 @@ class ReferenceCall(BaseModel):
 
     @model_validator(mode="after")
     def _rules_have_values(self) -> ReferenceCall:
-        for key, rule in self.argument_rules.items():
-            if key not in self.arguments and rule.any_of is None and not rule.any_value:
-                raise ValueError(
-                    f"argument_rules.{key}: the argument has no reference value; give it in arguments, "
-                    "or list any_of (any_of=[] with optional=true: may only be omitted), or set any_value"
-                )
+        _check_rules(self.arguments, self.argument_rules)
         return self
 
     @property
     def has_expected_output(self) -> bool:
         return "expected_output" in self.model_fields_set
+
+    def argument_sets(self) -> list[ArgumentSet]:
+        """The written arguments first, then each alternative."""
+        return [ArgumentSet.model_construct(arguments=self.arguments, argument_rules=self.argument_rules), *self.alternatives]
 
 
 class ForbiddenArgument(BaseModel):
@@ -128,7 +180,7 @@ class ForbiddenArgument(BaseModel):
     backreferences or look-around); one RE2 cannot compile is rejected when the task is read.
     """
 
-    model_config = Strict
+    model_config = Open
 
     tool: str = "*"
     argument: str
@@ -146,7 +198,7 @@ class ForbiddenArgument(BaseModel):
 class SourceRule(BaseModel):
     """Which knowledge sources (tool ``source`` kinds or tool names) a turn may use."""
 
-    model_config = Strict
+    model_config = Open
 
     turn_id: str | None = None  # None: every turn
     allowed: list[str]
@@ -161,7 +213,7 @@ class Policy(BaseModel):
     with text only can be checked by the policy-adherence rubric, never deterministically.
     """
 
-    model_config = Strict
+    model_config = Open
 
     text: str | None = None
     allowed_tools: list[str] | None = None
@@ -186,17 +238,31 @@ class Policy(BaseModel):
 class Turn(BaseModel):
     """One user turn with its own reference calls and gold answers (every turn is scored)."""
 
-    model_config = Strict
+    model_config = Open
 
     turn_id: str = "1"
     query: str
     reference_calls: list[ReferenceCall] = Field(default_factory=list)
     gold_answers: list[Any] | None = None  # alternatives; None = no answer expected (call-only task)
+    gold_answer_pattern: str | None = None  # RE2, searched in the answer: a match is correct
     answer_ordered: bool = False
     answer_tolerance: float | None = Field(default=None, ge=0)  # relative, for numeric answers
     criteria: list[str] | None = None  # open-ended tasks: key points a good answer covers
+    required_content: list[str] | None = None  # facts the agent must tell the user (tau2 communicate_info)
 
     coerce_ids = field_validator("turn_id", mode="before")(_as_str_id)
+
+    @field_validator("gold_answer_pattern")
+    @classmethod
+    def _pattern_compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            compile_pattern(value)
+        return value
+
+    @property
+    def has_answer_spec(self) -> bool:
+        """Something says what a right answer is: gold answers, a pattern, criteria or required content."""
+        return bool(self.gold_answers is not None or self.gold_answer_pattern or self.criteria or self.required_content)
 
     @model_validator(mode="before")
     @classmethod
@@ -258,7 +324,7 @@ def dependency_order(calls: list[ReferenceCall]) -> list[int]:
 class TaskMetadata(BaseModel):
     """What reports break results down by. ``hop_types`` like ["API", "RAG"] give the hop pattern."""
 
-    model_config = Strict
+    model_config = Open
 
     capability: str | None = None
     domain: str | None = None
@@ -281,7 +347,7 @@ class TaskMetadata(BaseModel):
 class Task(BaseModel):
     """A benchmark task. Single-turn shorthand: ``question`` + ``reference_calls`` + ``gold_answer``."""
 
-    model_config = Strict
+    model_config = Open
 
     task_id: str = Field(min_length=1)
     turns: list[Turn] = Field(min_length=1)
@@ -289,6 +355,9 @@ class Task(BaseModel):
     policy: Policy | None = None
     metadata: TaskMetadata = Field(default_factory=TaskMetadata)
     environment: str | None = None  # executable domain for replay, e.g. "olympics"
+    extra_arguments: ExtraArguments = "forbid"  # default for reference calls that do not say
+    extra_calls: Literal["allow", "forbid"] = "allow"  # forbid: every call must be a reference call (BFCL)
+    grading: Literal["trajectory", "outcome"] = "trajectory"
 
     coerce_ids = field_validator("task_id", mode="before")(_as_str_id)
 
@@ -297,7 +366,16 @@ class Task(BaseModel):
     def _single_turn_shorthand(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        turn_keys = ("reference_calls", "gold_answer", "gold_answers", "answer_ordered", "answer_tolerance", "criteria")
+        turn_keys = (
+            "reference_calls",
+            "gold_answer",
+            "gold_answers",
+            "gold_answer_pattern",
+            "answer_ordered",
+            "answer_tolerance",
+            "criteria",
+            "required_content",
+        )
         if "question" in data:
             if "turns" in data:
                 raise ValueError("give either question or turns, not both")

@@ -16,11 +16,13 @@ malformed) so recovery can be measured.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from judge.core._depth import parse_json_bounded
+from judge.core._extras import Open
 from judge.core._task import _as_str_id
 
 _OK = {"ok", "success", "succeeded", "successful", "done"}
@@ -66,7 +68,7 @@ def normalise_status(value: Any) -> StepStatus:
 class Step(BaseModel):
     """One tool call the agent made."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = Open
 
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
@@ -106,28 +108,78 @@ class Step(BaseModel):
 
 
 class TrajectoryTurn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """One user turn of a dialogue: the calls the agent made and what it said.
+
+    ``agent_messages`` holds every text the agent sent in the turn, in order (the last one is
+    normally ``final_answer``); required content may be communicated in any of them.
+    """
+
+    model_config = Open
 
     turn_id: str = "1"
     query: str | None = None
     steps: list[Step] = Field(default_factory=list)
     final_answer: Any = None
+    agent_messages: list[str] = Field(default_factory=list)
 
     coerce_ids = field_validator("turn_id", mode="before")(_as_str_id)
 
 
 class TokenUsage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = Open
 
     input_tokens: int | None = Field(default=None, ge=0)
     output_tokens: int | None = Field(default=None, ge=0)
     cost_usd: float | None = Field(default=None, ge=0)
 
 
+_PASS_WORDS = {"pass", "passed", "true", "correct", "c", "success", "succeeded", "yes", "1"}
+_FAIL_WORDS = {"fail", "failed", "false", "incorrect", "i", "failure", "no", "0", "p", "partial", "n"}
+
+
+def label_passed(value: Any) -> bool | None:
+    """A source's own verdict as pass/fail: booleans; pass/fail words (Inspect's C / I, and P
+    partial or N no-answer count as fail); a number is a reward in [0, 1] that passes only at full
+    credit (tau2: reward 1.0). None when the value says neither (e.g. a dict of sub-scores)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        if math.isnan(value) or not 0 <= value <= 1:
+            return None
+        return value >= 1
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in _PASS_WORDS:
+            return True
+        if word in _FAIL_WORDS:
+            return False
+    return None
+
+
+class ExternalLabel(BaseModel):
+    """A verdict the trajectory's source gave it (a reward, a checker result, a scorer value).
+
+    Kept next to ours so a team moving to this tool sees where the two agree and where not."""
+
+    model_config = Open
+
+    source: str  # e.g. "tau2.reward", "inspect:match", "bfcl", "labels-file"
+    value: Any = None
+    passed: bool | None = None  # value normalised by label_passed (None: not a pass/fail value)
+    reason: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalise(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "passed" not in data:
+            data = {**data, "passed": label_passed(data.get("value"))}
+        return data
+
+
 class Trajectory(BaseModel):
     """One run of an agent on one task. Single-turn shorthand: ``steps`` + ``final_answer``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = Open
 
     task_id: str = Field(min_length=1)
     trajectory_id: str = Field(min_length=1)
@@ -135,6 +187,7 @@ class Trajectory(BaseModel):
     turns: list[TrajectoryTurn] = Field(min_length=1)
     token_usage: TokenUsage | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    external_labels: list[ExternalLabel] = Field(default_factory=list)
 
     coerce_ids = field_validator("task_id", "trajectory_id", mode="before")(_as_str_id)
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from judge.core._errors import InputErrorInfo, SourceRef
 from judge.core._stages import Check, FailureStage, Outcome, VerdictLabel
+from judge.core._trajectory import ExternalLabel
 
 
 class Evidence(BaseModel):
@@ -99,6 +100,7 @@ class TurnResult(BaseModel):
     verdict: VerdictLabel
     failure_stage: FailureStage | None = None
     checks: list[StageResult] = Field(default_factory=list)
+    reason: str | None = None  # why an unresolved turn stays open when no check says (e.g. nothing to check)
 
 
 class TrajectoryResult(BaseModel):
@@ -123,6 +125,23 @@ class TrajectoryResult(BaseModel):
     judge_cost_usd: float = 0.0
     source: SourceRef | None = None
     error: InputErrorInfo | None = None
+    external_labels: list[ExternalLabel] | None = None  # the source's own verdicts, for agreement reports
+
+    @property
+    def reason(self) -> str:
+        """One line saying why the verdict is what it is (for disagreement lists and reports)."""
+        if self.error is not None:
+            return self.error.message
+        for turn in self.turns:
+            if self.verdict == VerdictLabel.FAIL and turn.verdict == VerdictLabel.FAIL:
+                check = next((c for c in turn.checks if c.outcome == Outcome.MISMATCH), None)
+                return f"turn {turn.turn_id}: {check.check.value}: {check.reason}" if check is not None else f"turn {turn.turn_id} failed"
+            if self.verdict == VerdictLabel.UNRESOLVED and turn.verdict == VerdictLabel.UNRESOLVED:
+                if turn.reason:
+                    return f"turn {turn.turn_id}: {turn.reason}"
+                check = next((c for c in turn.checks if c.outcome == Outcome.INCONCLUSIVE), None)
+                return f"turn {turn.turn_id}: {check.check.value} inconclusive: {check.reason}" if check is not None else f"turn {turn.turn_id} unresolved"
+        return "every check passed" if self.verdict == VerdictLabel.PASS else self.verdict.value
 
     @model_validator(mode="after")
     def _consistent(self) -> TrajectoryResult:

@@ -11,12 +11,30 @@ from pipelines.config import GradingConfig
 
 @dataclass(frozen=True)
 class StepView:
-    """A predicted step as grading sees it: replay (when available) overrides the recorded result."""
+    """A predicted step as grading sees it: replay (when available) overrides the recorded result.
+
+    ``ok``: the call ran and ``result`` is what it returned. ``failed``: it changed nothing (a tool
+    error, a blocked call). Neither: the call was made but its outcome is unknown (no result
+    recorded, no replay); it counts for selection, names and values, never as evidence."""
 
     index: int  # index within the turn's steps
     step: Step
     ok: bool
     result: Any
+    failed: bool = False
+
+    @property
+    def made(self) -> bool:
+        """The call happened and was not refused or failed: it can satisfy a reference call."""
+        return not self.failed
+
+    @property
+    def status(self) -> str:
+        if self.ok:
+            return "ok"
+        if self.failed:
+            return "blocked" if self.step.status == "blocked" else "error"
+        return "unknown"
 
 
 @dataclass
@@ -50,11 +68,13 @@ def build_context(
     raw_steps = traj_turn.steps if traj_turn else []
     views: list[StepView] = []
     for i, step in enumerate(raw_steps):
-        if replay is not None and i < len(replay.predicted):
+        if step.status == "blocked":  # a refused call was never executed, replay or not
+            views.append(StepView(i, step, False, step.result, failed=True))
+        elif replay is not None and i < len(replay.predicted):
             res = replay.predicted[i]
-            views.append(StepView(i, step, res.ok, parse_json_text(res.result) if res.ok else res.error))
+            views.append(StepView(i, step, res.ok, parse_json_text(res.result) if res.ok else res.error, failed=not res.ok))
         else:
-            views.append(StepView(i, step, step.ok, parse_json_text(step.result)))
+            views.append(StepView(i, step, step.ok, parse_json_text(step.result), failed=step.failed))
     if replay is not None:
         ref_out: list[Any] | None = [parse_json_text(r.result) if r.ok else None for r in replay.reference]
     else:

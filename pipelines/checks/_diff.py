@@ -3,7 +3,9 @@
 Compare calls as the tool sees them: schema defaults fill omitted arguments on both sides; an
 argument the schema does not declare is unexpected; a declared argument the reference does not
 mention is unexpected unless the agent passed the schema default (BFCL's rule). With no schema,
-the reference's own arguments and rules are the declaration.
+the reference's own arguments and rules are the declaration. A reference call may accept several
+argument sets (``alternatives``); with ``extra_arguments`` the reference constrains only what it
+mentions.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge import FailureStage, ReferenceCall, Step, ToolSpec
+from judge import ArgumentSet, FailureStage, ReferenceCall, Step, ToolSpec
 from pipelines.matching import MISSING, compare_argument
 
 
@@ -31,22 +33,43 @@ def _defaults(spec: ToolSpec | None) -> dict[str, Any]:
     return {k: v["default"] for k, v in spec.properties.items() if isinstance(v, dict) and "default" in v}
 
 
-def diff_call(ref: ReferenceCall, step: Step, spec: ToolSpec | None) -> CallDiff:
+def diff_call(ref: ReferenceCall, step: Step, spec: ToolSpec | None, *, extra_arguments: bool = False) -> CallDiff:
+    """How ``step`` differs from ``ref``: the first argument set (the written one, then each
+    alternative) that matches, else the one that got furthest. ``extra_arguments``: arguments and
+    nested keys the reference does not mention are ignored (undeclared ones still count)."""
     if step.name != ref.name:
         return CallDiff(FailureStage.TOOL_SELECTION, [f"called {step.name!r} instead of {ref.name!r}"])
+    sets = ref.argument_sets()
+    best: CallDiff | None = None
+    for argument_set in sets:
+        d = _diff_arguments(argument_set, step, spec, extra_arguments)
+        if d.matches:
+            return d
+        if best is None or (d.stage is not None and best.stage is not None and d.stage.rank > best.stage.rank):
+            best = d
+    assert best is not None
+    if len(sets) > 1:
+        best.problems = [*best.problems, f"none of the {len(sets)} accepted argument sets matches (closest shown)"]
+    return best
+
+
+def _diff_arguments(argument_set: ArgumentSet, step: Step, spec: ToolSpec | None, extra_arguments: bool) -> CallDiff:
     defaults = _defaults(spec)
-    referenced = set(ref.arguments) | set(ref.argument_rules)
+    arguments, rules = argument_set.arguments, argument_set.argument_rules
+    referenced = set(arguments) | set(rules)
 
     name_problems: list[str] = []
     for key in step.arguments:
         if spec is not None and spec.properties and key not in spec.properties:
             name_problems.append(f"unexpected argument {key!r} (not in the tool schema)")
-        elif key not in referenced and key not in defaults:
+        elif key in referenced or extra_arguments:
+            continue
+        elif key not in defaults:
             name_problems.append(f"unexpected argument {key!r} (not in the reference call)")
-        elif key not in referenced and not _same(defaults[key], step.arguments[key], spec, key):
+        elif not _same(defaults[key], step.arguments[key], spec, key):
             name_problems.append(f"unexpected argument {key!r}={step.arguments[key]!r} (reference leaves it at its default)")
     for key in sorted(referenced):
-        rule = ref.argument_rules.get(key)
+        rule = rules.get(key)
         optional = rule is not None and rule.optional
         if key not in step.arguments and key not in defaults and not optional:
             name_problems.append(f"missing argument {key!r}")
@@ -55,7 +78,7 @@ def diff_call(ref: ReferenceCall, step: Step, spec: ToolSpec | None) -> CallDiff
 
     value_problems: list[str] = []
     for key in sorted(referenced):
-        rule = ref.argument_rules.get(key)
+        rule = rules.get(key)
         if key in step.arguments:
             actual = step.arguments[key]
         elif rule is not None and rule.optional:
@@ -63,7 +86,7 @@ def diff_call(ref: ReferenceCall, step: Step, spec: ToolSpec | None) -> CallDiff
         else:
             actual = defaults[key]  # omitted, the tool applies its default
         schema = spec.param_schema(key) if spec is not None else None
-        result = compare_argument(ref.arguments.get(key, MISSING), actual, rule, schema)
+        result = compare_argument(arguments.get(key, MISSING), actual, rule, schema, extra_keys=extra_arguments)
         if not result.ok:
             value_problems.append(f"{key}: {result.reason}")
     if value_problems:

@@ -1,14 +1,33 @@
 """Answer check: CRAG labels decided deterministically where certain, else inconclusive.
 
 A missing turn or an "I don't know" is ``missing`` (CRAG score 0), never ``incorrect``.
-Open-ended turns (``criteria`` and no gold answer) always go to the open-ended rubric.
+Rules, in order:
+1. ``required_content``: every item must appear in some agent message of the turn (or episode):
+   tau2's rule (case-insensitive substring of the message with commas removed) or, more lenient,
+   the item's normalised words / numbers inside the message. An item found nowhere is ``incorrect``
+   (the agent did not tell the user), as the source benchmark decides it.
+2. ``gold_answer_pattern`` (RE2, searched in the final answer): a match is ``correct``; without gold
+   answers, no match is ``incorrect``.
+3. gold answers: CRAG comparison (``pipelines.matching.compare_answer``).
+4. open-ended turns (``criteria`` and no gold answer) go to the open-ended rubric.
 """
 
 from __future__ import annotations
 
-from judge import Check, Evidence, FailureStage, Outcome, StageResult
+from typing import Any
+
+from judge import Check, Evidence, FailureStage, Outcome, StageResult, pattern_search
 from pipelines.checks._context import TurnContext
-from pipelines.matching import AnswerLabel, AnswerThresholds, compare_answer, is_missing
+from pipelines.matching import AnswerLabel, AnswerThresholds, compare_answer, is_missing, value_in_text
+
+
+def communicated(info: str, messages: list[str]) -> int | None:
+    """Index of the first agent message that conveys ``info``, else None (see the module rules)."""
+    needle = info.lower()
+    for i, message in enumerate(messages):
+        if needle in message.lower().replace(",", "") or value_in_text(info, message):
+            return i
+    return None
 
 
 def thresholds_from(ctx: TurnContext) -> AnswerThresholds:
@@ -36,7 +55,32 @@ class AnswerCheck:
     def run(self, ctx: TurnContext) -> StageResult:
         turn = ctx.turn
         prediction = ctx.traj_turn.final_answer if ctx.traj_turn is not None else None
+        told: list[Evidence] = []
+        if turn.required_content:
+            messages = _agent_messages(ctx)
+            missing = [info for info in turn.required_content if communicated(info, messages) is None]
+            if missing:
+                return self._mismatch("incorrect", f"the agent never told the user: {missing}", messages[-3:], turn.required_content)
+            told.append(
+                Evidence(kind="required_content", message=f"all {len(turn.required_content)} required items were communicated", expected=turn.required_content)
+            )
+        if turn.gold_answer_pattern is not None:
+            if isinstance(prediction, str) and pattern_search(turn.gold_answer_pattern, prediction):
+                reason = f"the answer matches the pattern {turn.gold_answer_pattern!r}"
+                return StageResult(
+                    check=self.check,
+                    outcome=Outcome.MATCH,
+                    label=AnswerLabel.CORRECT.value,
+                    reason=reason,
+                    evidence=[*told, Evidence(kind="answer", message=reason, expected=turn.gold_answer_pattern, actual=prediction)],
+                )
+            if turn.gold_answers is None:
+                if is_missing(prediction):
+                    return self._mismatch("missing", "no answer to match against the pattern", prediction, turn.gold_answer_pattern)
+                return self._mismatch("incorrect", f"the answer does not match the pattern {turn.gold_answer_pattern!r}", prediction, turn.gold_answer_pattern)
         if turn.gold_answers is None:
+            if turn.required_content and not turn.criteria:
+                return StageResult(check=self.check, outcome=Outcome.MATCH, label=AnswerLabel.CORRECT.value, reason=told[0].message, evidence=told)
             if turn.criteria:
                 if is_missing(prediction):
                     return self._mismatch("missing", "no answer to judge against the criteria", prediction, None)
@@ -64,7 +108,7 @@ class AnswerCheck:
         result = self._mismatch(match.label.value, match.reason, prediction, turn.gold_answers)
         return result.model_copy(update={"evidence": result.evidence + flagged}) if flagged else result
 
-    def _mismatch(self, label: str, reason: str, prediction, gold) -> StageResult:
+    def _mismatch(self, label: str, reason: str, prediction: Any, gold: Any) -> StageResult:
         return StageResult(
             check=self.check,
             outcome=Outcome.MISMATCH,
@@ -73,3 +117,14 @@ class AnswerCheck:
             reason=reason,
             evidence=[Evidence(kind="answer", message=reason, expected=gold, actual=prediction)],
         )
+
+
+def _agent_messages(ctx: TurnContext) -> list[str]:
+    """Every text the agent sent in the turn; the final answer when no message was recorded."""
+    if ctx.traj_turn is None:
+        return []
+    messages = list(ctx.traj_turn.agent_messages)
+    final = ctx.traj_turn.final_answer
+    if isinstance(final, str) and final not in messages:
+        messages.append(final)
+    return messages

@@ -2,8 +2,16 @@
 argument values).
 
 Invariants, each a general rule:
-- A failed call (error status, or an error replayed) changed nothing: it never satisfies a
-  reference call and is never an unexpected side effect; it still tells *where* the agent broke.
+- A failed call (error status, a blocked call, or an error replayed) changed nothing: it never
+  satisfies a reference call and is never an unexpected side effect; it still tells *where* the
+  agent broke. A call with no recorded result (and no replay) was *made* with an unknown outcome: it
+  counts for selection, names and values like a successful one, but its result is no evidence.
+- An advisory reference call (``required=False``, or a read under ``grading="outcome"``) is matched
+  and reported when it is satisfied; its absence never fails the check nor leaves it inconclusive.
+- With ``extra_calls="forbid"`` (BFCL) every made call must satisfy a reference call: a surplus call
+  fails at tool selection. By default only surplus writes do (reads are evidence). A same-name call
+  that is the attempt at an unsatisfied reference call is diagnosed through that call instead; only
+  same-name calls beyond the number of unsatisfied references are surplus.
 - Structurally, each predicted step satisfies at most one reference call, so retries and
   duplicates never inflate a score. (Response containment is about information, as in VAKRA:
   one response that holds what two reference reads returned covers both.)
@@ -42,6 +50,7 @@ class RefStatus:
     how: str = ""  # structural | response | state
     stage: FailureStage | None = None  # when unsatisfied and decisive
     inconclusive: bool = False
+    advisory: bool = False  # its absence never fails the check
     problems: list[str] = field(default_factory=list)
 
 
@@ -68,8 +77,9 @@ def match_calls(ctx: TurnContext, answer_correct: bool | None) -> CallMatching:
     """``answer_correct``: the deterministic answer outcome (True / False / None=unknown)."""
     turn, task = ctx.turn, ctx.task
     refs = turn.reference_calls
-    ok_views = [v for v in ctx.steps if v.ok]
-    status = [RefStatus(i) for i in range(len(refs))]
+    made = [v for v in ctx.steps if v.made]  # successful or unknown outcome: the call happened
+    ok_views = [v for v in made if v.ok]  # a result to compare responses with
+    status = [RefStatus(ri, advisory=_advisory(ctx, ri)) for ri in range(len(refs))]
     used: set[int] = set()
     id_to_index = {c.id: i for i, c in enumerate(refs) if c.id is not None}
     diffs: dict[tuple[int, int], CallDiff] = {}
@@ -77,15 +87,17 @@ def match_calls(ctx: TurnContext, answer_correct: bool | None) -> CallMatching:
     def diff(ri: int, si: int) -> CallDiff:
         key = (ri, si)
         if key not in diffs:
-            diffs[key] = diff_call(refs[ri], ctx.steps[si].step, task.tool(refs[ri].name))
+            ref = refs[ri]
+            allow = (ref.extra_arguments or task.extra_arguments) == "allow"
+            diffs[key] = diff_call(ref, ctx.steps[si].step, task.tool(ref.name), extra_arguments=allow)
         return diffs[key]
 
     # 1. structural assignment in dependency order, earliest admissible step first
     order_violations: dict[int, int] = {}
     for ri in dependency_order(refs):
         deps = [id_to_index[d] for d in refs[ri].depends_on]
-        after = max((status[d].satisfied_by for d in deps if status[d].satisfied_by is not None), default=-1)
-        for view in ok_views:
+        after = max((s for d in deps if (s := status[d].satisfied_by) is not None), default=-1)
+        for view in made:
             if view.index in used or not diff(ri, view.index).matches:
                 continue
             if view.index <= after:
@@ -115,11 +127,14 @@ def match_calls(ctx: TurnContext, answer_correct: bool | None) -> CallMatching:
             break
 
     # 3. diagnose what is still unsatisfied
-    spare = [v for v in ok_views if v.index not in used]
+    spare = [v for v in made if v.index not in used]
     for st in status:
         if st.satisfied_by is not None:
             continue
         ref = refs[st.index]
+        if st.advisory:
+            st.problems = [f"{ref.name} (advisory) was not matched"]
+            continue
         # a step that satisfied another reference call is not an attempt at this one
         same_name = [v for v in ctx.steps if v.step.name == ref.name and v.index not in used] or [v for v in ctx.steps if v.step.name == ref.name]
         if st.index in order_violations:
@@ -131,8 +146,8 @@ def match_calls(ctx: TurnContext, answer_correct: bool | None) -> CallMatching:
             d = diff(st.index, best.index)
             if d.matches:  # the right call, but it failed
                 st.stage = FailureStage.ARGUMENT_VALUES
-                why = best.step.error or best.result or "no result"
-                st.problems = [f"{ref.name} was called as expected at step {best.index} but failed: {why!r}"[:300]]
+                why = best.step.error or best.result or best.status
+                st.problems = [f"{ref.name} was called as expected at step {best.index} but failed ({best.status}): {why!r}"[:300]]
             else:
                 st.stage = d.stage
                 st.problems = [f"step {best.index}: {p}" for p in d.problems]
@@ -150,15 +165,24 @@ def match_calls(ctx: TurnContext, answer_correct: bool | None) -> CallMatching:
             st.inconclusive = True
             st.problems = [f"{ref.name} was never called; the other calls may have retrieved the same information"]
 
-    # 4. side effects: a surplus successful write (every same-name reference write is already
-    #    satisfied) is an unneeded call; a write that is the attempt at an unsatisfied reference
-    #    write was diagnosed through that reference above
+    # 4. surplus calls: writes (side effects), and every call when the task forbids extra calls.
+    #    The first k unused same-name calls, k = that name's unsatisfied references, are the
+    #    attempts diagnosed above; only those beyond are surplus.
     extra_writes: list[tuple[int, FailureStage, str]] = []
-    unsatisfied_names = {refs[st.index].name for st in status if st.satisfied_by is None}
-    for view in ok_views:
-        if view.index in used or not task.is_write(view.step.name) or view.step.name in unsatisfied_names:
+    attempts_left: dict[str, int] = {}
+    for st in status:
+        if st.satisfied_by is None and not st.advisory:
+            attempts_left[refs[st.index].name] = attempts_left.get(refs[st.index].name, 0) + 1
+    strict_calls = task.extra_calls == "forbid"
+    for view in made:
+        name = view.step.name
+        if view.index in used or not (strict_calls or task.is_write(name)):
             continue
-        extra_writes.append((view.index, FailureStage.TOOL_SELECTION, f"surplus write {view.step.name} at step {view.index}"))
+        if attempts_left.get(name, 0) > 0:
+            attempts_left[name] -= 1
+            continue
+        what = "write" if task.is_write(name) else "call"
+        extra_writes.append((view.index, FailureStage.TOOL_SELECTION, f"surplus {what} {name} at step {view.index}"))
     state_mismatch = ctx.reference_state is not None and ctx.predicted_state is not None and ctx.reference_state != ctx.predicted_state
 
     # 5. order score inputs: dependency edges between satisfied calls, respected or not
@@ -173,8 +197,13 @@ def match_calls(ctx: TurnContext, answer_correct: bool | None) -> CallMatching:
     return CallMatching(status, used, extra_writes, edges, respected, state_mismatch, result)
 
 
+def _advisory(ctx: TurnContext, ri: int) -> bool:
+    ref = ctx.turn.reference_calls[ri]
+    return not ref.required or (ctx.task.grading == "outcome" and not ctx.task.is_write(ref.name))
+
+
 def _closeness(d: CallDiff) -> int:
-    return 99 if d.matches else d.stage.rank
+    return 99 if d.stage is None else d.stage.rank
 
 
 def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state_mismatch: bool) -> StageResult:
@@ -183,14 +212,19 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
     for st in status:
         ref = refs[st.index]
         if st.satisfied_by is not None:
+            unknown = ctx.steps[st.satisfied_by].status == "unknown"
             evidence.append(
                 Evidence(
                     kind=f"matched_{st.how}",
                     reference=st.index,
                     step=st.satisfied_by,
-                    message=f"{ref.name} satisfied by step {st.satisfied_by} ({st.how})",
+                    message=f"{ref.name} satisfied by step {st.satisfied_by} ({st.how})" + ("; no result recorded" if unknown else ""),
                     expected={"name": ref.name, "arguments": ref.arguments},
                 )
+            )
+        elif st.advisory:
+            evidence.append(
+                Evidence(kind="advisory_unmatched", reference=st.index, message="; ".join(st.problems), expected={"name": ref.name, "arguments": ref.arguments})
             )
         elif st.inconclusive:
             evidence.append(
@@ -214,9 +248,11 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
     if any(st.inconclusive for st in status):
         reason = next(e.message for e in evidence if e.kind == "no_counterpart")
         return StageResult(check=Check.CALLS, outcome=Outcome.INCONCLUSIVE, reason=reason, evidence=evidence)
-    if not refs:
-        return StageResult(check=Check.CALLS, outcome=Outcome.MATCH, reason="no reference calls; no unexpected writes", evidence=evidence)
-    return StageResult(check=Check.CALLS, outcome=Outcome.MATCH, reason=f"all {len(refs)} reference calls satisfied", evidence=evidence)
+    required = [st for st in status if not st.advisory]
+    if not required:
+        what = "no required reference calls" if refs else "no reference calls"
+        return StageResult(check=Check.CALLS, outcome=Outcome.MATCH, reason=f"{what}; no unexpected writes", evidence=evidence)
+    return StageResult(check=Check.CALLS, outcome=Outcome.MATCH, reason=f"all {len(required)} required reference calls satisfied", evidence=evidence)
 
 
 def call_signature(name: str, arguments: dict) -> str:

@@ -20,6 +20,8 @@ from pipelines.cli import report as _report
 from pipelines.cli import schema as _schema
 from pipelines.cli._common import EXIT_INPUT_ERROR, EXIT_INTERNAL, EXIT_JUDGE_CONFIG, EXIT_USAGE, console
 from pipelines.cli.env import env_app
+from pipelines.cli.gold import gold_app
+from pipelines.cli.rubrics import rubrics_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_show_locals=False, help="Grade tool-calling agent trajectories, VAKRA-style.")
 app.command()(_grade.grade)
@@ -28,6 +30,8 @@ app.command()(_report.report)
 app.command()(_calibrate.calibrate)
 app.command()(_schema.schema)
 app.add_typer(env_app, name="env", help="Executable environments: list, show tools, serve over MCP.")
+app.add_typer(gold_app, name="gold", help="Human gold from your own runs: export a labelling set, write the labelling page, import labels.")
+app.add_typer(rubrics_app, name="rubrics", help="Rubric files: export the built-ins, check a folder of your own.")
 
 
 def main() -> None:  # pragma: no cover - the console script

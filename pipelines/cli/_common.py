@@ -6,6 +6,7 @@ modules import only typer at the top; everything heavy is imported inside the co
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -43,8 +44,10 @@ def build_escalator(
     vote: str | None,
     weights: Path | None,
     tie_breaker: str | None,
+    rubrics: Mapping[str, Any] | None = None,
 ) -> Escalator | None:
-    """The judge panel the options describe, or None when no judge is configured (exit 4 if invalid)."""
+    """The judge panel the options describe, or None when no judge is configured (exit 4 if invalid).
+    ``rubrics``: the table from ``--rubrics`` (``pipelines.cli.rubrics.load_rubric_table``); None: built-ins."""
     if not judges and config is None:
         return None
     from judge.llm import JudgeSettings, build_panel
@@ -62,7 +65,7 @@ def build_escalator(
     }
     try:
         settings = JudgeSettings(**{k: v for k, v in fields.items() if v is not None})
-        return build_panel(settings)
+        return build_panel(settings, rubrics)
     except Exception as exc:
         console.print(f"[red]invalid judge configuration: {exc}[/red]")
         raise typer.Exit(EXIT_JUDGE_CONFIG) from exc

@@ -1,14 +1,66 @@
-"""``judge calibrate``: measure judges and panels against human-labelled gold items."""
+"""``judge calibrate``: measure judges and panels against human-labelled gold items; compare prompt
+versions, tune few-shot examples, run bias probes, recommend the cheapest good-enough panel."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional, cast
 
 import typer
 from rich.console import Console
 
-from pipelines.cli._common import EXIT_INPUT_ERROR, CacheOpt, JudgeConfigOpt, JudgeOpt, MaxCostOpt, NoCacheOpt, OfflineOpt, console
+from pipelines.cli._common import (
+    EXIT_INPUT_ERROR,
+    EXIT_JUDGE_CONFIG,
+    EXIT_USAGE,
+    CacheOpt,
+    JudgeConfigOpt,
+    JudgeOpt,
+    MaxCostOpt,
+    NoCacheOpt,
+    OfflineOpt,
+    console,
+)
+from pipelines.cli.rubrics import RubricsOpt, load_rubric_table
+
+if TYPE_CHECKING:
+    from calibration import PromptVersion
+    from judge.llm import Rubric
+
+BUILTIN = "builtin"
+
+
+def prompt_versions(rubrics: Path | None, against: list[str] | None, variants: list[str] | None) -> list[PromptVersion]:
+    """The prompt versions the options name, in order: ``--rubrics`` (or the built-ins), each
+    ``--against``, each ``--variant NAME=DIR``. ``builtin`` stands for the built-in rubrics."""
+    from calibration import PromptVersion, builtin_version
+
+    specs: list[tuple[str | None, str]] = [(None, str(rubrics) if rubrics is not None else BUILTIN)]
+    specs += [(None, a) for a in against or []]
+    for v in variants or []:
+        given, sep, where = v.partition("=")
+        if not sep or not given.strip() or not where.strip():
+            console.print(f"[red]--variant wants NAME=DIR (or NAME=builtin), got {v!r}[/red]")
+            raise typer.Exit(EXIT_USAGE)
+        specs.append((given.strip(), where.strip()))
+    out: list[PromptVersion] = []
+    for name, folder in specs:
+        label: str
+        if folder == BUILTIN:
+            version = builtin_version()
+            label = name or BUILTIN
+        else:
+            path = Path(folder)
+            table = cast("Mapping[str, Rubric]", load_rubric_table(path) or {})
+            version = PromptVersion(name or path.name, table, path)
+            label = name or path.resolve().name
+        taken = {v.name for v in out}
+        unique, i = label, 2
+        while unique in taken:
+            unique, i = f"{label}-{i}", i + 1
+        out.append(PromptVersion(unique, version.rubrics, version.folder))
+    return out
 
 
 def calibrate(
@@ -18,6 +70,18 @@ def calibrate(
     rubric: Annotated[Optional[str], typer.Option(help="Only gold items of this rubric.")] = None,
     gold_format: Annotated[Optional[str], typer.Option("--format", help="Gold format (auto-detected by default).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of splits and bootstrap.")] = 0,
+    rubrics: RubricsOpt = None,
+    against: Annotated[
+        Optional[list[str]], typer.Option("--against", help="Another prompt version to compare with: a rubric folder, or 'builtin' (repeatable).")
+    ] = None,
+    variant: Annotated[Optional[list[str]], typer.Option("--variant", help="A named prompt version NAME=DIR (or NAME=builtin), repeatable.")] = None,
+    few_shot: Annotated[
+        Optional[int], typer.Option("--few-shot", help="Tune up to K few-shot examples (train disagreements; K chosen on dev; reported on test).")
+    ] = None,
+    probes: Annotated[Optional[str], typer.Option("--probes", help="Bias probes, comma-separated: position,verbosity,self-preference,injection.")] = None,
+    target_kappa: Annotated[
+        Optional[float], typer.Option("--target-kappa", help="Recommend the cheapest judge or panel whose held-out kappa lower CI bound meets this.")
+    ] = None,
     config: JudgeConfigOpt = None,
     cache: CacheOpt = None,
     no_cache: NoCacheOpt = False,
@@ -27,33 +91,69 @@ def calibrate(
     """Measure each judge and panel against human labels; write calibration.json/.md and weights.json.
 
     ``--judge`` names either verdict columns recorded in the gold set or live ``provider:model``
-    judges, which are then run on every item with inline material."""
-    import json
+    judges, which are then run on every item with inline material, once per prompt version
+    (``--rubrics A --against B`` or ``--variant NAME=DIR``): per version agreement, then paired
+    comparisons that name a winner only when the difference is significant."""
+    from calibration import PROBE_NAMES, conclusions, run_calibration
+    from judge import InputError
+    from judge.llm import JudgeConfigError, JudgeSettings
 
-    from rich.table import Table
-
-    from calibration import run_calibration
-    from judge.llm import JudgeSettings
-
+    probe_list = [p.strip() for p in (probes or "").split(",") if p.strip()]
+    unknown = [p for p in probe_list if p not in PROBE_NAMES]
+    if unknown:
+        console.print(f"[red]--probes: unknown {unknown}; known: {', '.join(PROBE_NAMES)}[/red]")
+        raise typer.Exit(EXIT_USAGE)
+    if few_shot is not None and few_shot < 1:
+        console.print("[red]--few-shot wants K >= 1[/red]")
+        raise typer.Exit(EXIT_USAGE)
+    if target_kappa is not None and not -1.0 <= target_kappa <= 1.0:
+        console.print("[red]--target-kappa must lie in [-1, 1][/red]")
+        raise typer.Exit(EXIT_USAGE)
+    versions = prompt_versions(rubrics, against, variant)
     fields = {"config_path": config, "cache_path": cache, "no_cache": no_cache, "offline": offline, "max_cost_usd": max_cost}
-    settings = JudgeSettings(**{k: v for k, v in fields.items() if v is not None})
+    settings = JudgeSettings.model_validate({k: v for k, v in fields.items() if v is not None})
     try:
-        run_calibration(gold, out, judges=judge, rubric=rubric, seed=seed, gold_format=gold_format, judge_settings=settings)
+        report = run_calibration(
+            gold,
+            out,
+            judges=judge,
+            rubric=rubric,
+            seed=seed,
+            gold_format=gold_format,
+            judge_settings=settings,
+            versions=versions,
+            few_shot=few_shot,
+            probes=probe_list,
+            target_kappa=target_kappa,
+        )
+    except JudgeConfigError as exc:
+        console.print(f"[red]invalid judge configuration: {exc}[/red]")
+        raise typer.Exit(EXIT_JUDGE_CONFIG) from exc
+    except InputError as exc:
+        console.print(f"[red]{exc.info.render()}[/red]")
+        raise typer.Exit(EXIT_INPUT_ERROR) from exc
     except ValueError as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
-    data = json.loads((out / "calibration.json").read_text(encoding="utf-8"))
+    _print_agreement(report.model_dump(mode="json"), gold)
+    for line in conclusions(report):
+        Console().print(f"- {line}", markup=False)
+    Console().print(f"outputs in {out}/ : {' '.join(report.files)}")
+
+
+def _value(stat: Any) -> Any:
+    return stat.get("value") if isinstance(stat, dict) else stat
+
+
+def _print_agreement(data: dict[str, Any], gold: Path) -> None:
+    from rich.table import Table
+
     table = Table(title=f"agreement with human labels ({gold.name})")
     for col in ("rater", "kind", "n", "accuracy", "cohen_kappa"):
         table.add_column(col)
     for kind in ("judges", "panels"):
-        entries = data.get(kind) or {}
-        items = entries.items() if isinstance(entries, dict) else ((e.get("name"), e) for e in entries)
-        for name, stats in items:
-            kappa = stats.get("cohen_kappa")
-            kappa = kappa.get("value") if isinstance(kappa, dict) else kappa
-            acc = stats.get("accuracy")
-            acc = acc.get("value") if isinstance(acc, dict) else acc
+        for name, stats in (data.get(kind) or {}).items():
+            kappa, acc = _value(stats.get("cohen_kappa")), _value(stats.get("accuracy"))
             table.add_row(str(name), kind[:-1], str(stats.get("n", "")), "" if acc is None else f"{acc:.4f}", "" if kappa is None else f"{kappa:.3f}")
     Console().print(table)
     held = data.get("held_out") or {}
@@ -62,7 +162,23 @@ def calibrate(
         split.add_column("vote rule")
         split.add_column("cohen_kappa")
         for name, stats in held["rules"].items():
-            kappa = (stats.get("cohen_kappa") or {}).get("value")
+            kappa = _value(stats.get("cohen_kappa"))
             split.add_row(name, "n/a" if kappa is None else f"{kappa:.3f}")
         Console().print(split)
-    Console().print(f"outputs in {out}/ : calibration.json calibration.md calibration_section.html weights.json")
+    if data.get("probes"):
+        probes = Table(title="bias probes: flip rate [95% CI]")
+        for col in ("probe", "attack / rater", "pairs", "flip rate", "to positive"):
+            probes.add_column(col)
+        for pr in data["probes"]:
+            rows = [("pooled", pr["panel"])] + list(pr.get("variants", {}).items()) + list(pr.get("judges", {}).items())
+            for name, s in rows:
+                probes.add_row(pr["probe"], name, str(s["n"]), _est(s["flip_rate"]), _est(s["to_positive_rate"]))
+        Console().print(probes)
+
+
+def _est(e: dict[str, Any]) -> str:
+    if e.get("value") is None:
+        return "-"
+    if e.get("ci_low") is None:
+        return f"{e['value']:.3f}"
+    return f"{e['value']:.3f} [{e['ci_low']:.3f}, {e['ci_high']:.3f}]"

@@ -28,6 +28,7 @@ from pipelines.cli._common import (
     build_replayer,
     console,
 )
+from pipelines.cli.rubrics import RubricsOpt, load_rubric_table
 
 if TYPE_CHECKING:
     from pipelines.grade_run import GradeOptions
@@ -51,8 +52,8 @@ def run_and_print(opts: GradeOptions) -> dict[str, Any]:
     """Run the grading with a progress bar, print the summary table, return summary.json's content."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from pipelines.grade_run import InputErrorsFound, run_grading
-    from pipelines.ingest import UsageError
+    from pipelines.grade_run import InputErrorsFound, NoTasks, run_grading
+    from pipelines.ingest import ToolSpecError, UsageError
 
     columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
     try:
@@ -64,18 +65,46 @@ def run_and_print(opts: GradeOptions) -> dict[str, Any]:
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
     except UsageError as exc:
         usage.fail(exc.option, str(exc))
+    except (NoTasks, ToolSpecError) as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(EXIT_USAGE) from exc
     _print_summary(outcome.summary, outcome.out)
     stats = getattr(opts.escalator, "stats", None)
     if stats is not None and getattr(stats, "budget_exhausted", False):
         console.print(f"[yellow]judge budget reached: {stats.budget_message}[/yellow]")
+    counts = outcome.summary["counts"]
+    if counts["graded"] == 0 and counts["errors"] > 0:
+        console.print(f"[red]every one of the {counts['errors']} trajectories is an input error: nothing was graded[/red]")
+        raise typer.Exit(EXIT_INPUT_ERROR)
     return outcome.summary
+
+
+_SHOWN_ERRORS = 5
+
+
+def _print_problems(summary: dict[str, Any]) -> None:
+    """Input errors of every scope (tasks, labels, trajectories) and each warning once per field."""
+    errors = summary.get("errors") or []
+    for scope in ("task", "labels", "trajectory"):
+        mine = [e for e in errors if e["scope"] == scope]
+        for e in mine[:_SHOWN_ERRORS]:
+            where = e["file"] + (f":{e['line']}" if e.get("line") is not None else "")
+            field = f" field {e['field']}" if e.get("field") else ""
+            console.print(f"[red]{scope} error[/red] {where}:{field} {e['message']} [{e['kind']}]")
+        if len(mine) > _SHOWN_ERRORS:
+            console.print(f"[red]... and {len(mine) - _SHOWN_ERRORS} more {scope} errors (all in summary.json)[/red]")
+    for kind, fields in (summary.get("input_warnings") or {}).items():
+        for pattern, w in fields.items():
+            console.print(f"[yellow]warning[/yellow] {kind} {pattern}: {w['message']} ({w['count']}x, first at {w['first']})")
 
 
 def _print_summary(summary: dict[str, Any], out: Path) -> None:
     from rich.table import Table
 
+    _print_problems(summary)
     c = summary["counts"]
-    table = Table(title=f"{c['graded']} graded, {c['errors']} input errors", show_header=True)
+    title = f"{c['graded']} graded, {c['errors']} trajectory input errors, {c['task_errors']} task input errors"
+    table = Table(title=title, show_header=True)
     table.add_column("verdict / stage")
     table.add_column("count", justify="right")
     for key in ("pass", "fail", "unresolved"):
@@ -91,14 +120,32 @@ def _print_summary(summary: dict[str, Any], out: Path) -> None:
     lb = summary["leaderboard"]["score"]
     if lb is not None:
         Console().print(f"VAKRA leaderboard score {100 * lb:.1f}%")
+    for source, ext in (summary.get("external_agreement") or {}).items():
+        kappa = ext["cohen_kappa"]["value"]
+        agree = ext["agreement"]
+        Console().print(
+            f"agreement with {source}: {ext['both_decided']} decided by both, "
+            + (f"{100 * agree:.1f}% agree, kappa {kappa:.3f}" if agree is not None and kappa is not None else "no kappa")
+            + f", {len(ext['disagreements'])} disagreements, {ext['unresolved_by_us']} unresolved by us"
+        )
     Console().print(f"outputs in {out}/ : results.jsonl summary.json report.md manifest.json")
 
 
 def grade(
-    tasks: Annotated[Path, typer.Option(exists=True, dir_okay=False, help="Tasks file (native JSONL, VAKRA input/ground truth, BFCL questions).")],
     trajectories: Annotated[
-        Path, typer.Option(exists=True, dir_okay=False, help="Trajectories (native, OpenAI messages, Anthropic messages, VAKRA predictions).")
+        Path,
+        typer.Option(
+            exists=True,
+            dir_okay=False,
+            help="Trajectories (native, OpenAI / Anthropic messages, VAKRA, BFCL results, tau2 results, Inspect logs, OTel traces).",
+        ),
     ],
+    tasks: Annotated[
+        Optional[Path],
+        typer.Option(
+            exists=True, dir_okay=False, help="Tasks (native JSONL, VAKRA input/ground truth, BFCL questions); optional when the trajectory file carries them."
+        ),
+    ] = None,
     reference: Annotated[
         Optional[Path], typer.Option(exists=True, dir_okay=False, help="Separate ground truth: VAKRA ground truth or BFCL possible answers.")
     ] = None,
@@ -116,13 +163,33 @@ def grade(
     weights: WeightsOpt = None,
     tie_breaker: TieOpt = None,
     replay: ReplayOpt = True,
+    turns: Annotated[
+        Optional[str],
+        typer.Option(help="auto (default): a one-goal task grades a dialogue as one episode; episode; per-message: each user message answers one task turn."),
+    ] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Fields the schema does not know are errors instead of warnings.")] = False,
+    labels: Annotated[
+        Optional[Path],
+        typer.Option(exists=True, dir_okay=False, help="Verdicts of another tool (JSONL {trajectory_id|task_id, label}): report agreement with them."),
+    ] = None,
+    tool_specs: Annotated[
+        Optional[Path], typer.Option(exists=True, dir_okay=False, help="Tool specs (a task's tools shape) for formats whose files carry none.")
+    ] = None,
+    rubrics: RubricsOpt = None,
 ) -> None:
     """Grade trajectories against tasks; write results.jsonl, summary.json, report.md, manifest.json."""
+    from pipelines.alignment import TURNS_MODES
     from pipelines.grade_run import GradeOptions
 
     usage.check_format_names(format, task_format)
     grading = usage.load_grading_config(config)
     usage.check_out_dir(out)
+    if turns is not None:
+        if turns not in TURNS_MODES:
+            console.print(f"[red]--turns must be one of {', '.join(TURNS_MODES)}, not {turns!r}[/red]")
+            raise typer.Exit(EXIT_USAGE)
+        grading = grading.model_copy(update={"turns": turns})
+    rubric_table = load_rubric_table(rubrics)
     opts = GradeOptions(
         tasks=tasks,
         trajectories=trajectories,
@@ -132,9 +199,13 @@ def grade(
         out=out,
         on_error=on_error.value,
         config=grading,
-        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker),
+        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table),
+        rubrics=rubric_table,
         replayer=build_replayer(replay),
         command=["judge", *sys.argv[1:]],
+        strict=strict,
+        labels=labels,
+        tool_specs=tool_specs,
     )
     run_and_print(opts)
 
@@ -150,6 +221,7 @@ def demo(
     vote: VoteOpt = None,
     weights: WeightsOpt = None,
     tie_breaker: TieOpt = None,
+    rubrics: RubricsOpt = None,
 ) -> None:
     """Grade the bundled sample benchmark end to end (replay included) and print the breakdown."""
     from rich.table import Table
@@ -163,12 +235,14 @@ def demo(
         raise typer.Exit(EXIT_USAGE)
     grading = usage.load_grading_config(config)
     usage.check_out_dir(out)
+    rubric_table = load_rubric_table(rubrics)
     opts = GradeOptions(
         tasks=sample / "tasks.jsonl",
         trajectories=sample / "trajectories.jsonl",
         out=out,
         config=grading,
-        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker),
+        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table),
+        rubrics=rubric_table,
         replayer=build_replayer(True),
         command=["judge", *sys.argv[1:]],
     )

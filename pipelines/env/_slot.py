@@ -67,10 +67,9 @@ def _matches(cell: Any, value: Any, condition: str) -> bool:
     if condition == "contains":
         return str(value).strip().lower() in str(cell).lower()
     a, b = _number(cell), _number(value)
-    if a is not None and b is not None:
-        left, right = a, b
-    else:
-        left, right = str(cell).strip().lower(), str(value).strip().lower()
+    numeric = a is not None and b is not None  # compare numbers as numbers, anything else as text
+    left: Any = a if numeric else str(cell).strip().lower()
+    right: Any = b if numeric else str(value).strip().lower()
     if condition == "equal":
         return left == right
     if condition == "not_equal":
@@ -132,9 +131,10 @@ def aggregate(ds: Dataset, key_name: Any, aggregation_type: str) -> Any:
         if not values:
             return None
         nums = [_number(v) for v in values]
-        if all(n is not None for n in nums):
+        numbers = [n for n in nums if n is not None]
+        if len(numbers) == len(nums):
             pick = min if aggregation_type == "min" else max
-            return values[nums.index(pick(nums))]
+            return values[numbers.index(pick(numbers))]
         return (min if aggregation_type == "min" else max)(str(v) for v in values)
     nums = [_number(v) for v in values]
     if any(n is None for n in nums):

@@ -6,18 +6,22 @@ JSON object. Every item becomes exactly one task / trajectory or one ``InputErro
 file, line and field path; nothing is silently dropped or overwritten.
 """
 
-from pipelines.ingest._api import check_task, detect_task_format, detect_trajectory_format, iter_trajectories, load_tasks
-from pipelines.ingest._base import Limits, Loaded, TaskSet
+from pipelines.ingest._api import check_task, detect_task_format, detect_trajectory_format, iter_trajectories, load_tasks, read_trajectories
+from pipelines.ingest._base import Bundle, BundleFormat, Limits, Loaded, TaskSet
 from pipelines.ingest._registry import TASK_FORMATS, TRAJECTORY_FORMATS
 from pipelines.ingest._schemas import export_json_schemas
+from pipelines.ingest._tool_specs import ToolSpecError, load_tool_specs, with_tool_specs
 from pipelines.ingest._usage import UsageError
 
 __all__ = [
     "TASK_FORMATS",
     "TRAJECTORY_FORMATS",
+    "Bundle",
+    "BundleFormat",
     "Limits",
     "Loaded",
     "TaskSet",
+    "ToolSpecError",
     "UsageError",
     "check_task",
     "detect_task_format",
@@ -25,4 +29,7 @@ __all__ = [
     "export_json_schemas",
     "iter_trajectories",
     "load_tasks",
+    "load_tool_specs",
+    "read_trajectories",
+    "with_tool_specs",
 ]

@@ -71,7 +71,7 @@ def _convert(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
     messages = expect(item.get("messages"), list, "messages", "messages")
     if not messages:
         raise ItemError("invalid_field", "messages must not be empty", "messages")
-    builder = TurnBuilder()
+    builder = TurnBuilder(ctx)
     for i, message in enumerate(messages):
         path = f"messages[{i}]"
         expect(message, dict, path, "a message")
@@ -115,6 +115,8 @@ def _convert(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
                     texts.append(expect(block.get("text"), str, f"{bpath}.text", "text"))
                 elif block["type"] == "tool_result":
                     raise ItemError("invalid_field", "an assistant message cannot contain tool_result", f"{bpath}.type")
+            if texts:
+                builder.say("\n".join(texts))
             if not has_tool_use and texts:
                 builder.set_answer("\n".join(texts))
         else:

@@ -15,11 +15,25 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge import InputErrorInfo, SourceRef
-from pipelines.ingest._base import ItemContext, ItemError, Limits, Loaded, TaskSet, TrajectoryFormat, default_trajectory_id, validation_error
+from pipelines.ingest._base import (
+    Bundle,
+    BundleFormat,
+    ItemContext,
+    ItemError,
+    Limits,
+    Loaded,
+    TaskSet,
+    TrajectoryFormat,
+    default_trajectory_id,
+    validation_error,
+)
 from pipelines.ingest._reader import RawItem, Source, read_items, source_name
 from pipelines.ingest._registry import (
+    BUNDLE_REGISTRY,
     TASK_FORMATS,
     TRAJECTORY_FORMATS,
+    TRAJECTORY_REGISTRY,
+    sniff_bundle,
     sniff_task,
     sniff_trajectory,
     task_format,
@@ -55,43 +69,123 @@ def detect_task_format(path: str | os.PathLike) -> str:
     return name
 
 
+_HEAD_BYTES = 4096
+
+
+def _head(path: str | os.PathLike) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(_HEAD_BYTES)
+
+
+def _looks_like_json(head: bytes) -> bool:
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"[")
+
+
+def _detect_bundle(path: Source, limits: Limits) -> tuple[str | None, dict[str, Any] | None]:
+    """(bundle format, first object). The file's first bytes are tried alone first: a bundle is often
+    one large JSON document (or an archive), and finding its "first object" means parsing all of it.
+    Only when the bytes do not suffice is the first object read (it is returned for reuse)."""
+    if not isinstance(path, (str, os.PathLike)):
+        return None, None  # a stream: only streaming formats are detected
+    head = _head(path)
+    name = sniff_bundle(head, None)
+    if name is not None or not _looks_like_json(head):
+        return name, None
+    first, _ = _first_object(path, limits)
+    return (sniff_bundle(head, first) if first is not None else None), first
+
+
 def detect_trajectory_format(path: str | os.PathLike) -> str:
-    """The trajectory format of ``path``, judged from its first readable object."""
-    item, seen = _first_object(path, Limits())
-    if not seen:
-        raise UsageError("--trajectories", f"{path} is empty: it holds no trajectories")
-    name = sniff_trajectory(item) if item is not None else None
+    """The trajectory format of ``path``: a bundle from the file's first bytes (and first object),
+    else a streaming format from its first readable object."""
+    name, item = _detect_bundle(path, Limits())
+    if name is None and item is None:
+        item, seen = _first_object(path, Limits())
+        if not seen:
+            raise UsageError("--trajectories", f"{path} is empty: it holds no trajectories")
+    name = name or (sniff_trajectory(item) if item is not None else None)
     if name is None:
         raise UsageError("--format", f"cannot detect the trajectory format of {path}: {_describe(item)}; name the format", TRAJECTORY_FORMATS)
     return name
 
 
-def load_tasks(path: str | os.PathLike, fmt: str | None = None, reference: str | Path | None = None, limits: Limits = Limits()) -> TaskSet:
+def load_tasks(
+    path: str | os.PathLike, fmt: str | None = None, reference: str | Path | None = None, limits: Limits = Limits(), *, strict: bool = False
+) -> TaskSet:
     """All tasks of ``path`` (joined with ``reference`` for formats that keep the gold apart).
 
     Item-level problems are collected in ``TaskSet.errors``; a ``UsageError`` (a ValueError) means
     the call itself cannot work (unknown format name, undetectable format, an empty file, a
     reference file missing or superfluous) and names the option to fix.
+    ``strict``: a task carrying a field the schema does not know is an error, not a warning.
     """
     chosen = task_format(fmt) if fmt is not None else task_format(detect_task_format(path))
     if reference is not None and chosen.reference == "none":
         raise UsageError("--reference", f"{chosen.name} tasks carry their own reference calls and gold answers: they take no reference file")
     if reference is None and chosen.reference == "required":
         raise UsageError("--reference", f"{chosen.name} tasks need their reference file ({chosen.description})")
-    tasks = chosen.load(str(path), None if reference is None else str(reference), limits)
-    if not (tasks.tasks or tasks.errors or tasks.ambiguous or tasks.invalid):
+    taskset = chosen.load(str(path), None if reference is None else str(reference), limits)
+    if not (taskset.tasks or taskset.errors or taskset.ambiguous or taskset.invalid):
         raise UsageError("--tasks", f"{path} holds no tasks")
-    return tasks
+    return _strict_tasks(taskset) if strict else taskset
+
+
+def _strict_tasks(taskset: TaskSet) -> TaskSet:
+    """Unknown fields become errors: the task is reported as unreadable (its trajectories say why)."""
+    kept = []
+    for warning in taskset.warnings:
+        if warning.kind != "unknown_field":
+            kept.append(warning)
+            continue
+        info = InputErrorInfo(kind="invalid_field", message=f"{warning.message} (--strict)", file=warning.file, line=warning.line, field=warning.field)
+        taskset.errors.append(info)
+        for tid, source in list(taskset.sources.items()):
+            if source.file == warning.file and source.line == warning.line and tid in taskset.tasks:
+                del taskset.tasks[tid]
+                taskset.invalid.setdefault(tid, info)
+    taskset.warnings = kept
+    return taskset
+
+
+def strict_items(items: Iterator[Loaded]) -> Iterator[Loaded]:
+    """``--strict`` for trajectories: an item with an unknown field becomes an error row."""
+    for loaded in items:
+        unknown = [w for w in loaded.warnings if w.kind == "unknown_field"]
+        if unknown and loaded.error is None:
+            first = unknown[0]
+            more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
+            info = InputErrorInfo(kind="invalid_field", message=f"{first.message}{more} (--strict)", file=first.file, line=first.line, field=first.field)
+            loaded = Loaded(
+                source=loaded.source, trajectory=None, error=info, task_id=loaded.task_id, trajectory_id=loaded.trajectory_id, warnings=loaded.warnings
+            )
+        yield loaded
+
+
+def read_trajectories(path: Source, fmt: str | None = None, limits: Limits = Limits(), *, strict: bool = False) -> Bundle:
+    """The trajectories of ``path`` and, for formats that carry them, its tasks.
+
+    ``path`` may also be a binary file object (streaming formats only). With ``fmt=None`` bundles
+    are detected first; otherwise the streaming format is detected from the first readable object
+    (items before it, unreadable ones, are held back until then).
+    """
+    chosen = trajectory_format(fmt) if fmt is not None else None
+    if chosen is None and isinstance(path, (str, os.PathLike)):
+        name, _ = _detect_bundle(path, limits)
+        chosen = BUNDLE_REGISTRY[name] if name is not None else None
+    if isinstance(chosen, BundleFormat):
+        if not isinstance(path, (str, os.PathLike)):
+            raise ValueError(f"the {chosen.name} format is read as a whole file: pass a path, not a stream")
+        bundle = chosen.read(str(path), limits)
+    else:
+        bundle = Bundle(tasks=None, items=_Stream(path, chosen, limits).items())
+    if strict:
+        bundle = Bundle(tasks=_strict_tasks(bundle.tasks) if bundle.tasks is not None else None, items=strict_items(bundle.items))
+    return bundle
 
 
 def iter_trajectories(path: Source, fmt: str | None = None, limits: Limits = Limits()) -> Iterator[Loaded]:
-    """One ``Loaded`` per item of ``path``, lazily, in file order.
-
-    ``path`` may also be a binary file object. With ``fmt=None`` the format is detected from the
-    first readable object; items before it (unreadable ones) are held back until then.
-    """
-    chosen = trajectory_format(fmt) if fmt is not None else None
-    return _Stream(path, chosen, limits).items()
+    """One ``Loaded`` per trajectory of ``path``, lazily, in file order (see ``read_trajectories``)."""
+    return read_trajectories(path, fmt, limits).items
 
 
 class _Stream:
@@ -114,7 +208,7 @@ class _Stream:
                     if detected is None:  # nothing in the file can be graded: a usage error, before any row
                         message = f"cannot detect the trajectory format of {self.name}: {_describe(raw.value)} (line {raw.line}); name the format"
                         raise UsageError("--format", message, TRAJECTORY_FORMATS)
-                    self.fmt = trajectory_format(detected)
+                    self.fmt = TRAJECTORY_REGISTRY[detected]
                     for earlier in held:
                         yield self._load(earlier)
                     held.clear()
@@ -144,8 +238,9 @@ class _Stream:
         task_id, trajectory_id = self.fmt.ids(raw.value, default)
         error: InputErrorInfo | None = None
         trajectory = None
+        ctx = ItemContext(file=self.name, line=raw.line, default_trajectory_id=default)
         try:
-            trajectory = self.fmt.convert(raw.value, ItemContext(file=self.name, line=raw.line, default_trajectory_id=default))
+            trajectory = self.fmt.convert(raw.value, ctx)
         except ItemError as err:
             error = err.info(self.name, raw.line)
         except ValidationError as err:  # a converter that let a model error through
@@ -168,7 +263,7 @@ class _Stream:
                 self.seen[key] = raw.line
         if error is not None:
             return self._error(source, error, task_id, trajectory_id)
-        return Loaded(source=source, trajectory=trajectory, error=None, task_id=task_id, trajectory_id=trajectory_id)
+        return Loaded(source=source, trajectory=trajectory, error=None, task_id=task_id, trajectory_id=trajectory_id, warnings=ctx.warnings)
 
 
 def check_task(loaded: Loaded, tasks: TaskSet) -> InputErrorInfo | None:
@@ -179,15 +274,16 @@ def check_task(loaded: Loaded, tasks: TaskSet) -> InputErrorInfo | None:
     if loaded.trajectory is None:
         return None
     task_id = loaded.trajectory.task_id
-    where: dict[str, Any] = {"file": loaded.source.file, "line": loaded.source.line, "field": "task_id"}
+
+    def error(kind: str, message: str) -> InputErrorInfo:
+        return InputErrorInfo(kind=kind, message=message, file=loaded.source.file, line=loaded.source.line, field="task_id")
+
     if task_id in tasks.ambiguous:
-        info = tasks.ambiguous[task_id]
-        return InputErrorInfo(kind="ambiguous_task", message=f"{info.message}; not graded against a guess", **where)
+        return error("ambiguous_task", f"{tasks.ambiguous[task_id].message}; not graded against a guess")
     if task_id in tasks.tasks:
         return None
     if task_id in tasks.invalid:
-        bad = tasks.invalid[task_id]
-        return InputErrorInfo(kind="unknown_task", message=f"task {task_id!r} could not be read: {bad.render()}", **where)
+        return error("unknown_task", f"task {task_id!r} could not be read: {tasks.invalid[task_id].render()}")
     close = difflib.get_close_matches(task_id, list(tasks.tasks), n=3) if len(tasks.tasks) <= 10_000 else []
     hint = f"; similar ids: {', '.join(close)}" if close else ""
-    return InputErrorInfo(kind="unknown_task", message=f"no task with id {task_id!r} among {len(tasks.tasks)} tasks{hint}", **where)
+    return error("unknown_task", f"no task with id {task_id!r} among {len(tasks.tasks)} tasks{hint}")

@@ -6,14 +6,14 @@ task / one error (tasks). Nothing is silently dropped and nothing is silently ov
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from judge import MAX_DEPTH, InputErrorInfo, SourceRef, Task, Trajectory, content_hash, field_path
+from judge import MAX_DEPTH, InputErrorInfo, InputWarning, SourceRef, Task, Trajectory, content_hash, field_path
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,7 @@ class Loaded:
     error: InputErrorInfo | None
     task_id: str | None  # best effort, also for error rows (so the output can still name them)
     trajectory_id: str | None
+    warnings: list[InputWarning] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if (self.trajectory is None) == (self.error is None):
@@ -55,6 +56,7 @@ class TaskSet:
     errors: list[InputErrorInfo] = field(default_factory=list)
     ambiguous: dict[str, InputErrorInfo] = field(default_factory=dict)
     invalid: dict[str, InputErrorInfo] = field(default_factory=dict)
+    warnings: list[InputWarning] = field(default_factory=list)
 
 
 class ItemError(Exception):
@@ -140,9 +142,15 @@ def default_trajectory_id(file: str, line: int | None) -> str:
 
 @dataclass(frozen=True)
 class ItemContext:
+    """Where an item comes from, and a place for the converter to leave warnings (kept on the row)."""
+
     file: str
     line: int | None
     default_trajectory_id: str
+    warnings: list[InputWarning] = field(default_factory=list)
+
+    def warn(self, kind: str, message: str, field: str | None = None) -> None:
+        self.warnings.append(InputWarning(kind=kind, message=message, file=self.file, line=self.line, field=field))
 
 
 @dataclass(frozen=True)
@@ -154,6 +162,31 @@ class TrajectoryFormat:
     sniff: Callable[[dict[str, Any]], bool]
     ids: Callable[[dict[str, Any], str], tuple[str | None, str | None]]  # (item, default id) -> ids
     convert: Callable[[dict[str, Any], ItemContext], Trajectory]
+
+
+@dataclass
+class Bundle:
+    """What a container format yields: the trajectories of a file that may also carry its tasks
+    (tau2 results, Inspect logs) and the items' own verdicts. ``tasks`` is None when the file holds
+    no tasks (they come from ``--tasks``)."""
+
+    tasks: TaskSet | None
+    items: Iterator[Loaded]
+
+
+@dataclass(frozen=True)
+class BundleFormat:
+    """A trajectory format read as a whole file rather than item by item: results files with
+    tasks inside (tau2), archives (Inspect ``.eval``), span exports grouped by trace (OTel).
+
+    ``sniff`` sees the file's first bytes and, when the file starts like JSON, its first object
+    (None otherwise); ``read`` returns the bundle. Every trajectory the file holds becomes exactly
+    one ``Loaded`` (graded or with its error), as for streaming formats."""
+
+    name: str
+    description: str
+    sniff: Callable[[bytes, dict[str, Any] | None], bool]
+    read: Callable[[str, Limits], Bundle]
 
 
 @dataclass(frozen=True)
@@ -190,8 +223,9 @@ class TaskCollector:
         task.__dict__.pop("tool_index", None)  # rebuilt from the shared specs on first use
         return task
 
-    def add(self, task: Task, source: SourceRef) -> None:
+    def add(self, task: Task, source: SourceRef, warnings: list[InputWarning] | None = None) -> None:
         tid = task.task_id
+        self.result.warnings.extend(warnings or [])
         dumped = task.model_dump(mode="json")
         digest = content_hash(dumped)
         if tid in self.result.invalid:

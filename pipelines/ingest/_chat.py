@@ -14,14 +14,22 @@ from pydantic import ValidationError
 from judge import Step, Trajectory
 from pipelines.ingest._base import ItemContext, ItemError, as_id, expect, validation_error
 
-NO_RESULT = "no tool result"
-
 
 class TurnBuilder:
-    def __init__(self) -> None:
+    """Builds the turns of a chat transcript, pairing tool results with the calls they answer.
+
+    Pairing rules (real logs reuse ids): a result answers the most recent *unanswered* call with its
+    id; reusing an id after its result arrived is normal. A result while two or more calls with that
+    id are unanswered cannot be paired (an input error naming both); a result answering no pending
+    call is kept in ``metadata["orphan_results"]`` with a warning. A call that never gets a result
+    keeps status ``unknown`` (the call was made; what came back was not recorded).
+    """
+
+    def __init__(self, ctx: ItemContext | None = None) -> None:
+        self.ctx = ctx
         self.turns: list[dict[str, Any]] = []
-        self._pending: dict[str, tuple[dict[str, Any], str]] = {}  # call id -> (step dict, path of the call)
-        self._answered: set[str] = set()
+        self._pending: dict[str, list[tuple[dict[str, Any], str]]] = {}  # call id -> unanswered calls (step, path)
+        self.orphans: list[dict[str, Any]] = []
         self._rounds = 0  # model messages that issued calls so far (one message = one round)
         self._round: int | None = None  # the round of the assistant message being read
 
@@ -36,37 +44,50 @@ class TurnBuilder:
         return self.turns[-1]
 
     def start(self, query: str | None) -> None:
-        self.turns.append({"turn_id": str(len(self.turns) + 1), "query": query, "steps": [], "final_answer": None})
+        self.turns.append({"turn_id": str(len(self.turns) + 1), "query": query, "steps": [], "final_answer": None, "agent_messages": []})
 
     def add_call(self, name: str, arguments: dict[str, Any], call_id: str | None, path: str, error: str | None = None) -> None:
         if self._round is None:
             self._round = self._rounds
             self._rounds += 1
-        step: dict[str, Any] = {"name": name, "arguments": arguments, "call_id": call_id, "result": None, "round": self._round}
+        step: dict[str, Any] = {"name": name, "arguments": arguments, "call_id": call_id, "round": self._round}
         if error is not None:
             step["status"] = "error"
             step["error"] = error
         if call_id is not None:
-            if call_id in self._pending or call_id in self._answered:
-                raise ItemError("invalid_field", f"tool call id {call_id!r} is used twice", path)
-            self._pending[call_id] = (step, path)
-        else:
-            step["_no_id"] = True
+            self._pending.setdefault(call_id, []).append((step, path))
         self.current["steps"].append(step)
 
-    def add_result(self, call_id: str, result: Any, status: Any, path: str, id_field: str) -> None:
-        if call_id in self._answered:
-            raise ItemError("invalid_field", f"a second tool result for call id {call_id!r}", f"{path}.{id_field}")
-        if call_id not in self._pending:
-            raise ItemError("invalid_field", f"no earlier tool call with id {call_id!r}", f"{path}.{id_field}")
-        step, _ = self._pending.pop(call_id)
-        self._answered.add(call_id)
+    def add_result(self, call_id: str, result: Any, status: Any, path: str, id_field: str, error: str | None = None) -> None:
+        """``error``: the tool's own error message, when the format records one apart from the result."""
+        waiting = self._pending.get(call_id) or []
+        if len(waiting) > 1:
+            where = ", ".join(p for _, p in waiting)
+            raise ItemError(
+                "invalid_field",
+                f"a tool result for call id {call_id!r} while {len(waiting)} calls with that id are unanswered ({where}): cannot tell which it answers",
+                f"{path}.{id_field}",
+            )
+        if not waiting:
+            self.orphans.append({"call_id": call_id, "result": result, "at": path, **({"error": error} if error is not None else {})})
+            if self.ctx is not None:
+                self.ctx.warn(
+                    "orphan_result", f"a tool result for call id {call_id!r} answers no pending call; kept in metadata.orphan_results", f"{path}.{id_field}"
+                )
+            return
+        step, _ = waiting.pop()
         step["result"] = result
         if step.get("status") == "error":  # unparseable arguments: the call failed whatever came back
             return
         if status is not None:
             step["status"] = status
             step["_status_path"] = f"{path}.status"
+        if error is not None:
+            step["error"] = error
+
+    def say(self, text: str) -> None:
+        """The agent told the user something (counts for required content)."""
+        self.current["agent_messages"].append(text)
 
     def set_answer(self, answer: Any) -> None:
         self.current["final_answer"] = answer
@@ -79,15 +100,15 @@ class TurnBuilder:
             steps = []
             for step in turn["steps"]:
                 status_path = step.pop("_status_path", None)
-                no_id = step.pop("_no_id", False)
-                if (step["call_id"] in self._pending or no_id) and step.get("status") != "error":
-                    step["status"] = "error"
-                    step["error"] = NO_RESULT
+                if "result" not in step and step.get("status") != "error":
+                    step["status"] = "unknown"
                 try:
                     steps.append(Step.model_validate(step))
                 except ValidationError as err:
                     raise validation_error(err, prefix=status_path or "", note="tool result status", strip=99 if status_path else 0) from None
             turns.append({**turn, "steps": steps})
+        if self.orphans:
+            extra_metadata = {**extra_metadata, "orphan_results": self.orphans}
         data: dict[str, Any] = {
             "task_id": item.get("task_id"),
             "trajectory_id": item.get("trajectory_id", ctx.default_trajectory_id),

@@ -1,15 +1,38 @@
-"""The native format: JSONL of ``judge.Task`` / ``judge.Trajectory`` lines, validated strictly.
+"""The native format: JSONL of ``judge.Task`` / ``judge.Trajectory`` lines.
 
-A trajectory without ``trajectory_id`` gets the deterministic id ``<file stem>:<line>``.
+A trajectory without ``trajectory_id`` gets the deterministic id ``<file stem>:<line>``. Fields the
+schema does not know are kept and reported as ``unknown_field`` warnings naming the field the user
+wrote (with a "did you mean" when a known field is close); top-level ones move into ``metadata``
+(a trajectory's ``reward`` becomes ``metadata.reward``; a task's into ``metadata.tags``).
+``--strict`` turns the warnings into errors (see ``pipelines.ingest._api``).
 """
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from judge import SourceRef, Task, Trajectory
+from judge import (
+    ArgumentRule,
+    ExternalLabel,
+    ForbiddenArgument,
+    InputWarning,
+    Policy,
+    ReferenceCall,
+    SourceRef,
+    SourceRule,
+    Step,
+    Task,
+    TaskMetadata,
+    TokenUsage,
+    ToolSpec,
+    Trajectory,
+    TrajectoryTurn,
+    Turn,
+    extra_fields,
+)
 from pipelines.ingest._base import (
     ItemContext,
     ItemError,
@@ -24,6 +47,59 @@ from pipelines.ingest._base import (
 from pipelines.ingest._reader import read_items
 
 _TRAJECTORY_KEYS = ("turns", "steps", "final_answer")
+_TRAJECTORY_SHORTHAND = ("steps", "final_answer")
+_TASK_SHORTHAND = (
+    "question",
+    "reference_calls",
+    "gold_answer",
+    "gold_answers",
+    "gold_answer_pattern",
+    "answer_ordered",
+    "answer_tolerance",
+    "criteria",
+    "required_content",
+)
+_MODELS: tuple[type[BaseModel], ...] = (
+    Task,
+    Turn,
+    ReferenceCall,
+    ArgumentRule,
+    ToolSpec,
+    Policy,
+    ForbiddenArgument,
+    SourceRule,
+    TaskMetadata,
+    Trajectory,
+    TrajectoryTurn,
+    Step,
+    TokenUsage,
+    ExternalLabel,
+)
+_VOCABULARY = sorted({name for model in _MODELS for name in model.model_fields} | set(_TASK_SHORTHAND) | {"gold_answer"})
+
+
+def unknown_field_warning(path: str, file: str, line: int | None) -> InputWarning:
+    key = path.rsplit(".", 1)[-1]
+    close = difflib.get_close_matches(key, _VOCABULARY, n=1, cutoff=0.8)
+    if key in _VOCABULARY:
+        hint = f" ({key!r} is a field at another level of the schema: check its nesting)"
+    else:
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return InputWarning(kind="unknown_field", message=f"unknown field {key!r} kept but not used{hint}", file=file, line=line, field=path)
+
+
+def _move_top_level(item: dict[str, Any], known: set[str], into: str) -> tuple[dict[str, Any], list[str]]:
+    """Unknown top-level keys go into ``item[into]`` (a dict): kept where users look for them."""
+    extra = [k for k in item if k not in known]
+    if not extra or (into in item and not isinstance(item[into], dict)):
+        return item, []
+    moved = {k: v for k, v in item.items() if k not in extra}
+    moved[into] = {**{k: item[k] for k in extra}, **(item.get(into) or {})}
+    return moved, extra
+
+
+_TRAJECTORY_TOP = set(Trajectory.model_fields) | set(_TRAJECTORY_SHORTHAND)
+_TASK_TOP = set(Task.model_fields) | set(_TASK_SHORTHAND)
 
 
 def _sniff_task(item: dict[str, Any]) -> bool:
@@ -53,20 +129,39 @@ def _shorthand_path(err: ItemError, item: dict[str, Any], shorthand: tuple[str, 
     return err
 
 
+def _user_path(path: str, item: dict[str, Any], shorthand: tuple[str, ...]) -> str:
+    return _shorthand_path(ItemError("unknown_field", "", path), item, shorthand).field or path
+
+
 def _convert_trajectory(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
     if "trajectory_id" not in item:
         item = {**item, "trajectory_id": ctx.default_trajectory_id}
+    validated, moved = _move_top_level(item, _TRAJECTORY_TOP, "metadata")
     try:
-        return Trajectory.model_validate(item)
+        trajectory = Trajectory.model_validate(validated)
     except ValidationError as err:
-        raise _shorthand_path(validation_error(err), item, ("steps", "final_answer")) from None
+        raise _shorthand_path(validation_error(err), item, _TRAJECTORY_SHORTHAND) from None
+    paths = moved + [_user_path(path, item, _TRAJECTORY_SHORTHAND) for path, _ in extra_fields(trajectory)]
+    ctx.warnings.extend(unknown_field_warning(path, ctx.file, ctx.line) for path in paths)
+    return trajectory
 
 
-def convert_task(item: dict[str, Any]) -> Task:
+def convert_task(item: dict[str, Any], file: str = "<memory>", line: int | None = None) -> tuple[Task, list[InputWarning]]:
+    """The task and a warning for each field it carries that the schema does not know."""
+    validated: dict[str, Any] = item
+    moved: list[str] = []
+    meta = item.get("metadata", {})
+    if isinstance(meta, dict) and isinstance(meta.get("tags", {}), dict):
+        validated, moved = _move_top_level(item, _TASK_TOP, "metadata")
+        if moved:  # into metadata.tags: TaskMetadata keeps free-form values there
+            top = validated["metadata"]
+            validated["metadata"] = {**meta, "tags": {**{k: top[k] for k in moved}, **(meta.get("tags") or {})}}
     try:
-        return Task.model_validate(item)
+        task = Task.model_validate(validated)
     except ValidationError as err:
         raise _shorthand_path(validation_error(err), item, ("question",)) from None
+    paths = moved + [_user_path(path, item, ("question",)) for path, _ in extra_fields(task)]
+    return task, [unknown_field_warning(path, file, line) for path in paths]
 
 
 def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
@@ -82,11 +177,11 @@ def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
             collector.add_error(ItemError("invalid_field", "a task must be a JSON object", "<root>").info(path, raw.line), None)
             continue
         try:
-            task = convert_task(raw.value)
+            task, warnings = convert_task(raw.value, path, raw.line)
         except ItemError as err:
             collector.add_error(err.info(path, raw.line), as_id(raw.value.get("task_id")))
             continue
-        collector.add(task, source)
+        collector.add(task, source, warnings)
     return collector.result
 
 

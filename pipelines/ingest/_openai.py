@@ -6,7 +6,8 @@
   ``Step`` model infers errors from the result.
 - Arguments that are not a JSON object are the agent's error, not an input error: the step is
   recorded with ``arguments={}``, ``status="error"`` and ``error="unparseable arguments: ..."``.
-- A tool call without a tool message is a failed step ("no tool result").
+- A tool call without a tool message keeps status ``unknown`` (made; outcome not recorded). Results
+  pair with the most recent unanswered call of their id (see ``TurnBuilder``).
 - The last assistant message without tool calls in a turn is the turn's final answer.
 - ``system`` / ``developer`` messages go to ``metadata["system"]``; legacy ``function_call`` and
   ``function``-role messages are reported as ``unsupported``.
@@ -63,7 +64,7 @@ def _convert(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
     messages = expect(item.get("messages"), list, "messages", "messages")
     if not messages:
         raise ItemError("invalid_field", "messages must not be empty", "messages")
-    builder = TurnBuilder()
+    builder = TurnBuilder(ctx)
     system: list[str] = []
     for i, message in enumerate(messages):
         path = f"messages[{i}]"
@@ -87,14 +88,15 @@ def _convert(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
         elif role == "assistant":
             builder.begin_message()
             calls = message.get("tool_calls")
+            text = text_of(content, f"{path}.content")
+            if text:
+                builder.say(text)
             if calls:
                 expect(calls, list, f"{path}.tool_calls", "tool_calls")
                 for j, call in enumerate(calls):
                     _add_call(builder, call, f"{path}.tool_calls[{j}]")
-            else:
-                answer = text_of(content, f"{path}.content")
-                if answer is not None:  # an empty assistant message does not erase an earlier answer
-                    builder.set_answer(answer)
+            elif text is not None:  # an empty assistant message does not erase an earlier answer
+                builder.set_answer(text)
         else:  # tool
             call_id = expect(message.get("tool_call_id"), str, f"{path}.tool_call_id", "tool_call_id")
             result = parse_json_text(text_of(content, f"{path}.content"))

@@ -1,24 +1,27 @@
 """The registry of input formats. Detection tries formats in registry order on the first object.
 
-To add a format: write ``_<name>.py`` exposing ``TASKS`` (a ``TaskFormat``) and/or
-``TRAJECTORIES`` (a ``TrajectoryFormat``) and list it here.
+To add a format: write ``_<name>.py`` exposing ``TASKS`` (a ``TaskFormat``), ``TRAJECTORIES`` (a
+streaming ``TrajectoryFormat``: one item, one trajectory) or ``BUNDLE`` (a ``BundleFormat``: a file
+read whole, which may carry its own tasks), and list it here. Bundles are detected first (from the
+file's first bytes and first object), then streaming formats (from the first object).
 """
 
 from __future__ import annotations
 
-from pipelines.ingest import _anthropic, _bfcl, _native, _openai, _vakra
-from pipelines.ingest._base import TaskFormat, TrajectoryFormat
+from pipelines.ingest import _anthropic, _bfcl, _inspect, _native, _openai, _tau2, _vakra
+from pipelines.ingest._base import BundleFormat, TaskFormat, TrajectoryFormat
 from pipelines.ingest._usage import UsageError
 
 TASK_REGISTRY: dict[str, TaskFormat] = {f.name: f for f in (_native.TASKS, _vakra.TASKS, _bfcl.TASKS)}
 TRAJECTORY_REGISTRY: dict[str, TrajectoryFormat] = {
     f.name: f for f in (_native.TRAJECTORIES, _openai.TRAJECTORIES, _anthropic.TRAJECTORIES, _vakra.TRAJECTORIES)
 }
+BUNDLE_REGISTRY: dict[str, BundleFormat] = {f.name: f for f in (_tau2.BUNDLE, _inspect.BUNDLE)}
 # detection order: the most specific signatures first (anthropic before the openai fallback)
 _TRAJECTORY_DETECTION = ("native", "vakra", "anthropic", "openai")
 
 TASK_FORMATS: tuple[str, ...] = tuple(TASK_REGISTRY)
-TRAJECTORY_FORMATS: tuple[str, ...] = tuple(TRAJECTORY_REGISTRY)
+TRAJECTORY_FORMATS: tuple[str, ...] = (*TRAJECTORY_REGISTRY, *BUNDLE_REGISTRY)
 
 
 def task_format(name: str) -> TaskFormat:
@@ -28,11 +31,18 @@ def task_format(name: str) -> TaskFormat:
         raise UsageError("--task-format", f"unknown task format {name!r}", TASK_FORMATS) from None
 
 
-def trajectory_format(name: str) -> TrajectoryFormat:
-    try:
-        return TRAJECTORY_REGISTRY[name]
-    except KeyError:
-        raise UsageError("--format", f"unknown trajectory format {name!r}", TRAJECTORY_FORMATS) from None
+def trajectory_format(name: str) -> TrajectoryFormat | BundleFormat:
+    found = TRAJECTORY_REGISTRY.get(name) or BUNDLE_REGISTRY.get(name)
+    if found is None:
+        raise UsageError("--format", f"unknown trajectory format {name!r}", TRAJECTORY_FORMATS)
+    return found
+
+
+def sniff_bundle(head: bytes, first: dict | None) -> str | None:
+    for fmt in BUNDLE_REGISTRY.values():
+        if fmt.sniff(head, first):
+            return fmt.name
+    return None
 
 
 def sniff_task(item: dict) -> str | None:

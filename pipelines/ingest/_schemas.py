@@ -11,12 +11,14 @@ import os
 import sys
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from judge import Task, Trajectory
 
-SCHEMA_FILES = {"task.schema.json": Task, "trajectory.schema.json": Trajectory}
+SCHEMA_FILES: dict[str, type[BaseModel]] = {"task.schema.json": Task, "trajectory.schema.json": Trajectory}
 
 
-def render_schema(model: type) -> str:
+def render_schema(model: type[BaseModel]) -> str:
     """Deterministic text: sorted keys, fixed indentation, trailing newline."""
     return json.dumps(model.model_json_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 

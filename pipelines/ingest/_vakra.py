@@ -37,7 +37,6 @@ from pipelines.ingest._base import (
     expect,
     validation_error,
 )
-from pipelines.ingest._chat import NO_RESULT
 from pipelines.ingest._join import index_by_id, object_or_error
 from pipelines.ingest._reader import read_items
 from pipelines.ingest._usage import UsageError
@@ -320,8 +319,7 @@ def _step(call: Any, response: Any, has_response: bool, path: str) -> dict[str, 
             raise ItemError("invalid_field", f"duration_s must not be negative, got {seconds}", f"{path}.duration_s")
         step["latency_ms"] = seconds * 1000.0
     if not has_response and step.get("status") is None:
-        step["status"] = "error"
-        step.setdefault("error", NO_RESULT)
+        step["status"] = "unknown"  # the call was made; nothing recorded what came back
     if call.get("id") is not None:
         step["call_id"] = as_id(call["id"])
     return step

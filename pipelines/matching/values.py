@@ -1,9 +1,11 @@
 """Argument-value comparison: is the agent's value one the reference accepts, as the tool sees it?
 
 Rules (see ``compare_argument``): acceptable values are the reference literal plus
-``ArgumentRule.any_of``; numbers compare by value (3 == 3.0, never True == 1) with optional
-tolerances; strings BFCL-normalised unless exact; ISO dates as dates; lists ordered unless the
-rule or schema says unordered (then as multisets, by optimal assignment); objects key by key.
+``ArgumentRule.any_of`` and, with ``ArgumentRule.pattern``, any value whose text the pattern fully
+matches (RE2); numbers compare by value (3 == 3.0, never True == 1) with optional tolerances;
+strings BFCL-normalised unless exact; ISO dates as dates; lists ordered unless the rule or schema
+says unordered (then as multisets, by optimal assignment); objects key by key, where keys the
+reference does not mention are ignored when extra keys are allowed (``extra_arguments="allow"``).
 
 Invariant: ``values_equal(a, b) == values_equal(b, a)``. The type check is symmetric too: a value
 passes it when it fits the schema type *or* has the same JSON type as the other side (BFCL's
@@ -12,6 +14,7 @@ passes it when it fits the schema type *or* has the same JSON type as the other 
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -22,7 +25,7 @@ import numpy as np
 from dateutil import parser as date_parser
 from scipy.optimize import linear_sum_assignment
 
-from judge import ArgumentRule
+from judge import ArgumentRule, pattern_full_match
 from pipelines.matching.normalize import bfcl_normalize
 
 __all__ = ["MISSING", "ValueMatch", "compare_argument", "values_equal"]
@@ -63,6 +66,11 @@ class _Opts:
     relative_tolerance: float | None = None
     unordered: bool | None = None  # applies to the top-level list only; nested lists follow their schema
     exact: bool = False
+    extra_keys: bool = False  # keys of the agent's objects that the reference does not mention are ignored
+
+    def nested(self) -> _Opts:
+        """Options for values inside a list or object: ``unordered`` applies to the top level only."""
+        return _Opts(self.tolerance, self.relative_tolerance, None, self.exact, self.extra_keys)
 
 
 @dataclass(frozen=True)
@@ -122,7 +130,7 @@ def _declared_types(schema: dict | None) -> set[str]:
     declared = schema.get("type")
     names = [declared] if isinstance(declared, str) else declared if isinstance(declared, list) else []
     types = {_TYPE_ALIASES.get(t, t) for t in names if isinstance(t, str)}
-    return set() if None in types else types
+    return set() if None in types else {t for t in types if t is not None}
 
 
 def _fits(value: Any, schema: dict | None) -> bool:
@@ -252,7 +260,7 @@ def _property_schema(schema: dict | None, key: str) -> dict | None:
 
 def _list_diff(a: list, b: list, schema: dict | None, opts: _Opts, path: str) -> _Diff | None:
     item_schema = _items_schema(schema)
-    inner = _Opts(opts.tolerance, opts.relative_tolerance, None, opts.exact)
+    inner = opts.nested()
     if not _unordered_for(schema, opts.unordered):
         if len(a) != len(b):
             return _Diff(path, _count(len(a)), _count(len(b)), f"{_show(a)} vs {_show(b)}")
@@ -275,12 +283,14 @@ def _list_diff(a: list, b: list, schema: dict | None, opts: _Opts, path: str) ->
 
 
 def _dict_diff(a: dict, b: dict, schema: dict | None, opts: _Opts, path: str) -> _Diff | None:
-    inner = _Opts(opts.tolerance, opts.relative_tolerance, None, opts.exact)
+    inner = opts.nested()
     for key in sorted(set(a) | set(b), key=str):
         where = f"{path}.{key}" if path else str(key)
         if key not in b:
             return _Diff(where, _show(a[key]), "nothing", "missing key")
         if key not in a:
+            if opts.extra_keys:
+                continue
             return _Diff(where, "no such key", _show(b[key]), "unexpected key")
         diff = _diff(a[key], b[key], _property_schema(schema, key), inner, where)
         if diff is not None:
@@ -323,30 +333,42 @@ def values_equal(
     return _diff(a, b, schema, _Opts(tolerance, relative_tolerance, unordered, exact), "") is None
 
 
+def _as_text(value: Any) -> str:
+    """What a pattern is matched against: a string as is, anything else as compact JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
 def compare_argument(
     expected: Any,
     actual: Any,
     rule: ArgumentRule | None = None,
     schema: dict | None = None,
+    *,
+    extra_keys: bool = False,
 ) -> ValueMatch:
     """Does the agent's ``actual`` value satisfy the reference (``expected`` + ``rule``)?
 
-    ``expected`` is ``MISSING`` when the reference gives only ``rule.any_of``; ``actual`` is
-    ``MISSING`` when the agent omitted the argument. Raises ``ValueError`` when the reference
-    accepts no value at all (no literal, no ``any_of``, not ``any_value``, not omit-only): that is
-    a broken reference, not an agent error.
+    ``expected`` is ``MISSING`` when the reference gives only ``rule.any_of`` or ``rule.pattern``;
+    ``actual`` is ``MISSING`` when the agent omitted the argument. ``extra_keys``: object keys the
+    reference does not mention are ignored. Raises ``ValueError`` when the reference accepts no value
+    at all (no literal, no ``any_of``, no pattern, not ``any_value``, not omit-only): that is a broken
+    reference, not an agent error.
     """
     rule = rule or ArgumentRule()
     if actual is MISSING:
         return ValueMatch(True) if rule.optional else ValueMatch(False, "required argument not given")
     if rule.any_value:
         return ValueMatch(True)
+    if rule.pattern is not None and pattern_full_match(rule.pattern, _as_text(actual)):
+        return ValueMatch(True)
     acceptable = ([] if expected is MISSING else [expected]) + list(rule.any_of or [])
     if not acceptable:
+        if rule.pattern is not None:
+            return ValueMatch(False, f"{_show(actual)} does not match the pattern {rule.pattern!r}")
         if rule.any_of == [] and rule.optional:
             return ValueMatch(False, f"may only be omitted, got {_show(actual)}")
-        raise ValueError("reference argument has no acceptable value: no literal, no any_of, not any_value")
-    opts = _Opts(rule.tolerance, rule.relative_tolerance, rule.unordered, rule.exact)
+        raise ValueError("reference argument has no acceptable value: no literal, no any_of, no pattern, not any_value")
+    opts = _Opts(rule.tolerance, rule.relative_tolerance, rule.unordered, rule.exact, extra_keys)
     first: _Diff | None = None
     for candidate in acceptable:
         diff = _diff(candidate, actual, schema, opts, "")
@@ -354,4 +376,5 @@ def compare_argument(
             return ValueMatch(True)
         first = first or diff
     assert first is not None
-    return ValueMatch(False, first.render(alternatives=len(acceptable) - 1))
+    also = f" (nor the pattern {rule.pattern!r})" if rule.pattern is not None else ""
+    return ValueMatch(False, first.render(alternatives=len(acceptable) - 1) + also)

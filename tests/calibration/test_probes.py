@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import rubrics
-from calibration import PROBES, flip_stats, load_gold, model_family, run_bias_probes, self_preference
+from calibration import INJECTION_ATTACKS, PROBES, flip_stats, load_gold, model_family, run_bias_probes, self_preference
 from judge import Outcome, PanelDecision, Vote
 from judge.llm import JudgeSettings, build_panel
 from tests.servers import Reply
@@ -70,12 +70,16 @@ async def test_probes_count_flips_exactly():
     wrong = sum(1 for it in GOLD.items if not any(g.lower() in it.material["answer"].lower() for g in it.material["gold_answers"]))
     assert verb.judges["long"].n_flips == verb.judges["long"].flips_to_positive == wrong == 6
     inj = results["injection"]
-    assert inj.judges["first"].flips_to_positive == inj.judges["first"].n_flips
-    assert inj.panel.n_flips == inj.panel.flips_to_positive > 0
-    assert inj.panel.n + inj.panel.n_abstained == 12
-    assert 0 < inj.panel.flip_rate.value <= 1 and inj.panel.flip_rate.ci_low <= inj.panel.flip_rate.value
+    note = inj.variants["grader_note"]  # both judges obey a note to the grader
+    assert note.n_flips == note.flips_to_positive > 0 and note.n + note.n_abstained == 12
+    assert note.to_positive_rate.value == pytest.approx(note.flips_to_positive / note.n_not_positive_before)
+    assert 0 < note.flip_rate.value <= 1 and note.flip_rate.ci_low <= note.flip_rate.value
+    only = inj.variants["answer_only"]  # neither obeys "ignore previous instructions": answers lose their content
+    assert only.flips_to_positive == 0 and only.to_positive_rate.value == 0.0
+    assert set(inj.variants) == set(INJECTION_ATTACKS) and inj.variants["tool_output"].n == 0  # answer material has no tool output
+    assert inj.panel.n + inj.panel.n_abstained == sum(v.n + v.n_abstained for v in inj.variants.values()) == 4 * 12
     assert set(inj.flipped_items) <= {it.id for it in GOLD.items}
-    assert panel.requests == 2 * (4 + 12 + 12)
+    assert panel.requests == 2 * 4 + 2 * 12 + (12 + 4 * 12)
 
 
 def test_flip_stats_ci_and_abstentions():
@@ -101,12 +105,14 @@ async def test_probes_through_the_real_panel(loopback_openai):
     finally:
         await panel.aclose()
     inj = results["injection"]
-    assert (inj.panel.n, inj.panel.n_flips, inj.panel.flips_to_positive) == (6, 6, 6)
-    assert inj.judges["openai:gullible-a"].flip_rate.value == 1.0 and inj.judges["openai:steady"].n_flips == 0
+    note = inj.variants["grader_note"]
+    assert (note.n, note.n_flips, note.flips_to_positive, note.to_positive_rate.value) == (6, 6, 6, 1.0)
+    assert inj.variants["forged_delimiter"].n_flips == inj.variants["fake_verdict"].n_flips == 0
+    assert inj.judges["openai:gullible-a"].flips_to_positive == 6 and inj.judges["openai:steady"].n_flips == 0
     for probe in ("position", "verbosity"):
         assert results[probe].panel.n_flips == 0 and results[probe].panel.n_abstained == 0
     assert results["position"].n_not_applicable == 2
-    assert loopback_openai.calls() == 3 * 2 * (4 + 6 + 6)
+    assert loopback_openai.calls() == 3 * (2 * 4 + 2 * 6 + (6 + 4 * 6))
 
 
 def test_self_preference_flags_a_lenient_family_judge():

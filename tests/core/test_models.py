@@ -27,7 +27,6 @@ def test_shorthand_and_turns_are_equivalent():
         ({"reference_calls": [{"name": "f", "id": "a", "depends_on": ["b"]}, {"name": "f", "id": "b", "depends_on": ["a"]}]}, "cycle"),
         ({"tools": [{"name": "g"}]}, "undeclared tool 'f'"),
         ({"reference_calls": [{"name": "f", "argument_rules": {"x": {"optional": True}}}]}, "no reference value"),
-        ({"refrence_calls": []}, "refrence_calls"),
         ({"gold_answer": "1", "gold_answers": ["1"]}, "not both"),
     ],
 )

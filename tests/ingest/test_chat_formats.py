@@ -45,7 +45,7 @@ def test_openai_status_and_inferred_errors(fixtures):
     assert traj.turns[0].steps[3].status == "ok"  # status "success" on the tool message
     assert traj.turns[1].steps[0].status == "error"  # "Error: ..." text inferred as failure
     missing = traj.turns[1].steps[1]
-    assert (missing.status, missing.error, missing.result) == ("error", "no tool result", None)
+    assert (missing.status, missing.error, missing.result) == ("unknown", None, None)  # made, outcome not recorded (issue 9)
     second = list(iter_trajectories(fixtures / "openai_trajectories.jsonl"))[1].trajectory
     # an explicit status wins over a result that looks fine
     assert second.steps[0].status == "error" and second.steps[0].result == {"temp": 18}
@@ -79,16 +79,18 @@ def test_openai_input_errors_name_the_message_field(write_jsonl):
             {"task_id": "t", "trajectory_id": "e", "messages": []},
         ],
     )
-    errors = [x.error for x in iter_trajectories(path, fmt="openai")]
+    loaded = list(iter_trajectories(path, fmt="openai"))
+    orphan, errors = loaded[0], [x.error for x in loaded[1:]]
+    # a result answering no pending call is kept and warned about, never fatal (issue 9)
+    assert orphan.error is None and orphan.trajectory.metadata["orphan_results"][0]["call_id"] == "nope"
+    assert [(w.kind, w.field) for w in orphan.warnings] == [("orphan_result", "messages[1].tool_call_id")]
     assert [(e.kind, e.field) for e in errors] == [
-        ("invalid_field", "messages[1].tool_call_id"),
         ("unsupported", "messages[1].function_call"),
         ("invalid_field", "messages[1].role"),
         ("invalid_field", "messages[2].status"),
         ("invalid_field", "messages"),
     ]
-    assert "no earlier tool call with id 'nope'" in errors[0].message
-    assert "unknown status 'weird'" in errors[3].message
+    assert "unknown status 'weird'" in errors[2].message
 
 
 # -- Anthropic -----------------------------------------------------------------------------------
@@ -109,7 +111,7 @@ def test_anthropic_multi_turn_transcript(fixtures):
     assert turn2.steps[0].status == "error"  # {"error": ...} inferred
     assert turn2.final_answer == "Your savings balance is 1050 EUR."  # plain string content
     weather = loaded[1].trajectory
-    assert weather.steps[0].error == "no tool result" and weather.final_answer == "I could not get the weather."
+    assert weather.steps[0].status == "unknown" and weather.final_answer == "I could not get the weather."
 
 
 def test_anthropic_text_beside_tool_results_starts_a_new_turn(write_jsonl):
@@ -155,7 +157,55 @@ def test_anthropic_input_errors(write_jsonl):
         ],
     )
     loaded = list(iter_trajectories(path))
-    assert (loaded[0].error.kind, loaded[0].error.field) == ("invalid_field", "messages[0].content[0].tool_use_id")
+    assert loaded[0].error.kind == "invalid_field"  # nothing but an orphan result: no turn to grade
+    assert "at least 1 item" in loaded[0].error.message
     assert (loaded[1].error.kind, loaded[1].error.field) == ("unsupported", "messages[0].content[0].type")
     step = loaded[2].trajectory.steps[0]  # a non-object input is the agent's error, not the file's
     assert step.status == "error" and step.arguments == {} and step.error.startswith("unparseable arguments")
+
+
+# -- real-log semantics (issue 9) ----------------------------------------------------------------
+
+
+def _call(cid, name="f", args="{}"):
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def test_call_ids_reused_after_their_result_pair_with_the_latest_unanswered_call(write_jsonl):
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "tool_calls": [_call("c1", args='{"x": 1}')]},
+        {"role": "tool", "tool_call_id": "c1", "content": "one"},
+        {"role": "assistant", "tool_calls": [_call("c1", args='{"x": 2}')]},  # the same id again
+        {"role": "tool", "tool_call_id": "c1", "content": "two"},
+        {"role": "assistant", "content": "done"},
+    ]
+    (loaded,) = iter_trajectories(write_jsonl("r.jsonl", [{"task_id": "t", "messages": messages}]), fmt="openai")
+    steps = loaded.trajectory.steps
+    assert [(s.arguments["x"], s.result, s.round) for s in steps] == [(1, "one", 0), (2, "two", 1)]
+    assert loaded.warnings == []
+
+
+def test_a_result_for_an_id_that_two_unanswered_calls_share_is_ambiguous(write_jsonl):
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "tool_calls": [_call("c1"), _call("c1")]},
+        {"role": "tool", "tool_call_id": "c1", "content": "which?"},
+    ]
+    (loaded,) = iter_trajectories(write_jsonl("a.jsonl", [{"task_id": "t", "messages": messages}]), fmt="openai")
+    assert loaded.error is not None and loaded.error.field == "messages[2].tool_call_id"
+    assert "2 calls with that id are unanswered" in loaded.error.message
+
+
+def test_calls_never_answered_are_made_with_unknown_outcome_and_agent_messages_are_kept(write_jsonl):
+    messages = [
+        {"role": "user", "content": "book it"},
+        {"role": "assistant", "content": "Booking now.", "tool_calls": [_call("c1", "book"), _call("c2", "notify")]},
+        {"role": "user", "content": "thanks"},
+        {"role": "assistant", "content": "Your booking id is B7."},
+    ]
+    (loaded,) = iter_trajectories(write_jsonl("u.jsonl", [{"task_id": "t", "messages": messages}]), fmt="openai")
+    traj = loaded.trajectory
+    assert [(s.name, s.status, s.round) for s in traj.steps] == [("book", "unknown", 0), ("notify", "unknown", 0)]
+    assert [t.agent_messages for t in traj.turns] == [["Booking now."], ["Your booking id is B7."]]
+    assert traj.turns[0].final_answer is None  # text beside tool calls is said, not a final answer

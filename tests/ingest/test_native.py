@@ -26,7 +26,8 @@ DOCS_SCHEMAS = FIXTURES.parents[2] / "docs" / "schemas"
 
 def test_registry_names():
     assert TASK_FORMATS == ("native", "vakra", "bfcl")
-    assert TRAJECTORY_FORMATS == ("native", "openai", "anthropic", "vakra")
+    assert TRAJECTORY_FORMATS[:4] == ("native", "openai", "anthropic", "vakra")  # streaming formats, then bundles
+    assert {"tau2", "inspect"} <= set(TRAJECTORY_FORMATS[4:])
 
 
 @pytest.mark.parametrize(
@@ -127,3 +128,26 @@ def test_schema_export_is_deterministic_and_matches_models(tmp_path):
     task_schema = json.loads((tmp_path / "a" / "task.schema.json").read_text())
     assert task_schema == json.loads(json.dumps(Task.model_json_schema()))
     assert json.loads((tmp_path / "a" / "trajectory.schema.json").read_text())["title"] == Trajectory.__name__
+
+
+# -- unknown fields (issue 9): kept and warned about, errors only with --strict ------------------
+
+
+def test_unknown_fields_are_kept_as_warnings_and_errors_only_when_strict(write_jsonl):
+    from pipelines.ingest import load_tasks, read_trajectories
+
+    tasks = write_jsonl("t.jsonl", [{"task_id": "t", "question": "q", "refrence_calls": [], "domain": "air", "gold_answer": "1"}])
+    loaded = load_tasks(tasks)
+    assert loaded.tasks["t"].metadata.tags == {"refrence_calls": [], "domain": "air"}
+    messages = {w.field: w.message for w in loaded.warnings}
+    assert "did you mean 'reference_calls'" in messages["refrence_calls"]
+    assert "another level of the schema" in messages["domain"]  # metadata.domain is where it belongs
+    strict = load_tasks(tasks, strict=True)
+    assert "t" not in strict.tasks and "t" in strict.invalid and strict.errors[0].field == "refrence_calls"
+
+    trajs = write_jsonl("j.jsonl", [{"task_id": "t", "reward": 1.0, "steps": [{"name": "f", "id": "c1", "result": 1}], "final_answer": "1"}])
+    (item,) = read_trajectories(trajs).items
+    assert item.error is None and item.trajectory.metadata["reward"] == 1.0
+    assert [(w.kind, w.field, w.line) for w in item.warnings] == [("unknown_field", "reward", 1), ("unknown_field", "steps[0].id", 1)]
+    (strict_item,) = read_trajectories(trajs, strict=True).items
+    assert strict_item.trajectory is None and strict_item.error.field == "reward" and "and 1 more (--strict)" in strict_item.error.message

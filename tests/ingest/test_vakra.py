@@ -110,7 +110,7 @@ def test_predictions(fixtures):
     assert (second.trajectory_id, second.agent) == ("run-2", "react-gpt")
     assert [t.turn_id for t in second.turns] == ["1", "2"]
     missing = second.turns[1].steps[1]  # a call without a response failed
-    assert (missing.status, missing.error, missing.result) == ("error", "no tool result", None)
+    assert (missing.status, missing.error, missing.result) == ("unknown", None, None)
     assert second.metadata["turns"]["2"] == {"status": "error", "error": "step budget exhausted"}
     tasks = load_tasks(fixtures / "vakra_input.jsonl", reference=fixtures / "vakra_ground_truth.jsonl")
     assert [check_task(x, tasks) for x in loaded] == [None, None]

@@ -39,7 +39,9 @@ class PageReport:
         return out
 
 
-async def _inspect(ws_url: str, page_url: str, expressions: dict[str, str], actions: list[str], until: Callable[[PageReport], bool] | None) -> PageReport:
+async def _inspect(
+    ws_url: str, page_url: str, expressions: dict[str, str], actions: list[str | dict[str, Any]], until: Callable[[PageReport], bool] | None
+) -> PageReport:
     import aiohttp
 
     report = PageReport()
@@ -92,7 +94,10 @@ async def _inspect(ws_url: str, page_url: str, expressions: dict[str, str], acti
         await send("Page.navigate", {"url": page_url}, session=session)
         await asyncio.wait_for(loaded.wait(), 60)
         for action in actions:
-            await send("Runtime.evaluate", {"expression": action, "returnByValue": True}, session=session)
+            if isinstance(action, dict):  # a raw DevTools command, e.g. Input.dispatchKeyEvent (browser-level with "browser": True)
+                await send(action["method"], action.get("params"), session=None if action.get("browser") else session)
+            else:
+                await send("Runtime.evaluate", {"expression": action, "returnByValue": True}, session=session)
         for name, expr in expressions.items():
             res = await send("Runtime.evaluate", {"expression": expr, "returnByValue": True}, session=session)
             report.values[name] = res.get("result", {}).get("value")
@@ -117,7 +122,11 @@ async def _inspect(ws_url: str, page_url: str, expressions: dict[str, str], acti
 
 
 def inspect_page(
-    html: Path, expressions: dict[str, str], actions: list[str] | None = None, timeout: float = 90, until: Callable[[PageReport], bool] | None = None
+    html: Path,
+    expressions: dict[str, str],
+    actions: list[str | dict[str, Any]] | None = None,
+    timeout: float = 90,
+    until: Callable[[PageReport], bool] | None = None,
 ) -> PageReport:
     binary = find_chromium()
     assert binary is not None

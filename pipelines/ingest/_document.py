@@ -1,0 +1,258 @@
+"""One JSON document read whole (a tau2 results file, an Inspect ``.json`` log): its top-level
+members decoded, and the items of its large arrays located by line and decoded one at a time.
+
+Why: such files hold a whole run in one pretty-printed object. Decoding it at once costs several
+times its size in memory, and an error inside it should name the line its item starts on, not just
+the file. The scan decodes small members whole and walks the chosen arrays item by item, keeping
+only each item's span (``visit`` sees each decoded item once, e.g. to collect facts every task
+needs); ``items`` decodes them again, one at a time, when the trajectories are read.
+
+Invariants:
+- the document is a JSON object; anything else (or trailing data) is a ``DocumentError``;
+- duplicate keys are an error (never a silent overwrite): a top-level one is a ``DocumentError``,
+  one inside an item is that item's error;
+- an item larger than ``Limits.max_line_bytes``, or holding a string longer than
+  ``Limits.max_string_bytes``, is a ``too_large`` item (the others are still read);
+- a syntax error inside an array ends the scan with one error naming its line: the array cannot
+  be re-synchronised, so members after it are not read (``Document.stopped`` says why).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from judge import InputErrorInfo
+from pipelines.ingest._base import Limits
+from pipelines.ingest._reader import _DuplicateKey, _no_duplicate_keys, _oversize_string
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
+_SPACE = re.compile(r"[ \t\r\n]*")
+
+
+class DocumentError(Exception):
+    """The document as a whole cannot be read (not JSON, not an object, a broken top level)."""
+
+    def __init__(self, info: InputErrorInfo):
+        super().__init__(info.render())
+        self.info = info
+
+
+@dataclass(frozen=True)
+class Span:
+    """Where one array item lies in the text: ``[start, end)`` and the 1-based line it starts on."""
+
+    index: int
+    start: int
+    end: int
+    line: int
+    checked: bool = True  # the scan decoded it strictly (no duplicate key): a fast decoder may read it again
+
+
+@dataclass
+class Document:
+    file: str
+    text: str
+    limits: Limits
+    members: dict[str, Any] = field(default_factory=dict)  # decoded top-level members
+    spans: dict[str, list[Span]] = field(default_factory=dict)  # the item arrays, item by item
+    stopped: InputErrorInfo | None = None  # a syntax error that ended the scan early
+
+    def decode(self, name: str, span: Span) -> Any:
+        """The item at ``span`` of array ``name``; an ``InputErrorInfo`` when it cannot be used."""
+        if span.checked:
+            try:  # the scan already checked it strictly; orjson reads it again several times faster
+                return self._checked(name, span, orjson.loads(self.text[span.start : span.end]))
+            except orjson.JSONDecodeError:
+                pass  # NaN / Infinity, which Python's json accepts
+        try:
+            value, _ = _DECODER.raw_decode(self.text, span.start)
+        except _DuplicateKey as err:
+            return self._error("malformed_json", f"duplicate key {err.key!r} in one object", span.line, f"{name}[{span.index}]")
+        return self._checked(name, span, value)
+
+    def items(self, name: str) -> Iterator[tuple[Span, Any]]:
+        for span in self.spans.get(name, ()):
+            yield span, self.decode(name, span)
+
+    def _checked(self, name: str, span: Span, value: Any) -> Any:
+        where = f"{name}[{span.index}]"
+        size = len(self.text[span.start : span.end].encode("utf-8", "surrogatepass")) if span.end - span.start > self.limits.max_line_bytes // 4 else 0
+        if size > self.limits.max_line_bytes:
+            return self._error("too_large", f"item of {size} bytes is larger than the limit of {self.limits.max_line_bytes} bytes", span.line, where)
+        if span.end - span.start > self.limits.max_string_bytes // 4:
+            path = _oversize_string(value, self.limits.max_string_bytes, where)
+            if path is not None:
+                return self._error("too_large", f"string field is larger than the limit of {self.limits.max_string_bytes} bytes", span.line, path)
+        return value
+
+    def _error(self, kind: str, message: str, line: int | None, field_path: str | None) -> InputErrorInfo:
+        return InputErrorInfo(kind=kind, message=message, file=self.file, line=line, field=field_path)
+
+
+def read_document(path: str | Path, limits: Limits, arrays: tuple[str, ...], visit: Callable[[str, Span, Any], None] | None = None) -> Document:
+    """Scan the JSON object in ``path``; the members named in ``arrays`` are walked item by item."""
+    name = str(path)
+    raw = Path(path).read_bytes()
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise DocumentError(
+            InputErrorInfo(
+                kind="encoding", message=f"invalid UTF-8 byte 0x{raw[err.start]:02x} at file offset {err.start}; the file must be UTF-8", file=name, line=line
+            )
+        ) from None
+    del raw
+    document = Document(file=name, text=text, limits=limits)
+    _Scanner(document, arrays, visit).run()
+    return document
+
+
+class _Scanner:
+    def __init__(self, document: Document, arrays: tuple[str, ...], visit: Callable[[str, Span, Any], None] | None):
+        self.doc = document
+        self.text = document.text
+        self.arrays = arrays
+        self.visit = visit
+        self._line_pos = 0
+        self._line = 1
+
+    def line_at(self, pos: int) -> int:
+        """1-based line of ``pos``; positions are asked in increasing order (one pass over the text)."""
+        if pos < self._line_pos:
+            return self.text.count("\n", 0, pos) + 1
+        self._line += self.text.count("\n", self._line_pos, pos)
+        self._line_pos = pos
+        return self._line
+
+    def fail(self, kind: str, message: str, pos: int, field_path: str | None = None) -> DocumentError:
+        return DocumentError(InputErrorInfo(kind=kind, message=message, file=self.doc.file, line=self.line_at(pos), field=field_path))
+
+    def skip(self, pos: int) -> int:
+        match = _SPACE.match(self.text, pos)
+        assert match is not None
+        return match.end()
+
+    def value(self, pos: int, where: str) -> tuple[Any, int]:
+        try:
+            return _DECODER.raw_decode(self.text, pos)
+        except _DuplicateKey as err:
+            raise self.fail("malformed_json", f"duplicate key {err.key!r} in one object", pos, where) from None
+        except json.JSONDecodeError as err:
+            raise self.fail("malformed_json", f"invalid JSON: {err.msg}", err.pos, where) from None
+
+    def run(self) -> None:
+        text = self.text
+        pos = self.skip(0)
+        if pos >= len(text):
+            raise self.fail("malformed_json", "the file is empty", 0)
+        if text[pos] != "{":
+            raise self.fail("invalid_field", "the file must hold one JSON object", pos, "<root>")
+        pos = self.skip(pos + 1)
+        first = True
+        while True:
+            if pos < len(text) and text[pos] == "}" and first:
+                pos += 1
+                break
+            if pos >= len(text) or text[pos] != '"':
+                raise self.fail("malformed_json", "invalid JSON: expected a member name", pos)
+            key, pos = self.value(pos, "<root>")
+            if key in self.doc.members or key in self.doc.spans:
+                raise self.fail("malformed_json", f"duplicate key {key!r} in one object", pos, key)
+            pos = self.skip(pos)
+            if pos >= len(text) or text[pos] != ":":
+                raise self.fail("malformed_json", "invalid JSON: expected ':'", pos, key)
+            pos = self.skip(pos + 1)
+            if key in self.arrays and pos < len(text) and text[pos] == "[":
+                end = self.array(key, pos)
+                if end is None:
+                    return  # the array broke: nothing after it can be located
+                pos = end
+            else:
+                self.doc.members[key], pos = self.value(pos, key)
+            pos = self.skip(pos)
+            first = False
+            if pos < len(text) and text[pos] == ",":
+                pos = self.skip(pos + 1)
+                continue
+            if pos < len(text) and text[pos] == "}":
+                pos += 1
+                break
+            raise self.fail("malformed_json", "invalid JSON: expected ',' or '}'", pos)
+        pos = self.skip(pos)
+        if pos != len(text):
+            raise self.fail("malformed_json", "invalid JSON: extra data after the top-level object", pos)
+
+    def array(self, name: str, pos: int) -> int | None:
+        """Walk array ``name`` starting at ``pos`` ('['); the position after it, or None when a
+        syntax error inside it stopped the scan (recorded in ``Document.stopped``)."""
+        text = self.text
+        spans: list[Span] = []
+        self.doc.spans[name] = spans
+        pos = self.skip(pos + 1)
+        if pos < len(text) and text[pos] == "]":
+            return pos + 1
+        while True:
+            index = len(spans)
+            line = self.line_at(pos)
+            end: int | None
+            try:
+                value, end = _DECODER.raw_decode(text, pos)
+            except _DuplicateKey:
+                value, end = None, self._end_of_item(pos)  # reported when the item is decoded
+            except json.JSONDecodeError as err:
+                self.doc.stopped = InputErrorInfo(
+                    kind="malformed_json",
+                    message=f"invalid JSON in {name}[{index}]: {err.msg} at line {self.line_at(err.pos)}; the items after it cannot be located",
+                    file=self.doc.file,
+                    line=line,
+                    field=f"{name}[{index}]",
+                )
+                return None
+            if end is None:
+                self.doc.stopped = InputErrorInfo(
+                    kind="malformed_json",
+                    message=f"invalid JSON in {name}[{index}]; the items after it cannot be located",
+                    file=self.doc.file,
+                    line=line,
+                    field=f"{name}[{index}]",
+                )
+                return None
+            span = Span(index=index, start=pos, end=end, line=line, checked=value is not None)
+            spans.append(span)
+            if self.visit is not None and value is not None:
+                checked = self.doc._checked(name, span, value)
+                if not isinstance(checked, InputErrorInfo):
+                    self.visit(name, span, checked)
+            del value
+            pos = self.skip(end)
+            if pos < len(text) and text[pos] == ",":
+                pos = self.skip(pos + 1)
+                continue
+            if pos < len(text) and text[pos] == "]":
+                return pos + 1
+            self.doc.stopped = InputErrorInfo(
+                kind="malformed_json",
+                message=f"invalid JSON after {name}[{index}]: expected ',' or ']' at line {self.line_at(pos)}; the items after it cannot be located",
+                file=self.doc.file,
+                line=line,
+                field=f"{name}[{index}]",
+            )
+            return None
+
+    def _end_of_item(self, pos: int) -> int | None:
+        """End of a syntactically valid item that the strict decoder refused (a duplicate key)."""
+        try:
+            _, end = json.JSONDecoder().raw_decode(self.text, pos)
+        except json.JSONDecodeError:
+            return None
+        return end

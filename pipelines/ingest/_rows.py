@@ -1,0 +1,81 @@
+"""The rows a bundle yields: exactly one ``Loaded`` per item of a file read whole (tau2 results,
+Inspect logs), graded or with its error, under the same rules as the streaming reader.
+
+- a converter's ``ItemError`` (or a model ``ValidationError`` it let through) becomes the row's error,
+  naming the file, the line the item starts on (when the file has lines) and the field path;
+- a repeated (task_id, trajectory_id) is a ``duplicate_id`` error naming where the first one was read;
+- the converter's warnings stay on its row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import ValidationError
+
+from judge import InputErrorInfo, SourceRef, Trajectory
+from pipelines.ingest._base import ItemContext, ItemError, Loaded, default_trajectory_id, validation_error
+
+
+class Rows:
+    """Makes the rows of one bundle; remembers the ids already read."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self._seen: dict[tuple[str, str], str] = {}  # ids -> where they were first read
+        self._index = 0
+
+    def default_id(self, line: int | None, file: str | None = None) -> str:
+        return default_trajectory_id(file or self.file, line)
+
+    def error(self, info: InputErrorInfo, *, line: int | None, task_id: str | None, trajectory_id: str | None, file: str | None = None) -> Loaded:
+        source = SourceRef(file=file or self.file, line=line, item=self._next())
+        return Loaded(source=source, trajectory=None, error=info, task_id=task_id, trajectory_id=trajectory_id or self.default_id(line, file))
+
+    def convert(
+        self,
+        convert: Callable[[ItemContext], Trajectory],
+        *,
+        line: int | None,
+        task_id: str | None,
+        trajectory_id: str | None,
+        where: str,
+        file: str | None = None,
+    ) -> Loaded:
+        """Run ``convert`` for one item. ``task_id`` / ``trajectory_id`` name the row when the
+        conversion fails; ``where`` says where the item is (for a duplicate's message)."""
+        name = file or self.file
+        source = SourceRef(file=name, line=line, item=self._next())
+        ctx = ItemContext(file=name, line=line, default_trajectory_id=trajectory_id or self.default_id(line, file))
+        trajectory: Trajectory | None = None
+        error: InputErrorInfo | None = None
+        try:
+            trajectory = convert(ctx)
+        except ItemError as err:
+            error = err.info(name, line)
+        except ValidationError as err:
+            error = validation_error(err, note="converted trajectory is invalid").info(name, line)
+        if trajectory is not None:
+            task_id, trajectory_id = trajectory.task_id, trajectory.trajectory_id
+            key = (task_id, trajectory_id)
+            first = self._seen.get(key)
+            if first is None:
+                self._seen[key] = where
+            else:
+                trajectory = None
+                error = InputErrorInfo(
+                    kind="duplicate_id",
+                    message=f"trajectory {trajectory_id!r} of task {task_id!r} was already read at {first}; ids must be unique",
+                    file=name,
+                    line=line,
+                    field="trajectory_id",
+                )
+        if error is not None:
+            return Loaded(source=source, trajectory=None, error=error, task_id=task_id, trajectory_id=trajectory_id or ctx.default_trajectory_id)
+        assert trajectory is not None
+        return Loaded(source=source, trajectory=trajectory, error=None, task_id=task_id, trajectory_id=trajectory_id, warnings=ctx.warnings)
+
+    def _next(self) -> int:
+        index = self._index
+        self._index += 1
+        return index

@@ -1,0 +1,389 @@
+"""Inspect AI eval logs -> tasks and trajectories: the real logs in ../shared (see their SOURCE.md), a
+fixture derived from Inspect's own tool-error log (fixtures/formats/INSPECT_ORIGIN.md), and logs
+written here for what those do not show, hostile archives included."""
+
+from __future__ import annotations
+
+import json
+import struct
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipelines.ingest import detect_trajectory_format, read_trajectories
+from pipelines.ingest._base import Limits
+from pipelines.ingest._inspect import BUNDLE
+
+SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "external" / "formats" / "inspect"
+METR = "metr_oxdna_simple_claude-opus-4-1_2-of-6-epochs.eval"
+
+
+def shared(name: str) -> Path:
+    path = SHARED / name
+    if not path.exists():
+        pytest.skip(f"shared sample {path} not present")
+    return path
+
+
+def read(path: Path, limits: Limits = Limits()):
+    bundle = BUNDLE.read(str(path), limits)
+    return bundle.tasks, list(bundle.items)
+
+
+# ---- the real logs ------------------------------------------------------------------------------
+
+
+def test_metr_agent_run_two_epochs_one_task():
+    path = shared(METR)
+    assert detect_trajectory_format(path) == "inspect"
+    tasks, items = read(path)
+    assert list(tasks.tasks) == ["default"] and not tasks.errors  # one task for both epochs
+    task = tasks.tasks["default"]
+    assert [t.name for t in task.tools] == ["bash", "python", "set_timeout", "submit"]
+    python = task.tool("python")
+    assert python.description.startswith("Use the python function") and "attachment://" not in python.description
+    assert python.parameters["required"] == ["code"]
+    assert task.turns[0].gold_answers is None  # target "": the scorer checks files, there is no gold answer
+    assert task.metadata.domain == "oxdna_simple" and task.metadata.tags["inspect"]["eval"]["model"] == "anthropic/claude-opus-4-1-20250805"
+    assert sorted(i.trajectory_id for i in items) == ["default:2", "default:3"] and all(i.error is None for i in items)
+    traj = next(i.trajectory for i in items if i.trajectory_id == "default:2")
+    assert traj.agent == "anthropic/claude-opus-4-1-20250805"
+    assert [s.name for s in traj.steps] == ["bash"] * 11 and all(s.status == "ok" for s in traj.steps)
+    assert traj.steps[0].arguments == {"cmd": "ls -la /home/agent/"} and "initial.conf" in traj.steps[0].result
+    said = [m for t in traj.turns for m in t.agent_messages]
+    assert said and not any("Let me start by understanding" in m for m in said)  # reasoning is not what the agent said
+    assert traj.final_answer.startswith("Perfect! The simulation has completed successfully.")
+    (label,) = traj.external_labels
+    assert (label.source, label.value, label.passed) == ("inspect:score_metr_task", 1, True)
+    assert (traj.token_usage.input_tokens, traj.token_usage.output_tokens) == (96, 1638)
+    assert traj.metadata["epoch"] == 2 and "events" not in traj.metadata and "attachments" not in traj.metadata
+
+
+def test_v3_log_with_message_pool():
+    tasks, items = read(shared("inspect_ai_log_message_deduplication.eval"))
+    task = tasks.tasks["0"]
+    assert task.turns[0].gold_answers == ["42.7"] and [t.name for t in task.tools] == ["bash", "python"]
+    (item,) = items
+    traj = item.trajectory
+    assert [(s.name, s.arguments, s.status) for s in traj.steps] == [("bash", {"cmd": "ls"}, "ok")] * 5
+    assert traj.final_answer == "done"
+    assert traj.external_labels[0].value == 0.0 and traj.external_labels[0].passed is False
+
+
+def test_json_and_eval_of_one_run_read_the_same():
+    json_tasks, json_items = read(shared("inspect_ai_log_formats.json"))
+    eval_tasks, eval_items = read(shared("inspect_ai_log_formats.eval"))
+    assert json_tasks.tasks == eval_tasks.tasks
+    (a,), (b,) = json_items, eval_items
+    assert a.trajectory.turns == b.trajectory.turns and a.trajectory.external_labels == b.trajectory.external_labels
+    assert a.trajectory.final_answer == "No" and a.trajectory.external_labels[0].passed is False  # scorer said I
+    assert json_tasks.tasks["1"].turns[0].gold_answers == [" Yes"]
+
+
+def test_tool_errors_fail_their_steps(fixtures):
+    _, items = read(fixtures / "inspect_tool_call_errors.json")
+    (item,) = items
+    steps = item.trajectory.steps
+    assert len(steps) == 11 and "orphan_results" not in item.trajectory.metadata
+    status = {s.call_id: (s.status, s.error) for s in steps}
+    assert status["bash_1"] == ("error", "parsing: ...")
+    assert status["bash_2"] == ("error", "timeout: ...")
+    assert status["bash_9"] == ("blocked", "approval: ...")  # the approver refused: the call never ran
+    assert status["bash_11"] == ("ok", None)  # the tool ran; only its output was cut
+    assert item.trajectory.metadata["truncated_outputs"] == ["samples[0].messages[12]"]
+    assert item.trajectory_id == "1:4"
+
+
+def test_the_unmodified_tool_error_log_keeps_orphan_results():
+    _, items = read(shared("inspect_ai_log_tool_call_error.json"))
+    (item,) = items
+    assert len(item.trajectory.metadata["orphan_results"]) == 11
+    assert {w.kind for w in item.warnings} == {"orphan_result"}
+    assert item.trajectory.turns[0].query == "..."  # no user message: the sample's input is the query
+
+
+# ---- logs written here --------------------------------------------------------------------------
+
+HEADER = {
+    "version": 2,
+    "status": "success",
+    "eval": {"task": "quiz", "task_id": "T", "run_id": "R", "model": "openai/gpt-x", "created": "2026-01-01"},
+    "plan": {"name": "plan", "steps": [{"solver": "use_tools", "params": {"tools": [{"type": "tool", "name": "search", "params": {}}]}}]},
+}
+
+
+def sample(sample_id: Any = 1, epoch: int = 1, **fields: Any) -> dict[str, Any]:
+    base = {
+        "id": sample_id,
+        "epoch": epoch,
+        "input": "What is 2+2?",
+        "target": "4",
+        "messages": [{"role": "user", "content": "What is 2+2?", "source": "input"}, {"role": "assistant", "content": "4", "source": "generate"}],
+        "scores": {"match": {"value": "C", "answer": "4", "explanation": "4"}},
+    }
+    return {**base, **fields}
+
+
+def write_eval(path: Path, samples: list[dict[str, Any]], header: dict[str, Any] | None = HEADER, extra: dict[str, bytes] | None = None) -> Path:
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("_journal/start.json", json.dumps({"version": 2, "eval": (header or HEADER)["eval"], "plan": HEADER["plan"]}))
+        for s in samples:
+            z.writestr(f"samples/{s['id']}_epoch_{s['epoch']}.json", json.dumps(s, indent=2))
+        for name, data in (extra or {}).items():
+            z.writestr(name, data)
+        if header is not None:
+            z.writestr("header.json", json.dumps(header))
+    return path
+
+
+def write_json(path: Path, samples: list[dict[str, Any]] | None, **header: Any) -> Path:
+    doc = {**HEADER, **header}
+    if samples is not None:
+        doc["samples"] = samples
+    path.write_text(json.dumps(doc, indent=2))
+    return path
+
+
+def test_targets_and_alternatives(tmp_path):
+    samples = [sample(1, target=["4", "four"]), sample(2, target=""), sample(3, target=[]), sample("q-4", target="x")]
+    tasks, items = read(write_json(tmp_path / "log.json", samples))
+    assert [tasks.tasks[k].turns[0].gold_answers for k in ("1", "2", "3", "q-4")] == [["4", "four"], None, None, ["x"]]
+    assert [i.trajectory_id for i in items] == ["1:1", "2:1", "3:1", "q-4:1"]
+    assert [t.name for t in tasks.tasks["1"].tools] == ["search"]  # no model events: the plan's use_tools names
+
+
+def test_reasoning_is_neither_said_nor_the_answer(tmp_path):
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "text", "text": "What is 2+2?"}, {"type": "image", "image": "attachment://img"}]},
+        {"role": "assistant", "content": "<think>2+2 is 4, obviously</think>The answer is 4."},
+        {"role": "user", "content": "Sure?"},
+        {
+            "role": "assistant",
+            "content": [{"type": "reasoning", "reasoning": "double-check: 4", "signature": "s"}, {"type": "text", "text": "Yes, 4."}],
+        },
+    ]
+    _, items = read(write_json(tmp_path / "log.json", [sample(messages=messages, attachments={"img": "data:image/png;base64,AAAA"})]))
+    traj = items[0].trajectory
+    assert [t.query for t in traj.turns] == ["What is 2+2?", "Sure?"]
+    assert [t.final_answer for t in traj.turns] == ["The answer is 4.", "Yes, 4."]
+    assert traj.turns[0].agent_messages == ["The answer is 4."] and traj.metadata["system"] == "Be brief."
+    assert items[0].warnings == []
+
+
+def test_calls_parse_errors_server_tools_and_payloads(tmp_path):
+    messages = [
+        {"role": "user", "content": "Find it."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Searching."},
+                {"type": "tool_use", "tool_type": "web_search", "id": "ws1", "name": "web_search", "arguments": '{"query": "it"}', "result": "found it"},
+            ],
+            "tool_calls": [
+                {"id": "c1", "function": "search", "arguments": {"q": "it"}},
+                {"id": "c2", "function": "search", "arguments": {}, "parse_error": "Expecting value: line 1 column 1"},
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "function": "search", "content": '{"hits": 3}'},
+        {"role": "user", "content": [{"type": "image", "image": "x"}], "tool_call_id": ["c1"]},
+        {"role": "tool", "tool_call_id": "c2", "function": "search", "content": "", "tool_error": "bad arguments"},
+        {"role": "assistant", "content": "It is found."},
+    ]
+    _, items = read(write_json(tmp_path / "log.json", [sample(messages=messages)]))
+    traj = items[0].trajectory
+    assert len(traj.turns) == 1  # a user message carrying a tool's payload starts no turn
+    web, c1, c2 = traj.steps
+    assert (web.name, web.arguments, web.result, web.status) == ("web_search", {"query": "it"}, "found it", "ok")
+    assert (c1.status, c1.result) == ("ok", {"hits": 3})
+    assert c2.status == "error" and c2.error.startswith("unparseable arguments: Expecting value")
+    assert traj.metadata["tool_payloads"] == [{"tool_call_id": ["c1"], "text": None, "at": "samples[0].messages[3]"}]
+    assert traj.final_answer == "It is found." and traj.turns[0].agent_messages == ["Searching.", "It is found."]
+
+
+def test_the_answer_is_what_scorers_read(tmp_path):
+    """A react agent's submit call is removed from its messages; the answer is in output.completion."""
+    messages = [
+        {"role": "user", "content": "What is 6 x 7?"},
+        {"role": "assistant", "content": "Let me compute.", "tool_calls": [{"id": "c1", "function": "python", "arguments": {"code": "print(6*7)"}}]},
+        {"role": "tool", "tool_call_id": "c1", "function": "python", "content": "42"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Done."}, {"type": "text", "text": ""}]},
+    ]
+    output = {"model": "m", "choices": [], "completion": "Done.\n\n42"}
+    _, items = read(write_json(tmp_path / "log.json", [sample(messages=messages, output=output, target="42")]))
+    traj = items[0].trajectory
+    assert traj.final_answer == "Done.\n\n42" and [m.strip() for m in traj.turns[-1].agent_messages] == ["Let me compute.", "Done.", "Done.\n\n42"]
+    plain = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
+    _, items = read(write_json(tmp_path / "plain.json", [sample(messages=plain, output={"completion": "Hello"})]))
+    assert items[0].trajectory.turns[0].agent_messages == ["Hello"]  # the usual case: not said twice
+
+
+def test_missing_attachment_is_a_warning(tmp_path):
+    messages = [{"role": "user", "content": "attachment://nope"}, {"role": "assistant", "content": "ok"}]
+    _, items = read(write_json(tmp_path / "log.json", [sample(messages=messages, attachments={})]))
+    (warning,) = items[0].warnings
+    assert warning.kind == "missing_attachment" and "attachment://nope" in warning.message
+
+
+def test_scores_become_labels(tmp_path):
+    scores = {
+        "match": {"value": "C", "answer": "4"},
+        "partial": {"value": "P"},
+        "reward": {"value": 0.5},
+        "rubric": {"value": {"accuracy": 1, "style": 0}},
+        "flag": {"value": True},
+    }
+    _, items = read(write_json(tmp_path / "log.json", [sample(scores=scores)]))
+    labels = {label.source: label.passed for label in items[0].trajectory.external_labels}
+    assert labels == {"inspect:match": True, "inspect:partial": False, "inspect:reward": False, "inspect:rubric": None, "inspect:flag": True}
+
+
+def test_eval_archive_epochs_tools_from_model_events(tmp_path):
+    events = [
+        {
+            "event": "model",
+            "tools": [{"name": "search", "description": "attachment://d", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}],
+        },
+        {"event": "subtask", "events": [{"event": "model", "tools": [{"name": "calc", "description": "math"}]}]},
+    ]
+    samples = [sample(1, 1, events=events, attachments={"d": "Search the web."}), sample(1, 2), sample(2, 1)]
+    tasks, items = read(write_eval(tmp_path / "log.eval", samples))
+    assert sorted(tasks.tasks) == ["1", "2"] and not tasks.errors
+    assert [(t.name, t.description) for t in tasks.tasks["1"].tools] == [("search", "Search the web."), ("calc", "math")]
+    assert sorted(i.trajectory_id for i in items) == ["1:1", "1:2", "2:1"]
+    assert all(i.source.file == str(tmp_path / "log.eval") for i in items)
+
+
+def test_duplicate_sample_is_an_error(tmp_path):
+    path = write_eval(tmp_path / "log.eval", [sample(1, 1)], extra={"samples/one_epoch_1.json": json.dumps(sample(1, 1)).encode()})
+    _, items = read(path)
+    assert [i.error.kind if i.error else None for i in items] == [None, "duplicate_id"]
+
+
+def test_a_running_log_without_header_reads_its_journal(tmp_path):
+    tasks, items = read(write_eval(tmp_path / "log.eval", [sample()], header=None))
+    assert list(tasks.tasks) == ["1"] and items[0].trajectory.agent == "openai/gpt-x"
+    assert [w.kind for w in tasks.warnings] == ["incomplete_log"]
+
+
+def test_broken_members_are_rows_naming_the_member(tmp_path):
+    extra = {"samples/2_epoch_1.json": b'{"id": 2, "epoch": 1, "messages": [', "samples/3_epoch_1/sample.json": b"{}"}
+    _, items = read(write_eval(tmp_path / "log.eval", [sample()], extra=extra))
+    errors = {i.error.field: i.error.kind for i in items if i.error is not None}
+    assert errors == {"samples/2_epoch_1.json": "malformed_json", "samples/3_epoch_1/sample.json": "unsupported"}
+    assert [i.trajectory_id for i in items if i.error is None] == ["1:1"]
+
+
+def test_zip_bomb_and_oversize_members_are_too_large(tmp_path):
+    bomb = sample(2, messages=[{"role": "user", "content": " " * 3_000_000}])
+    tasks, items = read(write_eval(tmp_path / "log.eval", [sample(), bomb]), Limits(max_line_bytes=1_000_000))
+    assert (tmp_path / "log.eval").stat().st_size < 100_000  # it compresses to almost nothing
+    (error,) = [i.error for i in items if i.error is not None]
+    assert error.kind == "too_large" and error.field == "samples/2_epoch_1.json" and "inflates" in error.message
+    assert list(tasks.tasks) == ["1"]
+
+
+def test_unsupported_compression_is_an_error_row(tmp_path):
+    path = write_eval(tmp_path / "log.eval", [sample(), sample(2)])
+    _set_compression(path, "samples/2_epoch_1.json", 9)  # Deflate64: zipfile cannot inflate it
+    _, items = read(path)
+    (error,) = [i.error for i in items if i.error is not None]
+    assert error.kind == "unsupported" and error.field == "samples/2_epoch_1.json"
+
+
+def _set_compression(path: Path, member: str, method: int) -> None:
+    """Rewrite a member's compression method in the zip's central directory (what zipfile trusts)."""
+    data = bytearray(path.read_bytes())
+    name = member.encode()
+    pos = data.find(b"PK\x01\x02")
+    while pos != -1:
+        name_len = struct.unpack_from("<H", data, pos + 28)[0]
+        if bytes(data[pos + 46 : pos + 46 + name_len]) == name:
+            struct.pack_into("<H", data, pos + 10, method)
+            break
+        pos = data.find(b"PK\x01\x02", pos + 4)
+    path.write_bytes(bytes(data))
+
+
+def test_not_a_zip_and_not_an_inspect_zip(tmp_path):
+    bad = tmp_path / "log.eval"
+    bad.write_bytes(b"PK\x03\x04 truncated")
+    _, items = read(bad)
+    assert items[0].error is not None
+    other = tmp_path / "other.zip"
+    with zipfile.ZipFile(other, "w") as z:
+        z.writestr("readme.txt", "hello")
+    assert not BUNDLE.sniff(other.read_bytes()[:4096], None)
+    assert BUNDLE.sniff(write_eval(tmp_path / "log2.eval", [sample()]).read_bytes()[:4096], None)
+
+
+def test_json_log_without_samples_says_so(tmp_path):
+    tasks, items = read(write_json(tmp_path / "log.json", None, status="error"))
+    assert [i.error.kind for i in items] == ["no_samples"] and [w.kind for w in tasks.warnings] == ["incomplete_log"]
+    _, items = read(write_json(tmp_path / "empty.json", []))
+    assert [i.error.kind for i in items] == ["no_samples"]
+
+
+def test_a_sample_whose_task_cannot_be_built(tmp_path):
+    tasks, items = read(write_json(tmp_path / "log.json", [sample(target={"not": "a target"})]))
+    (error,) = tasks.errors
+    assert error.field == "samples[0].target" and error.line is not None
+    from pipelines.ingest import check_task
+
+    problem = check_task(items[0], tasks)
+    assert problem is not None and "could not be read" in problem.message
+
+
+def test_a_broken_sample_in_a_json_log_names_its_line(tmp_path):
+    path = write_json(tmp_path / "log.json", [sample(), sample(2, messages=[{"role": "robot", "content": "x"}])])
+    _, items = read(path)
+    error = items[1].error
+    assert error.field == "samples[1].messages[0].role" and error.line is not None
+    assert path.read_text().splitlines()[error.line - 1].strip() == "{" and items[1].trajectory_id == "2:1"
+
+
+def test_detection_through_read_trajectories(tmp_path):
+    path = write_eval(tmp_path / "log.eval", [sample()])
+    bundle = read_trajectories(path)
+    assert bundle.tasks is not None and list(bundle.tasks.tasks) == ["1"]
+    assert detect_trajectory_format(write_json(tmp_path / "log.json", [sample()])) == "inspect"
+
+
+def test_judge_grade_takes_the_tasks_from_the_log(tmp_path):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    out = tmp_path / "run"
+    log = shared("inspect_ai_log_message_deduplication.eval")
+    result = CliRunner().invoke(app, ["grade", "--trajectories", str(log), "--out", str(out), "--offline"])
+    assert result.exit_code == 0, result.output
+    (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert (row["task_id"], row["trajectory_id"]) == ("0", "0:1")
+    assert (row["verdict"], row["failure_stage"]) == ("fail", "answer_correctness")  # "done" is not 42.7; the scorer agrees (0.0)
+
+
+def test_other_formats_that_mention_the_same_keys_are_not_bundles(write_jsonl):
+    line = {
+        "task_id": "t",
+        "trajectory_id": "r",
+        "steps": [],
+        "final_answer": "4",
+        "metadata": {"version": 2, "eval": "nightly", "info": {"num_trials": 1, "max_steps": 3, "user_info": {}}},
+    }
+    path = write_jsonl("native.jsonl", [line])
+    assert detect_trajectory_format(path) == "native"
+
+
+def test_tool_specs_do_not_replace_the_logs_own_definitions(tmp_path):
+    from pipelines.ingest import load_tool_specs, with_tool_specs
+
+    events = [{"event": "model", "tools": [{"name": "search", "description": "Search the web.", "parameters": {"type": "object", "properties": {}}}]}]
+    tasks, _ = read(write_json(tmp_path / "log.json", [sample(events=events)]))
+    specs = tmp_path / "specs.json"
+    specs.write_text(json.dumps([{"name": "search", "description": "other", "side_effect": "write"}, {"name": "delete", "side_effect": "write"}]))
+    task = with_tool_specs(tasks, load_tool_specs(specs)).tasks["1"]
+    assert task.tool("search").description == "Search the web." and not task.is_write("search")  # a described tool: the log wins
+    assert task.is_write("delete")  # a tool the log does not declare is added
