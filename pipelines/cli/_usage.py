@@ -35,17 +35,22 @@ def check_format_names(trajectory_format: str | None, task_format: str | None) -
 
 
 def check_out_dir(out: Path) -> None:
-    """``out`` is (or can be made) a directory this process can write into."""
+    """``out`` is a directory this process can write into, or can be created as one. Nothing is
+    created here (a run that stops at a later check leaves no empty folder behind)."""
     if out.exists() and not out.is_dir():
         fail("--out", f"{out} is a file, not a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-check-"):
+    existing = out
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        fail("--out", f"cannot write into {out}: {existing} is not a directory")
+    try:  # os.access says yes to root even on a read-only file system: try it
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".judge-write-check-"):
             pass
     except OSError as exc:
         fail("--out", f"cannot write into {out}: {exc.strerror or exc}")
-    if not os.access(out, os.W_OK | os.X_OK):
-        fail("--out", f"{out} is not writable")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        fail("--out", f"cannot write into {out}: {existing} is not writable")
 
 
 def load_grading_config(path: Path | None) -> GradingConfig:
