@@ -200,7 +200,7 @@ class _External:
         self.ours.append(ours)
         self.theirs.append(theirs)
         self.tasks.append(str(r.task_id))
-        if theirs is not None and ours != theirs:
+        if theirs is not None and ours != "unresolved" and ours != theirs:  # an open case is no disagreement
             self.disagreements.append(
                 {
                     "task_id": r.task_id,

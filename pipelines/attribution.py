@@ -15,7 +15,7 @@ Rules (earliest wins):
 
 from __future__ import annotations
 
-from judge import CHECK_DEFAULT_STAGE, FailureStage, Outcome, StageResult, TurnResult, VerdictLabel
+from judge import CHECK_DEFAULT_STAGE, DecidedBy, FailureStage, Outcome, StageResult, TurnResult, VerdictLabel
 
 
 def attribute_turn(turn_id: str, checks: list[StageResult], nothing_to_check: str | None = None) -> TurnResult:
@@ -52,7 +52,7 @@ def attribute_trajectory(turns: list[TurnResult]) -> tuple[VerdictLabel, Failure
     if failing is not None:
         return VerdictLabel.FAIL, turns[failing].failure_stage, unresolved, _decided_by(considered)
     if any(t.verdict == VerdictLabel.UNRESOLVED for t in turns):
-        return VerdictLabel.UNRESOLVED, None, unresolved, "unresolved"
+        return VerdictLabel.UNRESOLVED, None, unresolved, DecidedBy.UNRESOLVED
     return VerdictLabel.PASS, FailureStage.NONE, [], _decided_by(turns)
 
 
@@ -60,8 +60,8 @@ def _decided_by(turns: list[TurnResult]) -> str:
     judged: str | None = None
     for turn in turns:
         for check in turn.checks:
-            if check.decided_by != "deterministic" and check.outcome in (Outcome.MATCH, Outcome.MISMATCH):
+            if check.decided_by != DecidedBy.DETERMINISTIC and check.outcome in (Outcome.MATCH, Outcome.MISMATCH):
                 judged = judged or check.decided_by
             if check.outcome == Outcome.MISMATCH:
                 break
-    return judged or "deterministic"
+    return judged or DecidedBy.DETERMINISTIC

@@ -18,6 +18,7 @@ from judge import (
     CHECK_DEFAULT_STAGE,
     RUBRIC_FOR_CHECK,
     Check,
+    DecidedBy,
     InputError,
     JudgeRequest,
     Outcome,
@@ -31,12 +32,12 @@ from judge import (
 )
 from pipelines.alignment import TurnAlignmentError, align
 from pipelines.attribution import attribute_trajectory, attribute_turn
-from pipelines.checks import AnswerCheck, CallMatching, GroundingCheck, PolicyCheck, TurnContext, build_context, instruction_evidence, match_calls
+from pipelines.checks import WATERFALL, CallMatching, TurnContext, build_context, dependents, evaluation_order, instruction_evidence
 from pipelines.config import GradingConfig
 from pipelines.scoring import TurnFacts, compute_scores
 
-CHECK_ORDER = (Check.POLICY, Check.CALLS, Check.ANSWER, Check.GROUNDING)
-_POLICY, _ANSWER, _GROUNDING = PolicyCheck(), AnswerCheck(), GroundingCheck()
+CHECK_ORDER = tuple(c.check for c in WATERFALL)  # waterfall order: attribution and escalation walk it
+_EVALUATION_ORDER = evaluation_order(WATERFALL)
 _MAX_TEXT = 4000  # characters of one tool output shown to a judge
 
 
@@ -107,12 +108,12 @@ class GradedCase:
                 "outcome": outcome,
                 "failure_stage": stage,
                 "label": decision.label if check == Check.ANSWER else old.label,
-                "decided_by": f"judge:{panel}" if outcome != Outcome.INCONCLUSIVE else old.decided_by,
+                "decided_by": DecidedBy.judge(panel) if outcome != Outcome.INCONCLUSIVE else old.decided_by,
                 "reason": decision.reason or old.reason,
                 "decision": decision,
             }
         )
-        _rederive(ts)
+        _rederive(ts, check)
 
     # ---- result -----------------------------------------------------------------------------
     def result(self) -> TrajectoryResult:
@@ -171,12 +172,16 @@ def grade_case(
 
 
 def _evaluate(ctx: TurnContext) -> TurnState:
-    policy = _POLICY.run(ctx)
-    answer = _ANSWER.run(ctx)
-    matching = match_calls(ctx, _answer_correct(answer))
-    grounding = _GROUNDING.run(ctx, answer, matching.result.outcome == Outcome.MATCH)
-    checks = {Check.POLICY: policy, Check.CALLS: matching.result, Check.ANSWER: answer, Check.GROUNDING: grounding}
-    return TurnState(ctx=ctx, checks=checks, facts=TurnFacts(ctx, matching, policy, answer), nothing_to_check=_nothing_to_check(ctx, matching))
+    checks: dict[Check, StageResult] = {}
+    matching: CallMatching | None = None
+    for check in _EVALUATION_ORDER:
+        outcome = check.run(ctx, checks)
+        checks[check.check] = outcome.result
+        if isinstance(outcome.detail, CallMatching):
+            matching = outcome.detail
+    assert matching is not None  # the calls check is part of the waterfall
+    facts = TurnFacts(ctx, matching, checks[Check.POLICY], checks[Check.ANSWER])
+    return TurnState(ctx=ctx, checks=checks, facts=facts, nothing_to_check=_nothing_to_check(ctx, matching))
 
 
 def _nothing_to_check(ctx: TurnContext, matching: CallMatching) -> str | None:
@@ -193,27 +198,16 @@ def _nothing_to_check(ctx: TurnContext, matching: CallMatching) -> str | None:
     return "nothing to check: the task gives no required reference call, no answer specification and no policy for this turn"
 
 
-def _answer_correct(answer: StageResult) -> bool | None:
-    if answer.outcome == Outcome.MATCH:
-        return True
-    if answer.outcome == Outcome.MISMATCH:
-        return False
-    return None
-
-
-def _rederive(ts: TurnState) -> None:
-    """Recompute the checks that depend on a judged one, keeping every judged result."""
-    answer = ts.checks[Check.ANSWER]
-    if Check.CALLS not in ts.asked:
-        matching = match_calls(ts.ctx, _answer_correct(answer))
-        ts.checks[Check.CALLS] = matching.result
-        ts.facts.matching = matching
-    if Check.GROUNDING not in ts.asked:
-        calls = ts.checks[Check.CALLS]
-        # "all reference calls satisfied" grounds an answer only when a rule, not a judge, said so
-        calls_ok = calls.outcome == Outcome.MATCH and calls.decided_by == "deterministic"
-        ts.checks[Check.GROUNDING] = _GROUNDING.run(ts.ctx, answer, calls_ok)
-    ts.facts.answer = answer
+def _rederive(ts: TurnState, decided: Check) -> None:
+    """Re-run the checks that depend on the judged one, never a check a judge decided."""
+    stale = dependents(WATERFALL, decided)
+    for check in _EVALUATION_ORDER:
+        if check.check in stale and check.check not in ts.asked:
+            outcome = check.run(ts.ctx, ts.checks)
+            ts.checks[check.check] = outcome.result
+            if isinstance(outcome.detail, CallMatching):
+                ts.facts.matching = outcome.detail
+    ts.facts.answer = ts.checks[Check.ANSWER]
 
 
 def _rubric(ts: TurnState, check: Check) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import rubrics
-from judge import Escalator, InputError, InputErrorInfo, TrajectoryResult, VerdictLabel
+from judge import DecidedBy, Escalator, InputError, InputErrorInfo, TrajectoryResult, VerdictLabel
 from pipelines.aggregate import Aggregator
 from pipelines.alignment import TurnAlignmentError
 from pipelines.config import GradingConfig
@@ -164,7 +164,7 @@ def _error_row(loaded: Loaded, info: InputErrorInfo) -> TrajectoryResult:
         trajectory_id=loaded.trajectory_id,
         agent=loaded.trajectory.agent if loaded.trajectory is not None else None,
         verdict=VerdictLabel.ERROR,
-        decided_by="error",
+        decided_by=DecidedBy.ERROR,
         source=loaded.source,
         error=info,
     )
@@ -210,12 +210,18 @@ def _write_reports(summary: dict[str, Any], out: Path) -> list[Path]:
 
 
 def _sha256(path: Path | None) -> str | None:
+    """Content hash of an input file, or of a folder (BFCL score files): its files' relative paths
+    and contents, in sorted order."""
     if path is None:
         return None
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
+    files = sorted(p for p in Path(path).rglob("*") if p.is_file()) if Path(path).is_dir() else [Path(path)]
+    for file in files:
+        if file != Path(path):
+            digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+        with open(file, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
     return digest.hexdigest()
 
 

@@ -6,16 +6,21 @@ A labels file is JSONL (or a JSON array) of ``{"trajectory_id" | "task_id", "lab
 knows) or a reward in [0, 1] (passing at full credit). A ``task_id`` label applies to every
 trajectory of that task without a label of its own. Every bad line is an error naming file, line
 and field; a label naming no graded trajectory is reported, never silently dropped.
+
+BFCL score files (``score/<model>/BFCL_*_score.json``, or that folder) are recognised and read as
+BFCL's verdicts (``pipelines.ingest.read_bfcl_scores``): they name only the failed entries, and
+every other id of a scored category passed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from judge import ExternalLabel, InputErrorInfo, InputWarning, Trajectory, label_passed
-from pipelines.ingest import Limits
+from pipelines.ingest import Limits, read_bfcl_scores, sniff_bfcl_scores
 from pipelines.ingest._reader import read_items
 
 __all__ = ["LabelSet", "load_labels"]
@@ -23,8 +28,8 @@ __all__ = ["LabelSet", "load_labels"]
 
 @dataclass
 class LabelSet:
-    by_trajectory: dict[str, ExternalLabel] = field(default_factory=dict)
-    by_task: dict[str, ExternalLabel] = field(default_factory=dict)
+    by_trajectory: Mapping[str, ExternalLabel] = field(default_factory=dict)
+    by_task: Mapping[str, ExternalLabel] = field(default_factory=dict)
     errors: list[InputErrorInfo] = field(default_factory=list)
     used: set[str] = field(default_factory=set)  # keys ("trajectory:<id>" / "task:<id>") that labelled something
 
@@ -56,7 +61,16 @@ def _error(file: str, line: int | None, field_name: str, message: str) -> InputE
 
 def load_labels(path: Path, limits: Limits = Limits()) -> LabelSet:
     name = str(path)
-    labels = LabelSet()
+    if sniff_bfcl_scores(path):
+        try:
+            return LabelSet(by_trajectory=read_bfcl_scores(path))
+        except ValueError as err:
+            return LabelSet(errors=[_error(name, None, "<root>", str(err))])
+    if path.is_dir():
+        return LabelSet(errors=[_error(name, None, "<root>", "a folder of labels must hold BFCL score files (*_score.json)")])
+    by_trajectory: dict[str, ExternalLabel] = {}
+    by_task: dict[str, ExternalLabel] = {}
+    labels = LabelSet(by_trajectory=by_trajectory, by_task=by_task)
     source_default = f"labels:{path.stem}"
     for raw in read_items(path, limits):
         if raw.error is not None:
@@ -75,7 +89,7 @@ def load_labels(path: Path, limits: Limits = Limits()) -> LabelSet:
             continue
         reason = item.get("reason")
         label = ExternalLabel(source=str(item.get("source") or source_default), value=value, reason=None if reason is None else str(reason))
-        for key, table in (("trajectory_id", labels.by_trajectory), ("task_id", labels.by_task)):
+        for key, table in (("trajectory_id", by_trajectory), ("task_id", by_task)):
             if key in item:
                 ident = str(item[key])
                 if ident in table:

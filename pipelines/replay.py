@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from judge import ReferenceCall, Task, Trajectory, Turn, content_hash, dependency_order, response_key
+from judge import ReferenceCall, Step, Task, Trajectory, Turn, content_hash, dependency_order, response_key
 from pipelines.alignment import TurnsMode, align
 from pipelines.env import Environment, ExecResult, Session, load_environment
 
@@ -66,6 +66,8 @@ class Replayer:
             for step in traj_turn.steps if traj_turn is not None else []:
                 if step.status == "blocked":
                     predicted.append(ExecResult(ok=False, error="blocked by policy: not executed"))
+                elif not executed(step):  # re-executing it would grade a call that never ran
+                    predicted.append(ExecResult(ok=False, error=step.error or "not executed"))
                 else:
                     predicted.append(predicted_session.execute(step.name, step.arguments, label=step.call_id))
             replays.append(
@@ -113,6 +115,13 @@ class Replayer:
             return True
         names = {c.name for t in task.turns for c in t.reference_calls} | {s.name for s in trajectory.steps}
         return any(env.is_write(n) for n in names)
+
+
+def executed(step: Step) -> bool:
+    """Whether the recorded call reached its tool: a call a run-time policy blocked, or one the
+    runner failed by injection (an ``error`` / ``timeout`` fault), never ran, so replay must not
+    run it either (it would change the predicted state and could satisfy a reference call)."""
+    return not (step.status == "blocked" or (step.status == "error" and step.fault in ("error", "timeout")))
 
 
 def responses_cover(reference: list[ExecResult], predicted: list[ExecResult]) -> bool:

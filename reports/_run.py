@@ -13,7 +13,6 @@ Memory: results stream once into compact ``Row`` facts (a few hundred bytes each
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,6 @@ from judge import Scores, Trajectory, TrajectoryResult, field_path
 DRILL_FIRST = 1000  # the first N trajectories of the file are always in the drill-down
 DRILL_EXTRA_FAILURES = 1000  # plus up to this many later non-passing ones
 MATCHED_KINDS = ("matched_structural", "matched_response")
-_SATISFIED_MSG = re.compile(r"^(\S+) satisfied by step")
 
 SUMMARY, RESULTS, CALIBRATION = "summary.json", "results.jsonl", "calibration.json"
 
@@ -87,13 +85,12 @@ class Row:
 
 
 def reference_tool(e: Any) -> str | None:
-    """The reference tool an evidence item is about: ``expected.name``, else the name the
-    matcher writes first in its 'X satisfied by step N' message."""
+    """The reference tool an evidence item is about: its ``tool`` field (results written before
+    the field existed: ``expected.name``)."""
+    if e.tool is not None:
+        return str(e.tool)
     exp = e.expected
-    if isinstance(exp, dict) and isinstance(exp.get("name"), str):
-        return exp["name"]
-    m = _SATISFIED_MSG.match(e.message or "")
-    return m.group(1) if m else None
+    return exp["name"] if isinstance(exp, dict) and isinstance(exp.get("name"), str) else None
 
 
 def to_row(r: TrajectoryResult, pool: dict[Any, Any] | None = None) -> Row:

@@ -10,7 +10,7 @@ from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
 from judge.core._extras import extra_fields
 from judge.core._instructions import REMOVED_MARK, InstructionScan, find_instructions, strip_instructions, strip_instructions_deep
 from judge.core._patterns import PatternError, compile_pattern, pattern_full_match, pattern_search
-from judge.core._stages import CHECK_DEFAULT_STAGE, FAILURE_STAGE_ORDER, Check, FailureStage, Outcome, VerdictLabel
+from judge.core._stages import CHECK_DEFAULT_STAGE, FAILURE_STAGE_ORDER, Check, DecidedBy, FailureStage, Outcome, VerdictLabel
 from judge.core._task import (
     ArgumentRule,
     ArgumentSet,
@@ -25,7 +25,7 @@ from judge.core._task import (
     dependency_order,
 )
 from judge.core._trajectory import ExternalLabel, Step, StepStatus, TokenUsage, Trajectory, TrajectoryTurn, label_passed, looks_like_error, normalise_status
-from judge.core._verdict import Evidence, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
+from judge.core._verdict import Evidence, EvidenceKind, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
 
 __all__ = [
     "CHECK_DEFAULT_STAGE",
@@ -36,8 +36,10 @@ __all__ = [
     "ArgumentRule",
     "ArgumentSet",
     "Check",
+    "DecidedBy",
     "Escalator",
     "Evidence",
+    "EvidenceKind",
     "ExternalLabel",
     "FailureStage",
     "ForbiddenArgument",

@@ -62,3 +62,23 @@ CHECK_DEFAULT_STAGE: dict[Check, FailureStage] = {
     Check.ANSWER: FailureStage.ANSWER_CORRECTNESS,
     Check.GROUNDING: FailureStage.ANSWER_GROUNDING,
 }
+
+
+class DecidedBy(StrEnum):
+    """How a verdict or a check result was decided. A judge decision is ``judge:<panel>``
+    (``DecidedBy.judge(panel)``); ``error`` marks an input-error row, which nobody graded."""
+
+    DETERMINISTIC = "deterministic"
+    UNRESOLVED = "unresolved"
+    ERROR = "error"
+
+    @staticmethod
+    def judge(panel: str) -> str:
+        return f"judge:{panel}"
+
+
+def check_decided_by(value: str) -> str:
+    """A valid ``decided_by``: one of ``DecidedBy`` or ``judge:<panel>`` (pydantic validator)."""
+    if value in DecidedBy._value2member_map_ or (value.startswith("judge:") and len(value) > len("judge:")):
+        return value
+    raise ValueError(f"decided_by must be deterministic, unresolved, error or judge:<panel>, not {value!r}")

@@ -4,27 +4,50 @@ Invariants (checked in tests):
 - a ``StageResult`` has ``failure_stage`` set iff its outcome is ``mismatch``;
 - a ``TrajectoryResult`` with verdict ``pass`` has failure stage ``none``; ``fail`` has a real
   stage; ``unresolved`` and ``error`` have none (``unresolved_stages`` says what stayed open);
-- ``decided_by`` is ``deterministic``, ``judge:<panel>`` or ``unresolved``.
+- ``decided_by`` is ``deterministic``, ``judge:<panel>``, ``unresolved`` or (input-error rows) ``error``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from enum import StrEnum
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from judge.core._errors import InputErrorInfo, SourceRef
-from judge.core._stages import Check, FailureStage, Outcome, VerdictLabel
+from judge.core._stages import Check, DecidedBy, FailureStage, Outcome, VerdictLabel, check_decided_by
 from judge.core._trajectory import ExternalLabel
+
+DecidedByValue = Annotated[str, AfterValidator(check_decided_by)]
+
+
+class EvidenceKind(StrEnum):
+    """What an evidence item records (reports and clustering group by it, never by its prose)."""
+
+    MATCHED_STRUCTURAL = "matched_structural"  # a reference call met by a call with matching arguments
+    MATCHED_RESPONSE = "matched_response"  # a reference read met by a call that got its response
+    UNSATISFIED = "unsatisfied"  # a required reference call no call met (decisive)
+    NO_COUNTERPART = "no_counterpart"  # a reference read no call met, but another path may exist
+    ADVISORY_UNMATCHED = "advisory_unmatched"  # an advisory reference call no call met
+    EXTRA_WRITE = "extra_write"  # a surplus call (a write, or any call when extra calls are forbidden)
+    STATE_MISMATCH = "state_mismatch"  # the final state differs from the reference's
+    POLICY_VIOLATION = "policy_violation"
+    ANSWER = "answer"
+    REQUIRED_CONTENT = "required_content"
+    INSTRUCTION_LIKE_TEXT = "instruction_like_text"  # text addressed to the grader: set aside, kept from judges
 
 
 class Evidence(BaseModel):
-    """One fact a check relied on: which reference call met which predicted step, and why."""
+    """One fact a check relied on: which reference call met which predicted step, and why.
 
-    kind: str  # matched, missing, wrong_argument, extra_write, policy_violation, answer, ...
+    ``tool`` names the tool the fact is about (the reference call's for reference evidence, the
+    step's otherwise) so that no consumer has to parse ``message``."""
+
+    kind: EvidenceKind
     message: str
     reference: int | None = None  # index into the turn's reference calls
     step: int | None = None  # index into the trajectory turn's steps
+    tool: str | None = None
     expected: Any = None
     actual: Any = None
 
@@ -68,7 +91,7 @@ class StageResult(BaseModel):
     reason: str = ""
     label: str | None = None  # e.g. CRAG answer label correct / incorrect / missing
     evidence: list[Evidence] = Field(default_factory=list)
-    decided_by: str = "deterministic"
+    decided_by: DecidedByValue = DecidedBy.DETERMINISTIC
     decision: PanelDecision | None = None
 
     @model_validator(mode="after")
@@ -118,7 +141,7 @@ class TrajectoryResult(BaseModel):
     verdict: VerdictLabel
     failure_stage: FailureStage | None = None
     unresolved_stages: list[FailureStage] = Field(default_factory=list)
-    decided_by: str
+    decided_by: DecidedByValue
     turns: list[TurnResult] = Field(default_factory=list)
     scores: Scores = Field(default_factory=Scores)
     judge_calls: int = 0

@@ -1,24 +1,40 @@
 """LLM judging: provider clients (one module per provider), structured output via instructor,
-the cache, limits and retries, the panel that fans out and votes, and vote weights.
+one caller for every judge call (cache, single flight across tasks and runs, limits, retries,
+cost), the panel that fans out, votes and breaks ties, and vote weights.
 
 Import this only where judges are used: it loads the provider SDKs.
 """
 
-from judge.llm._cache import JudgeCache, cache_key
-from judge.llm._limits import Budget, RateLimiter, RetryPolicy
-from judge.llm._panel import JudgeUsage, Panel, PanelStats, build_panel
-from judge.llm._providers import Completion, JudgeCallError, JudgeClient, create_client, parse_judge_name, provider_kinds, register_provider
+from judge.llm._cache import Claim, JudgeCache, cache_key
+from judge.llm._caller import JudgeCall, JudgeCaller, Transport, complete_online
+from judge.llm._limits import Budget, RateLimiter, RetryPolicy, cost_usd, price_for
+from judge.llm._panel import Panel, PanelStats, build_panel, majority_of
+from judge.llm._providers import (
+    Completion,
+    JudgeCallError,
+    JudgeClient,
+    create_client,
+    parse_judge_name,
+    provider_kinds,
+    register_provider,
+    retry_after_seconds,
+)
 from judge.llm._rubric import JudgeVerdict, Rubric, register_rubric, registered_rubrics
 from judge.llm._settings import ConfigFile, JudgeConfigError, JudgeSettings, PanelConfig, PriceConfig, ProviderConfig, RetryConfig
+from judge.llm._usage import CallStats, JudgeUsage
 from judge.llm._voting import Tally, tally
 from judge.llm._weights import JudgeWeight, VoteWeights, load_weights
 
 __all__ = [
     "Budget",
+    "CallStats",
+    "Claim",
     "Completion",
     "ConfigFile",
     "JudgeCache",
+    "JudgeCall",
     "JudgeCallError",
+    "JudgeCaller",
     "JudgeClient",
     "JudgeConfigError",
     "JudgeSettings",
@@ -35,15 +51,21 @@ __all__ = [
     "RetryPolicy",
     "Rubric",
     "Tally",
+    "Transport",
     "VoteWeights",
     "build_panel",
     "cache_key",
+    "complete_online",
+    "cost_usd",
     "create_client",
     "load_weights",
+    "majority_of",
     "parse_judge_name",
+    "price_for",
     "provider_kinds",
     "register_provider",
     "register_rubric",
     "registered_rubrics",
+    "retry_after_seconds",
     "tally",
 ]

@@ -36,11 +36,24 @@ class JudgeVerdict(BaseModel):
 
 @runtime_checkable
 class Rubric(Protocol):
-    name: str
-    version: str  # content hash of template + schema + label maps; recorded in every decision
-    verdict_schema: type[BaseModel]
-    label_scores: Mapping[str, float]
-    label_outcomes: Mapping[str, Outcome]
+    """Read-only members: a frozen dataclass or plain attributes satisfy it alike."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> str:
+        """Content hash of template + schema + label maps; recorded in every decision."""
+        ...
+
+    @property
+    def verdict_schema(self) -> type[BaseModel]: ...
+
+    @property
+    def label_scores(self) -> Mapping[str, float]: ...
+
+    @property
+    def label_outcomes(self) -> Mapping[str, Outcome]: ...
 
     def render(self, material: Mapping[str, Any]) -> list[dict[str, str]]:
         """Chat messages (``role`` system/user, ``content``) asking for one verdict on ``material``."""

@@ -12,6 +12,7 @@ Example config::
     rule = "majority"              # majority | unanimous | weighted
     tie_breaker = "openai:gpt-4.1"
     weights_path = "weights.json"  # relative to this file
+    min_votes = 2                  # counted votes needed to decide (default: a majority)
 
     [providers.openai]
     api_key_env = "OPENAI_API_KEY"
@@ -87,6 +88,7 @@ class PanelConfig(_Strict):
     rule: VoteRule | None = None
     tie_breaker: str | None = None
     weights_path: Path | None = None
+    min_votes: int | None = Field(default=None, ge=1)  # None: a majority of the judges
 
 
 class ConfigFile(_Strict):
@@ -123,7 +125,7 @@ class JudgeSettings(BaseModel):
     concurrency: int | None = Field(default=None, ge=1)  # None: the config file's, else 32
     timeout_s: float | None = Field(default=None, gt=0)  # per request; None: config, else 60
     retry: RetryConfig | None = None
-    min_votes: int = Field(default=1, ge=1)  # fewer non-abstaining votes than this: inconclusive
+    min_votes: int | None = Field(default=None, ge=1)  # counted votes needed to decide; None: the config's, else a majority
 
     def resolved_cache_path(self) -> Path:
         return self.cache_path or default_cache_path()

@@ -34,6 +34,11 @@ def counted(votes: Sequence[Vote]) -> list[Vote]:
     return [v for v in votes if not v.abstained and v.label is not None]
 
 
+def _ballots(votes: Sequence[Vote]) -> list[tuple[str, str]]:
+    """(judge, label) of every counted vote."""
+    return [(v.judge, v.label) for v in votes if not v.abstained and v.label is not None]
+
+
 def agreement(votes: Sequence[Vote], label: str | None) -> float | None:
     live = counted(votes)
     if label is None or not live:
@@ -49,31 +54,30 @@ def tally(
     weights: VoteWeights | None = None,
     min_votes: int = 1,
 ) -> Tally:
-    live = counted(votes)
+    live = _ballots(votes)
     if len(live) < min_votes:
-        abst = ", ".join(f"{v.judge}: {v.abstain_reason}" for v in votes if v.abstained)
-        return Tally(None, reason=f"{len(live)} counted vote(s), {min_votes} needed" + (f" (abstained: {abst})" if abst else ""))
+        return Tally(None, reason=f"{len(live)} counted vote(s), {min_votes} needed (min_votes): too few judges answered to decide")
     order = {label: i for i, label in enumerate(labels)}
     if rule == "unanimous":
-        names = sorted({v.label for v in live}, key=lambda x: order.get(x, len(order)))
+        names = sorted({label for _, label in live}, key=lambda x: order.get(x, len(order)))
         if len(names) == 1:
             return Tally(names[0], reason=f"unanimous: {len(live)} vote(s) for {names[0]}")
-        return Tally(None, reason="not unanimous: " + _counts_text({n: sum(v.label == n for v in live) for n in names}))
+        return Tally(None, reason="not unanimous: " + _counts_text({n: float(sum(label == n for _, label in live)) for n in names}))
+    scores: dict[str, float] = {}
     if rule == "weighted" and weights is not None:
-        missing = sorted({v.judge for v in live if v.judge not in weights.judges})
-        if weights.applies_to(rubric) and weights.positive_label in order and weights.method == "log_odds":
-            result = _log_odds(live, weights, order)
+        missing = sorted({judge for judge, _ in live if judge not in weights.judges})
+        positive = weights.positive_label
+        if weights.applies_to(rubric) and positive is not None and positive in order and weights.method == "log_odds":
+            result = _log_odds(live, weights, positive, order)
         else:
-            scores = {}
-            for v in live:
-                w = weights.judges[v.judge].weight if v.judge in weights.judges else 1.0
-                scores[v.label] = scores.get(v.label, 0.0) + w
+            for judge, label in live:
+                w = weights.judges[judge].weight if judge in weights.judges else 1.0
+                scores[label] = scores.get(label, 0.0) + w
             result = _plurality(scores, order, "weighted plurality")
         result.missing_weights = missing
         return result
-    scores = {}
-    for v in live:
-        scores[v.label] = scores.get(v.label, 0.0) + 1.0
+    for _, label in live:
+        scores[label] = scores.get(label, 0.0) + 1.0
     return _plurality(scores, order, "majority")
 
 
@@ -86,15 +90,14 @@ def _plurality(scores: dict[str, float], order: dict[str, int], what: str) -> Ta
     return Tally(None, tied=best, reason=f"tie ({what}): {text}")
 
 
-def _log_odds(live: list[Vote], weights: VoteWeights, order: dict[str, int]) -> Tally:
-    positive = weights.positive_label
+def _log_odds(live: list[tuple[str, str]], weights: VoteWeights, positive: str, order: dict[str, int]) -> Tally:
     total = weights.prior_log_odds
     negatives: dict[str, float] = {}
-    for v in live:
-        entry = weights.judges.get(v.judge)
-        is_pos = v.label == positive
+    for judge, label in live:
+        entry = weights.judges.get(judge)
+        is_pos = label == positive
         if not is_pos:
-            negatives[v.label] = negatives.get(v.label, 0.0) + (entry.weight if entry else 1.0)
+            negatives[label] = negatives.get(label, 0.0) + (entry.weight if entry else 1.0)
         term = entry.log_odds(is_pos) if entry else None
         if term is not None:
             total += term
@@ -108,7 +111,7 @@ def _log_odds(live: list[Vote], weights: VoteWeights, order: dict[str, int]) -> 
         if neg.label is None:
             return Tally(None, tied=neg.tied, reason=text + "; " + neg.reason)
         return Tally(neg.label, reason=text + f"; negative label {neg.label!r}")
-    tied = [positive] + ([neg.label] if neg is not None and neg.label else (neg.tied if neg else []))
+    tied = [positive] + ([neg.label] if neg is not None and neg.label is not None else (neg.tied if neg else []))
     return Tally(None, tied=tied, reason=text + " (tie)")
 
 

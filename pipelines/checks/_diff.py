@@ -2,8 +2,10 @@
 
 Compare calls as the tool sees them: schema defaults fill omitted arguments on both sides; an
 argument the schema does not declare is unexpected; a declared argument the reference does not
-mention is unexpected unless the agent passed the schema default (BFCL's rule). With no schema,
-the reference's own arguments and rules are the declaration. A reference call may accept several
+mention is unexpected unless the agent passed the schema default (BFCL's rule); an argument the
+schema requires is missing when the agent omits it and no default fills it, unless the reference
+explicitly lets it be omitted (BFCL's required check). With no schema, the reference's own
+arguments and rules are the declaration. A reference call may accept several
 argument sets (``alternatives``); with ``extra_arguments`` the reference constrains only what it
 mentions.
 """
@@ -73,6 +75,9 @@ def _diff_arguments(argument_set: ArgumentSet, step: Step, spec: ToolSpec | None
         optional = rule is not None and rule.optional
         if key not in step.arguments and key not in defaults and not optional:
             name_problems.append(f"missing argument {key!r}")
+    if spec is not None:
+        for key in sorted(spec.required - referenced - set(step.arguments) - set(defaults)):
+            name_problems.append(f"missing argument {key!r} (required by the tool schema)")
     if name_problems:
         return CallDiff(FailureStage.ARGUMENT_NAMES, name_problems)
 

@@ -14,10 +14,12 @@ Rules, in order:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from judge import Check, Evidence, FailureStage, Outcome, StageResult, pattern_search
+from judge import Check, Evidence, EvidenceKind, FailureStage, Outcome, StageResult, pattern_search
 from pipelines.checks._context import TurnContext
+from pipelines.checks._waterfall import CheckOutcome
 from pipelines.matching import AnswerLabel, AnswerThresholds, compare_answer, is_missing, value_in_text
 
 
@@ -43,7 +45,7 @@ def thresholds_from(ctx: TurnContext) -> AnswerThresholds:
 def instruction_evidence(removed: tuple[str, ...] | list[str], where: str = "the answer") -> Evidence:
     """The record that instruction-like text was found (and kept from any judge)."""
     return Evidence(
-        kind="instruction_like_text",
+        kind=EvidenceKind.INSTRUCTION_LIKE_TEXT,
         message=f"instruction-like text addressed to the grader in {where}: set aside for grading and removed from what a judge sees",
         actual=list(removed),
     )
@@ -51,8 +53,12 @@ def instruction_evidence(removed: tuple[str, ...] | list[str], where: str = "the
 
 class AnswerCheck:
     check = Check.ANSWER
+    depends_on: tuple[Check, ...] = ()
 
-    def run(self, ctx: TurnContext) -> StageResult:
+    def run(self, ctx: TurnContext, decided: Mapping[Check, StageResult]) -> CheckOutcome:
+        return CheckOutcome(self._result(ctx))
+
+    def _result(self, ctx: TurnContext) -> StageResult:
         turn = ctx.turn
         prediction = ctx.traj_turn.final_answer if ctx.traj_turn is not None else None
         told: list[Evidence] = []

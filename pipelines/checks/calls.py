@@ -26,21 +26,23 @@ Invariants, each a general rule:
   final state must equal the reference's final state.
 - When a reference read has no counterpart but the agent made other calls and got the answer
   right, an alternative path is possible: inconclusive (trajectory-sufficiency rubric), unless
-  the task has no gold answer (then the calls are the whole specification).
-- The failure stage of an unsatisfied reference call is the furthest stage any same-name step
-  reached (tool selection < argument names < argument values), looking first at the steps that
-  satisfied no other reference call; the check reports the earliest stage over all unsatisfied
-  calls.
+  the turn specifies no answer (then the calls are the whole specification).
+- The failure stage of an unsatisfied reference call is the furthest stage an attempt at it
+  reached (tool selection < argument names < argument values), where an attempt is a same-name call
+  that satisfied no other reference call; with no attempt the call was never made. The check
+  reports the earliest stage over all unsatisfied calls.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from judge import Check, Evidence, FailureStage, Outcome, StageResult, canonical_json, dependency_order, response_key
 from pipelines.checks._context import TurnContext
 from pipelines.checks._diff import CallDiff, diff_call
+from pipelines.checks._waterfall import CheckOutcome
 
 
 @dataclass
@@ -73,128 +75,169 @@ def _is_trivial(value: Any) -> bool:
     return value is None
 
 
+class _CallMatcher:
+    """One turn's matching, phase by phase: structural assignment, response containment, diagnosis
+    of what stays unsatisfied, surplus calls, dependency-order bookkeeping."""
+
+    def __init__(self, ctx: TurnContext, answer_correct: bool | None):
+        self.ctx = ctx
+        self.task = ctx.task
+        self.refs = ctx.turn.reference_calls
+        self.answer_correct = answer_correct
+        self.made = [v for v in ctx.steps if v.made]  # successful or unknown outcome: the call happened
+        self.status = [RefStatus(ri, advisory=_advisory(ctx, ri)) for ri in range(len(self.refs))]
+        self.used: set[int] = set()
+        self.id_to_index = {c.id: i for i, c in enumerate(self.refs) if c.id is not None}
+        self.order_violations: dict[int, int] = {}
+        self._diffs: dict[tuple[int, int], CallDiff] = {}
+
+    def diff(self, ri: int, si: int) -> CallDiff:
+        key = (ri, si)
+        if key not in self._diffs:
+            ref = self.refs[ri]
+            allow = (ref.extra_arguments or self.task.extra_arguments) == "allow"
+            self._diffs[key] = diff_call(ref, self.ctx.steps[si].step, self.task.tool(ref.name), extra_arguments=allow)
+        return self._diffs[key]
+
+    def run(self) -> CallMatching:
+        self.assign_structurally()
+        self.assign_by_response()
+        self.diagnose_unsatisfied()
+        surplus = self.surplus_calls()
+        ctx = self.ctx
+        state_mismatch = ctx.reference_state is not None and ctx.predicted_state is not None and ctx.reference_state != ctx.predicted_state
+        edges, respected = self.order_edges()
+        result = _stage_result(ctx, self.status, surplus, state_mismatch)
+        return CallMatching(self.status, self.used, surplus, edges, respected, state_mismatch, result)
+
+    def assign_structurally(self) -> None:
+        """In dependency order, each reference call takes the earliest matching unused call that
+        comes after the calls satisfying its dependencies."""
+        for ri in dependency_order(self.refs):
+            deps = [self.id_to_index[d] for d in self.refs[ri].depends_on]
+            after = max((s for d in deps if (s := self.status[d].satisfied_by) is not None), default=-1)
+            for view in self.made:
+                if view.index in self.used or not self.diff(ri, view.index).matches:
+                    continue
+                if view.index <= after:
+                    self.order_violations.setdefault(ri, view.index)
+                    continue
+                self.status[ri].satisfied_by, self.status[ri].how = view.index, "structural"
+                self.used.add(view.index)
+                break
+
+    def assign_by_response(self) -> None:
+        """VAKRA's containment: a read is satisfied when its response (replayed, or
+        ``expected_output``) is among the responses the agent got."""
+        ok_views = [v for v in self.made if v.ok]  # a result to compare responses with
+        outputs = self.ctx.reference_outputs or [None] * len(self.refs)
+        keys_by_step = {v.index: response_key(v.result) for v in ok_views}
+        for st in self.status:
+            ref = self.refs[st.index]
+            if st.satisfied_by is not None or self.task.is_write(ref.name):
+                continue
+            out = outputs[st.index] if st.index < len(outputs) else None
+            if out is None:
+                continue
+            key = response_key(out)
+            for view in ok_views:
+                if keys_by_step[view.index] != key or (_is_trivial(out) and view.step.name != ref.name):
+                    continue
+                st.satisfied_by, st.how = view.index, "response"
+                self.used.add(view.index)
+                break
+
+    def diagnose_unsatisfied(self) -> None:
+        """Where each unsatisfied required call broke: the furthest stage an attempt at it reached
+        (an attempt is a same-name call that satisfied no other reference call), else whether it
+        was missed decisively or an alternative path may exist."""
+        spare = [v for v in self.made if v.index not in self.used]
+        turn = self.ctx.turn
+        for st in self.status:
+            if st.satisfied_by is not None:
+                continue
+            ref = self.refs[st.index]
+            if st.advisory:
+                st.problems = [f"{ref.name} (advisory) was not matched"]
+                continue
+            if st.index in self.order_violations:
+                st.stage = FailureStage.TOOL_SELECTION
+                st.problems = [f"{ref.name} was called (step {self.order_violations[st.index]}) before the calls it depends on ({', '.join(ref.depends_on)})"]
+                continue
+            attempts = [v for v in self.ctx.steps if v.step.name == ref.name and v.index not in self.used]
+            if attempts:
+                best = max(attempts, key=lambda v: _closeness(self.diff(st.index, v.index)))
+                d = self.diff(st.index, best.index)
+                if d.matches:  # the right call, but it failed
+                    st.stage = FailureStage.ARGUMENT_VALUES
+                    why = best.step.error or best.result or best.status
+                    st.problems = [f"{ref.name} was called as expected at step {best.index} but failed ({best.status}): {why!r}"[:300]]
+                else:
+                    st.stage = d.stage
+                    st.problems = [f"step {best.index}: {p}" for p in d.problems]
+            elif self.task.is_write(ref.name) or not turn.has_answer_spec:
+                st.stage = FailureStage.TOOL_SELECTION
+                st.problems = [f"{ref.name} was never called"]
+            elif not spare:
+                st.stage = FailureStage.TOOL_SELECTION
+                st.problems = [f"{ref.name} was never called and no other call could stand in for it"]
+            elif self.answer_correct is False:
+                st.stage = FailureStage.TOOL_SELECTION
+                st.problems = [f"{ref.name} was never called and the answer is wrong"]
+            else:
+                st.inconclusive = True
+                st.problems = [f"{ref.name} was never called; the other calls may have retrieved the same information"]
+
+    def surplus_calls(self) -> list[tuple[int, FailureStage, str]]:
+        """Writes (side effects), and every call when the task forbids extra calls. The first k
+        unused same-name calls, k = that name's unsatisfied references, are the attempts diagnosed
+        above; only those beyond are surplus."""
+        attempts_left: dict[str, int] = {}
+        for st in self.status:
+            if st.satisfied_by is None and not st.advisory:
+                name = self.refs[st.index].name
+                attempts_left[name] = attempts_left.get(name, 0) + 1
+        strict_calls = self.task.extra_calls == "forbid"
+        surplus: list[tuple[int, FailureStage, str]] = []
+        for view in self.made:
+            name = view.step.name
+            if view.index in self.used or not (strict_calls or self.task.is_write(name)):
+                continue
+            if attempts_left.get(name, 0) > 0:
+                attempts_left[name] -= 1
+                continue
+            what = "write" if self.task.is_write(name) else "call"
+            surplus.append((view.index, FailureStage.TOOL_SELECTION, f"surplus {what} {name} at step {view.index}"))
+        return surplus
+
+    def order_edges(self) -> tuple[int, int]:
+        """(dependency edges, edges whose two calls were satisfied in order): the order score."""
+        edges = respected = 0
+        for ri, ref in enumerate(self.refs):
+            for dep in ref.depends_on:
+                edges += 1
+                a, b = self.status[self.id_to_index[dep]].satisfied_by, self.status[ri].satisfied_by
+                respected += int(a is not None and b is not None and a < b)
+        return edges, respected
+
+
 def match_calls(ctx: TurnContext, answer_correct: bool | None) -> CallMatching:
     """``answer_correct``: the deterministic answer outcome (True / False / None=unknown)."""
-    turn, task = ctx.turn, ctx.task
-    refs = turn.reference_calls
-    made = [v for v in ctx.steps if v.made]  # successful or unknown outcome: the call happened
-    ok_views = [v for v in made if v.ok]  # a result to compare responses with
-    status = [RefStatus(ri, advisory=_advisory(ctx, ri)) for ri in range(len(refs))]
-    used: set[int] = set()
-    id_to_index = {c.id: i for i, c in enumerate(refs) if c.id is not None}
-    diffs: dict[tuple[int, int], CallDiff] = {}
+    return _CallMatcher(ctx, answer_correct).run()
 
-    def diff(ri: int, si: int) -> CallDiff:
-        key = (ri, si)
-        if key not in diffs:
-            ref = refs[ri]
-            allow = (ref.extra_arguments or task.extra_arguments) == "allow"
-            diffs[key] = diff_call(ref, ctx.steps[si].step, task.tool(ref.name), extra_arguments=allow)
-        return diffs[key]
 
-    # 1. structural assignment in dependency order, earliest admissible step first
-    order_violations: dict[int, int] = {}
-    for ri in dependency_order(refs):
-        deps = [id_to_index[d] for d in refs[ri].depends_on]
-        after = max((s for d in deps if (s := status[d].satisfied_by) is not None), default=-1)
-        for view in made:
-            if view.index in used or not diff(ri, view.index).matches:
-                continue
-            if view.index <= after:
-                order_violations.setdefault(ri, view.index)
-                continue
-            status[ri].satisfied_by, status[ri].how = view.index, "structural"
-            used.add(view.index)
-            break
+class CallsCheck:
+    """Tool selection, argument names and values; reads the answer check (a missing read with a
+    right answer may be an alternative path; with a wrong one it is decisive)."""
 
-    # 2. response-set containment for read calls (replayed outputs, or expected_output)
-    outputs = ctx.reference_outputs or [None] * len(refs)
-    keys_by_step = {v.index: response_key(v.result) for v in ok_views}
-    for st in status:
-        if st.satisfied_by is not None or task.is_write(refs[st.index].name):
-            continue
-        out = outputs[st.index] if st.index < len(outputs) else None
-        if out is None:
-            continue
-        key = response_key(out)
-        for view in ok_views:
-            if keys_by_step[view.index] != key:
-                continue
-            if _is_trivial(out) and view.step.name != refs[st.index].name:
-                continue
-            st.satisfied_by, st.how = view.index, "response"
-            used.add(view.index)
-            break
+    check = Check.CALLS
+    depends_on: tuple[Check, ...] = (Check.ANSWER,)
 
-    # 3. diagnose what is still unsatisfied
-    spare = [v for v in made if v.index not in used]
-    for st in status:
-        if st.satisfied_by is not None:
-            continue
-        ref = refs[st.index]
-        if st.advisory:
-            st.problems = [f"{ref.name} (advisory) was not matched"]
-            continue
-        # a step that satisfied another reference call is not an attempt at this one
-        same_name = [v for v in ctx.steps if v.step.name == ref.name and v.index not in used] or [v for v in ctx.steps if v.step.name == ref.name]
-        if st.index in order_violations:
-            st.stage = FailureStage.TOOL_SELECTION
-            st.problems = [f"{ref.name} was called (step {order_violations[st.index]}) before the calls it depends on ({', '.join(ref.depends_on)})"]
-            continue
-        if same_name:
-            best = max(same_name, key=lambda v: _closeness(diff(st.index, v.index)))
-            d = diff(st.index, best.index)
-            if d.matches:  # the right call, but it failed
-                st.stage = FailureStage.ARGUMENT_VALUES
-                why = best.step.error or best.result or best.status
-                st.problems = [f"{ref.name} was called as expected at step {best.index} but failed ({best.status}): {why!r}"[:300]]
-            else:
-                st.stage = d.stage
-                st.problems = [f"step {best.index}: {p}" for p in d.problems]
-            continue
-        if task.is_write(ref.name) or turn.gold_answers is None:
-            st.stage = FailureStage.TOOL_SELECTION
-            st.problems = [f"{ref.name} was never called"]
-        elif not spare:
-            st.stage = FailureStage.TOOL_SELECTION
-            st.problems = [f"{ref.name} was never called and no other call could stand in for it"]
-        elif answer_correct is False:
-            st.stage = FailureStage.TOOL_SELECTION
-            st.problems = [f"{ref.name} was never called and the answer is wrong"]
-        else:
-            st.inconclusive = True
-            st.problems = [f"{ref.name} was never called; the other calls may have retrieved the same information"]
-
-    # 4. surplus calls: writes (side effects), and every call when the task forbids extra calls.
-    #    The first k unused same-name calls, k = that name's unsatisfied references, are the
-    #    attempts diagnosed above; only those beyond are surplus.
-    extra_writes: list[tuple[int, FailureStage, str]] = []
-    attempts_left: dict[str, int] = {}
-    for st in status:
-        if st.satisfied_by is None and not st.advisory:
-            attempts_left[refs[st.index].name] = attempts_left.get(refs[st.index].name, 0) + 1
-    strict_calls = task.extra_calls == "forbid"
-    for view in made:
-        name = view.step.name
-        if view.index in used or not (strict_calls or task.is_write(name)):
-            continue
-        if attempts_left.get(name, 0) > 0:
-            attempts_left[name] -= 1
-            continue
-        what = "write" if task.is_write(name) else "call"
-        extra_writes.append((view.index, FailureStage.TOOL_SELECTION, f"surplus {what} {name} at step {view.index}"))
-    state_mismatch = ctx.reference_state is not None and ctx.predicted_state is not None and ctx.reference_state != ctx.predicted_state
-
-    # 5. order score inputs: dependency edges between satisfied calls, respected or not
-    edges = respected = 0
-    for ri, ref in enumerate(refs):
-        for dep in ref.depends_on:
-            edges += 1
-            a, b = status[id_to_index[dep]].satisfied_by, status[ri].satisfied_by
-            respected += int(a is not None and b is not None and a < b)
-
-    result = _stage_result(ctx, status, extra_writes, state_mismatch)
-    return CallMatching(status, used, extra_writes, edges, respected, state_mismatch, result)
+    def run(self, ctx: TurnContext, decided: Mapping[Check, StageResult]) -> CheckOutcome:
+        answer = decided[Check.ANSWER].outcome
+        correct = True if answer == Outcome.MATCH else False if answer == Outcome.MISMATCH else None
+        matching = match_calls(ctx, correct)
+        return CheckOutcome(matching.result, detail=matching)
 
 
 def _advisory(ctx: TurnContext, ri: int) -> bool:
@@ -219,23 +262,42 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
                     reference=st.index,
                     step=st.satisfied_by,
                     message=f"{ref.name} satisfied by step {st.satisfied_by} ({st.how})" + ("; no result recorded" if unknown else ""),
+                    tool=ref.name,
                     expected={"name": ref.name, "arguments": ref.arguments},
                 )
             )
         elif st.advisory:
             evidence.append(
-                Evidence(kind="advisory_unmatched", reference=st.index, message="; ".join(st.problems), expected={"name": ref.name, "arguments": ref.arguments})
+                Evidence(
+                    kind="advisory_unmatched",
+                    reference=st.index,
+                    tool=ref.name,
+                    message="; ".join(st.problems),
+                    expected={"name": ref.name, "arguments": ref.arguments},
+                )
             )
         elif st.inconclusive:
             evidence.append(
-                Evidence(kind="no_counterpart", reference=st.index, message="; ".join(st.problems), expected={"name": ref.name, "arguments": ref.arguments})
+                Evidence(
+                    kind="no_counterpart",
+                    reference=st.index,
+                    tool=ref.name,
+                    message="; ".join(st.problems),
+                    expected={"name": ref.name, "arguments": ref.arguments},
+                )
             )
         else:
             evidence.append(
-                Evidence(kind="unsatisfied", reference=st.index, message="; ".join(st.problems), expected={"name": ref.name, "arguments": ref.arguments})
+                Evidence(
+                    kind="unsatisfied",
+                    reference=st.index,
+                    tool=ref.name,
+                    message="; ".join(st.problems),
+                    expected={"name": ref.name, "arguments": ref.arguments},
+                )
             )
     for step_index, _stage, message in extra_writes:
-        evidence.append(Evidence(kind="extra_write", step=step_index, message=message))
+        evidence.append(Evidence(kind="extra_write", step=step_index, tool=ctx.steps[step_index].step.name, message=message))
 
     stages = [st.stage for st in status if st.stage is not None] + [s for _, s, _ in extra_writes]
     if state_mismatch and not stages:

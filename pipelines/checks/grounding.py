@@ -12,15 +12,25 @@ decides). There is no deterministic 'ungrounded': absence of a string is not pro
 
 from __future__ import annotations
 
-from judge import Check, Outcome, StageResult
+from collections.abc import Mapping
+
+from judge import Check, DecidedBy, Outcome, StageResult
 from pipelines.checks._context import TurnContext
+from pipelines.checks._waterfall import CheckOutcome
 from pipelines.matching import numbers_in, value_in_text
 
 
 class GroundingCheck:
     check = Check.GROUNDING
+    depends_on: tuple[Check, ...] = (Check.ANSWER, Check.CALLS)
 
-    def run(self, ctx: TurnContext, answer: StageResult, calls_satisfied: bool) -> StageResult:
+    def run(self, ctx: TurnContext, decided: Mapping[Check, StageResult]) -> CheckOutcome:
+        calls = decided[Check.CALLS]
+        # "all reference calls satisfied" grounds an answer only when a rule, not a judge, said so
+        calls_satisfied = calls.outcome == Outcome.MATCH and calls.decided_by == DecidedBy.DETERMINISTIC
+        return CheckOutcome(self._result(ctx, decided[Check.ANSWER], calls_satisfied))
+
+    def _result(self, ctx: TurnContext, answer: StageResult, calls_satisfied: bool) -> StageResult:
         if answer.outcome in (Outcome.SKIPPED, Outcome.MISMATCH):
             return StageResult(check=self.check, outcome=Outcome.SKIPPED, reason="no correct answer to ground")
         if not ctx.turn.reference_calls and not ctx.steps:

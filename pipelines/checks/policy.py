@@ -15,10 +15,12 @@ A policy with plain text only cannot be checked by a machine -> inconclusive (po
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from judge import Check, Evidence, FailureStage, Outcome, Policy, StageResult, pattern_search
 from pipelines.checks._context import TurnContext
+from pipelines.checks._waterfall import CheckOutcome
 from pipelines.matching import values_equal
 
 
@@ -30,13 +32,13 @@ def policy_violations(ctx: TurnContext, policy: Policy) -> list[Evidence]:
         step, i = view.step, view.index
         name = step.name
         if policy.allowed_tools is not None and name not in policy.allowed_tools:
-            found.append(Evidence(kind="policy_violation", step=i, message=f"tool {name!r} is not in the allowed tools", actual=name))
+            found.append(Evidence(kind="policy_violation", step=i, tool=name, message=f"tool {name!r} is not in the allowed tools", actual=name))
         if name in policy.forbidden_tools:
-            found.append(Evidence(kind="policy_violation", step=i, message=f"tool {name!r} is forbidden", actual=name))
+            found.append(Evidence(kind="policy_violation", step=i, tool=name, message=f"tool {name!r} is forbidden", actual=name))
         if policy.max_calls is not None and ctx.calls_before + i + 1 == policy.max_calls + 1:
-            found.append(Evidence(kind="policy_violation", step=i, message=f"call {ctx.calls_before + i + 1} exceeds max_calls={policy.max_calls}"))
+            found.append(Evidence(kind="policy_violation", step=i, tool=name, message=f"call {ctx.calls_before + i + 1} exceeds max_calls={policy.max_calls}"))
         if policy.read_only and task.is_write(name):
-            found.append(Evidence(kind="policy_violation", step=i, message=f"write tool {name!r} called under a read-only policy", actual=name))
+            found.append(Evidence(kind="policy_violation", step=i, tool=name, message=f"write tool {name!r} called under a read-only policy", actual=name))
         for ban in policy.forbidden_arguments:
             if ban.tool not in ("*", name) or ban.argument not in step.arguments:
                 continue
@@ -45,7 +47,7 @@ def policy_violations(ctx: TurnContext, policy: Policy) -> list[Evidence]:
             if not hit and ban.pattern is not None:
                 hit = pattern_search(ban.pattern, _as_text(value))
             if hit:
-                found.append(Evidence(kind="policy_violation", step=i, message=f"forbidden value for {name}.{ban.argument}", actual=value))
+                found.append(Evidence(kind="policy_violation", step=i, tool=name, message=f"forbidden value for {name}.{ban.argument}", actual=value))
         for rule in source_rules:
             spec = task.tool(name)
             source = spec.source if spec is not None and spec.source else name
@@ -54,6 +56,7 @@ def policy_violations(ctx: TurnContext, policy: Policy) -> list[Evidence]:
                     Evidence(
                         kind="policy_violation",
                         step=i,
+                        tool=name,
                         message=f"source {source!r} of {name!r} not allowed in turn {ctx.turn.turn_id} (allowed: {rule.allowed})",
                         actual=source,
                     )
@@ -67,8 +70,12 @@ def _as_text(value: Any) -> str:
 
 class PolicyCheck:
     check = Check.POLICY
+    depends_on: tuple[Check, ...] = ()
 
-    def run(self, ctx: TurnContext) -> StageResult:
+    def run(self, ctx: TurnContext, decided: Mapping[Check, StageResult]) -> CheckOutcome:
+        return CheckOutcome(self._result(ctx))
+
+    def _result(self, ctx: TurnContext) -> StageResult:
         policy = ctx.task.policy
         if policy is None:
             return StageResult(check=self.check, outcome=Outcome.SKIPPED, reason="no policy")

@@ -17,6 +17,7 @@ import typer
 from pipelines.cli import calibrate as _calibrate
 from pipelines.cli import grade as _grade
 from pipelines.cli import report as _report
+from pipelines.cli import run as _run
 from pipelines.cli import schema as _schema
 from pipelines.cli._common import EXIT_INPUT_ERROR, EXIT_INTERNAL, EXIT_JUDGE_CONFIG, EXIT_USAGE, console
 from pipelines.cli.env import env_app
@@ -27,6 +28,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 app.command()(_grade.grade)
 app.command()(_grade.demo)
 app.command()(_report.report)
+app.command()(_run.run)
 app.command()(_calibrate.calibrate)
 app.command()(_schema.schema)
 app.add_typer(env_app, name="env", help="Executable environments: list, show tools, serve over MCP.")

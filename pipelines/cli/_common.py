@@ -31,6 +31,10 @@ MaxCostOpt = Annotated[Optional[float], typer.Option("--max-cost", help="Stop la
 VoteOpt = Annotated[Optional[str], typer.Option("--vote", help="Panel rule: majority | unanimous | weighted.")]
 WeightsOpt = Annotated[Optional[Path], typer.Option("--weights", help="Vote weights written by `judge calibrate`.")]
 TieOpt = Annotated[Optional[str], typer.Option("--tie-breaker", help="Judge (provider:model) that breaks panel ties.")]
+MinVotesOpt = Annotated[
+    Optional[int],
+    typer.Option("--min-votes", min=1, help="Counted (non-abstaining) judge votes needed to decide; fewer: unresolved. Default: a majority of the panel."),
+]
 ReplayOpt = Annotated[bool, typer.Option("--replay/--no-replay", help="Re-execute calls in the task's environment when it has one.")]
 
 
@@ -45,6 +49,7 @@ def build_escalator(
     weights: Path | None,
     tie_breaker: str | None,
     rubrics: Mapping[str, Any] | None = None,
+    min_votes: int | None = None,
 ) -> Escalator | None:
     """The judge panel the options describe, or None when no judge is configured (exit 4 if invalid).
     ``rubrics``: the table from ``--rubrics`` (``pipelines.cli.rubrics.load_rubric_table``); None: built-ins."""
@@ -62,6 +67,7 @@ def build_escalator(
         "rule": vote,
         "weights_path": weights,
         "tie_breaker": tie_breaker,
+        "min_votes": min_votes,
     }
     try:
         settings = JudgeSettings(**{k: v for k, v in fields.items() if v is not None})

@@ -18,6 +18,7 @@ from pipelines.cli._common import (
     JudgeConfigOpt,
     JudgeOpt,
     MaxCostOpt,
+    MinVotesOpt,
     NoCacheOpt,
     OfflineOpt,
     ReplayOpt,
@@ -162,6 +163,7 @@ def grade(
     vote: VoteOpt = None,
     weights: WeightsOpt = None,
     tie_breaker: TieOpt = None,
+    min_votes: MinVotesOpt = None,
     replay: ReplayOpt = True,
     turns: Annotated[
         Optional[str],
@@ -170,7 +172,7 @@ def grade(
     strict: Annotated[bool, typer.Option("--strict", help="Fields the schema does not know are errors instead of warnings.")] = False,
     labels: Annotated[
         Optional[Path],
-        typer.Option(exists=True, dir_okay=False, help="Verdicts of another tool (JSONL {trajectory_id|task_id, label}): report agreement with them."),
+        typer.Option(exists=True, help="Verdicts of another tool (JSONL {trajectory_id|task_id, label}, or BFCL score files): report agreement with them."),
     ] = None,
     tool_specs: Annotated[
         Optional[Path], typer.Option(exists=True, dir_okay=False, help="Tool specs (a task's tools shape) for formats whose files carry none.")
@@ -199,7 +201,7 @@ def grade(
         out=out,
         on_error=on_error.value,
         config=grading,
-        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table),
+        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table, min_votes=min_votes),
         rubrics=rubric_table,
         replayer=build_replayer(replay),
         command=["judge", *sys.argv[1:]],
@@ -222,6 +224,7 @@ def demo(
     weights: WeightsOpt = None,
     tie_breaker: TieOpt = None,
     rubrics: RubricsOpt = None,
+    min_votes: MinVotesOpt = None,
 ) -> None:
     """Grade the bundled sample benchmark end to end (replay included) and print the breakdown."""
     from rich.table import Table
@@ -241,7 +244,7 @@ def demo(
         trajectories=sample / "trajectories.jsonl",
         out=out,
         config=grading,
-        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table),
+        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table, min_votes=min_votes),
         rubrics=rubric_table,
         replayer=build_replayer(True),
         command=["judge", *sys.argv[1:]],

@@ -1,13 +1,16 @@
 """Ingestion: streaming readers for every input format, with precise errors.
 
 Tasks come from the native, VAKRA or BFCL formats; trajectories from the native, OpenAI Chat
-Completions, Anthropic Messages or VAKRA formats. Files are JSONL, one JSON array, or a single
-JSON object. Every item becomes exactly one task / trajectory or one ``InputErrorInfo`` naming
-file, line and field path; nothing is silently dropped or overwritten.
+Completions, Anthropic Messages, VAKRA or BFCL result formats, and OpenTelemetry GenAI traces (read
+whole: OTLP JSON / JSONL, Langfuse exports). BFCL score files give BFCL's own verdicts as labels.
+Files are JSONL, one JSON array, or a single JSON object. Every item becomes exactly one task /
+trajectory or one ``InputErrorInfo`` naming file, line and field path; nothing is silently dropped
+or overwritten.
 """
 
 from pipelines.ingest._api import check_task, detect_task_format, detect_trajectory_format, iter_trajectories, load_tasks, read_trajectories
 from pipelines.ingest._base import Bundle, BundleFormat, Limits, Loaded, TaskSet
+from pipelines.ingest._bfcl_scores import BfclScoreLabels, read_bfcl_scores, sniff_bfcl_scores
 from pipelines.ingest._registry import TASK_FORMATS, TRAJECTORY_FORMATS
 from pipelines.ingest._schemas import export_json_schemas
 from pipelines.ingest._tool_specs import ToolSpecError, load_tool_specs, with_tool_specs
@@ -16,6 +19,7 @@ from pipelines.ingest._usage import UsageError
 __all__ = [
     "TASK_FORMATS",
     "TRAJECTORY_FORMATS",
+    "BfclScoreLabels",
     "Bundle",
     "BundleFormat",
     "Limits",
@@ -30,6 +34,8 @@ __all__ = [
     "iter_trajectories",
     "load_tasks",
     "load_tool_specs",
+    "read_bfcl_scores",
     "read_trajectories",
+    "sniff_bfcl_scores",
     "with_tool_specs",
 ]

@@ -5,10 +5,20 @@ Possible answer (the reference file): ``{id, ground_truth: [{func_name: {param: 
 
 - BFCL parameter types become JSON Schema (dict->object, float->number, tuple->array, any->{}),
   the original kept as ``"x-bfcl-type"`` in each converted schema (the matcher accepts an int for
-  a float parameter). Other types (Java / JavaScript categories) are ``unsupported``.
+  a top-level float parameter, not inside a list, and compares strings as BFCL standardises them).
+  Other types (Java / JavaScript categories) are ``unsupported``. A ``default`` is kept as
+  ``"x-bfcl-default"``: BFCL's checker never fills defaults (an omitted argument is missing unless
+  its possible answer lists ``""``), so the matcher must not either.
 - Each ground-truth entry is a ReferenceCall: ``arguments`` = the first acceptable non-"" value,
   ``argument_rules[p] = ArgumentRule(any_of=<all non-"" values>, optional=("" in values))``;
   ``[""]`` alone means the argument may only be omitted (absent, ``optional=True, any_of=[]``).
+  As in BFCL's checker: a parameter the schema requires is never optional (its ``""`` does not
+  excuse omission); for a string parameter (and a key of a dict answer) the ``""`` marker is also
+  an acceptable value (BFCL compares the standardised text, and ``""`` is among the answers).
+  An empty acceptable-value list constrains nothing, and a required non-string parameter whose
+  answer is ``[""]`` stays omittable; both are reported as warnings (BFCL's checker would fail every
+  output on them: a broken possible answer, not a model error).
+- Every task has ``extra_calls="forbid"``: BFCL counts calls exactly (a wrong number of calls fails).
 - Nested possible answers (dicts of acceptable-value lists, also inside lists) are expanded into
   concrete alternatives by cartesian product, at most 256 per parameter (beyond: ``unsupported``).
 - Parallel calls get no ``depends_on`` (order free); ``gold_answers=None`` (call-only task).
@@ -23,7 +33,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judge import ArgumentRule, InputErrorInfo, ReferenceCall, SourceRef, Task, TaskMetadata, ToolSpec, Turn, canonical_json
+from judge import ArgumentRule, InputErrorInfo, InputWarning, ReferenceCall, SourceRef, Task, TaskMetadata, ToolSpec, Turn, canonical_json
 from pipelines.ingest._base import ItemError, Limits, TaskCollector, TaskFormat, TaskSet, as_id, expect, short, validation_error
 from pipelines.ingest._join import index_by_id, object_or_error
 from pipelines.ingest._reader import read_items
@@ -58,6 +68,8 @@ def convert_schema(schema: Any, path: str) -> Any:
     """A BFCL parameter schema as JSON Schema, keeping the BFCL type under ``x-bfcl-type``."""
     expect(schema, dict, path, "a parameter schema")
     out = dict(schema)
+    if "default" in out:  # documentation only: BFCL's checker never fills defaults
+        out["x-bfcl-default"] = out.pop("default")
     if "type" in schema:
         kind = schema["type"]
         if kind not in _TYPES:
@@ -105,14 +117,15 @@ def _query(question: Any) -> str:
 
 
 def _expand(value: Any) -> list[Any]:
-    """Concrete alternatives of one acceptable value (nested dict answers expanded)."""
+    """Concrete alternatives of one acceptable value (nested dict answers expanded). A dict key
+    whose values include ``""`` may be omitted or given as ``""`` (BFCL's dict checker accepts both)."""
     if isinstance(value, dict) and value and all(isinstance(v, list) for v in value.values()):
         keys = list(value)
         options = []
         for key in keys:
             opts: list[Any] = []
             for alt in value[key]:
-                opts.extend([_OMIT] if alt == "" else _expand(alt))
+                opts.extend([_OMIT, ""] if alt == "" else _expand(alt))
             options.append(_dedupe(opts))
         return _product(options, lambda combo: {k: v for k, v in zip(keys, combo) if v is not _OMIT})
     if isinstance(value, list):
@@ -140,18 +153,24 @@ def _dedupe(values: list[Any]) -> list[Any]:
     return out
 
 
-def _reference_call(entry: Any, path: str) -> ReferenceCall:
+def _reference_call(entry: Any, path: str, tools: dict[str, dict[str, Any]], warnings: list[tuple[str, str, str]]) -> ReferenceCall:
     expect(entry, dict, path, "a ground-truth call")
     if len(entry) != 1:
         raise ItemError("invalid_field", f"a ground-truth call maps exactly one function name to its parameters, got {len(entry)} keys", path)
     ((name, params),) = entry.items()
     expect(params, dict, f"{path}.{name}", "the parameters")
+    schema = (tools.get(name) or {}).get("parameters") or {}
+    required = set(schema.get("required") or ())
+    properties = schema.get("properties") or {}
     arguments: dict[str, Any] = {}
     rules: dict[str, ArgumentRule] = {}
     for param, values in params.items():
         ppath = f"{path}.{name}.{param}"
         expect(values, list, ppath, "acceptable values")
-        optional = "" in values
+        if not values:
+            warnings.append(("empty_acceptable_values", "the possible answer lists no acceptable value; the argument is not checked", ppath))
+            rules[param] = ArgumentRule(any_value=True, optional=True)
+            continue
         alternatives: list[Any] = []
         try:
             for value in values:
@@ -162,23 +181,37 @@ def _reference_call(entry: Any, path: str) -> ReferenceCall:
                 raise _TooMany
         except _TooMany:
             raise ItemError("unsupported", f"acceptable values expand to more than {MAX_ALTERNATIVES} concrete alternatives", ppath) from None
-        if not alternatives and not optional:
-            raise ItemError("invalid_field", "no acceptable value", ppath)
+        omittable = "" in values
+        prop = properties.get(param)
+        bfcl_type = prop.get("x-bfcl-type") if isinstance(prop, dict) else None
         if alternatives:
             arguments[param] = alternatives[0]
+        if omittable and bfcl_type in ("string", "any"):
+            alternatives.append("")  # BFCL accepts the marker itself (standardised text "")
+        optional = omittable and not (param in required and alternatives)
+        if omittable and not alternatives and param in required:
+            warnings.append(
+                (
+                    "unsatisfiable_answer",
+                    "the schema requires this argument but its possible answer only allows omitting it "
+                    "(BFCL's checker fails every output); treated as omittable",
+                    ppath,
+                )
+            )
         rules[param] = ArgumentRule(any_of=alternatives, optional=optional)
     return ReferenceCall(name=name, arguments=arguments, argument_rules=rules)
 
 
-def build_task(question: dict[str, Any], answer: dict[str, Any]) -> Task:
-    """One Task from a question item and its possible answer (errors name fields of either)."""
+def build_task(question: dict[str, Any], answer: dict[str, Any], warnings: list[tuple[str, str, str]] | None = None) -> Task:
+    """One Task from a question item and its possible answer (errors name fields of either).
+    ``warnings`` collects (kind, message, field in the possible answer) of soft problems."""
     try:
-        return _build_task(question, answer)
+        return _build_task(question, answer, [] if warnings is None else warnings)
     except ValidationError as err:
         raise validation_error(err, note="converted task is invalid") from None
 
 
-def _build_task(question: dict[str, Any], answer: dict[str, Any]) -> Task:
+def _build_task(question: dict[str, Any], answer: dict[str, Any], warnings: list[tuple[str, str, str]]) -> Task:
     uid = _id(question)
     if any(k in question for k in ("initial_config", "involved_classes")):
         raise ItemError("unsupported", "multi-turn BFCL entries (initial_config / involved_classes) are not supported", "question")
@@ -188,8 +221,9 @@ def _build_task(question: dict[str, Any], answer: dict[str, Any]) -> Task:
     truth = answer.get("ground_truth")
     if not isinstance(truth, list) or not truth:
         raise ItemError("invalid_field", f"ground_truth must be a non-empty list, got {short(truth)}", "ground_truth", file="<reference>")
+    by_name = {t["name"]: t for t in tools}
     try:
-        calls = [_reference_call(entry, f"ground_truth[{i}]") for i, entry in enumerate(truth)]
+        calls = [_reference_call(entry, f"ground_truth[{i}]", by_name, warnings) for i, entry in enumerate(truth)]
     except ItemError as err:
         err.file = "<reference>"
         raise
@@ -198,6 +232,7 @@ def _build_task(question: dict[str, Any], answer: dict[str, Any]) -> Task:
         "turns": [Turn(turn_id="1", query=query, reference_calls=calls, gold_answers=None)],
         "tools": [ToolSpec.model_validate(t) for t in tools],
         "metadata": TaskMetadata(capability=category(uid), tags={"benchmark": "bfcl"}),
+        "extra_calls": "forbid",  # BFCL counts calls: a wrong number of calls fails
     }
     return Task.model_validate(data)
 
@@ -247,8 +282,9 @@ def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
             )
             continue
         answer.used = True
+        warnings: list[tuple[str, str, str]] = []
         try:
-            task = build_task(question, answer.value)
+            task = build_task(question, answer.value, warnings)
         except ItemError as err:
             if err.file == "<reference>":
                 err.file = None
@@ -258,6 +294,8 @@ def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
                 info = err.info(path, raw.line)
             collector.add_error(info, uid)
             continue
+        for kind, message, where in warnings:
+            collector.result.warnings.append(InputWarning(kind=kind, message=f"{message} (task {uid!r})", file=reference, line=answer.source.line, field=where))
         collector.add(task, source)
     for uid, entry in answers.items():
         if not entry.used:

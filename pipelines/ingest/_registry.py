@@ -8,17 +8,17 @@ file's first bytes and first object), then streaming formats (from the first obj
 
 from __future__ import annotations
 
-from pipelines.ingest import _anthropic, _bfcl, _inspect, _native, _openai, _tau2, _vakra
+from pipelines.ingest import _anthropic, _bfcl, _bfcl_results, _inspect, _native, _openai, _otel, _tau2, _vakra
 from pipelines.ingest._base import BundleFormat, TaskFormat, TrajectoryFormat
 from pipelines.ingest._usage import UsageError
 
 TASK_REGISTRY: dict[str, TaskFormat] = {f.name: f for f in (_native.TASKS, _vakra.TASKS, _bfcl.TASKS)}
 TRAJECTORY_REGISTRY: dict[str, TrajectoryFormat] = {
-    f.name: f for f in (_native.TRAJECTORIES, _openai.TRAJECTORIES, _anthropic.TRAJECTORIES, _vakra.TRAJECTORIES)
+    f.name: f for f in (_native.TRAJECTORIES, _openai.TRAJECTORIES, _anthropic.TRAJECTORIES, _vakra.TRAJECTORIES, _bfcl_results.TRAJECTORIES)
 }
-BUNDLE_REGISTRY: dict[str, BundleFormat] = {f.name: f for f in (_tau2.BUNDLE, _inspect.BUNDLE)}
+BUNDLE_REGISTRY: dict[str, BundleFormat] = {f.name: f for f in (_tau2.BUNDLE, _inspect.BUNDLE, _otel.BUNDLE)}
 # detection order: the most specific signatures first (anthropic before the openai fallback)
-_TRAJECTORY_DETECTION = ("native", "vakra", "anthropic", "openai")
+_TRAJECTORY_DETECTION = ("native", "vakra", "bfcl", "anthropic", "openai")
 
 TASK_FORMATS: tuple[str, ...] = tuple(TASK_REGISTRY)
 TRAJECTORY_FORMATS: tuple[str, ...] = (*TRAJECTORY_REGISTRY, *BUNDLE_REGISTRY)

@@ -7,6 +7,11 @@ strings BFCL-normalised unless exact; ISO dates as dates; lists ordered unless t
 says unordered (then as multisets, by optimal assignment); objects key by key, where keys the
 reference does not mention are ignored when extra keys are allowed (``extra_arguments="allow"``).
 
+Schemas converted from BFCL (they carry ``x-bfcl-type``) follow BFCL's checker: an int stands for
+a ``float`` only at the argument's top level (BFCL converts it there; an int item of a float list
+is its nested type error), an int never stands for a BFCL ``integer``'s float, and strings compare
+by BFCL's standardised text only (no date reading).
+
 Invariant: ``values_equal(a, b) == values_equal(b, a)``. The type check is symmetric too: a value
 passes it when it fits the schema type *or* has the same JSON type as the other side (BFCL's
 "variable" rule: a reference may hold a string where the schema says integer).
@@ -67,10 +72,12 @@ class _Opts:
     unordered: bool | None = None  # applies to the top-level list only; nested lists follow their schema
     exact: bool = False
     extra_keys: bool = False  # keys of the agent's objects that the reference does not mention are ignored
+    depth: int = 0  # 0: the argument itself; nested values are deeper
+    array_item: bool = False  # a direct item of the argument's top-level list (BFCL's nested type check)
 
-    def nested(self) -> _Opts:
+    def nested(self, *, array_item: bool = False) -> _Opts:
         """Options for values inside a list or object: ``unordered`` applies to the top level only."""
-        return _Opts(self.tolerance, self.relative_tolerance, None, self.exact, self.extra_keys)
+        return _Opts(self.tolerance, self.relative_tolerance, None, self.exact, self.extra_keys, self.depth + 1, array_item)
 
 
 @dataclass(frozen=True)
@@ -130,10 +137,10 @@ def _declared_types(schema: dict | None) -> set[str]:
     declared = schema.get("type")
     names = [declared] if isinstance(declared, str) else declared if isinstance(declared, list) else []
     types = {_TYPE_ALIASES.get(t, t) for t in names if isinstance(t, str)}
-    return set() if None in types else {t for t in types if t is not None}
+    return set() if None in types else {t for t in types if t is not None}  # "any" constrains nothing
 
 
-def _fits(value: Any, schema: dict | None) -> bool:
+def _fits(value: Any, schema: dict | None, array_item: bool = False) -> bool:
     """Does ``value`` have a JSON type the schema allows? No declared type: anything fits."""
     declared = _declared_types(schema)
     if not declared:
@@ -142,7 +149,8 @@ def _fits(value: Any, schema: dict | None) -> bool:
     if kind in declared:
         return True
     if kind == "integer" and "number" in declared:
-        return True  # BFCL's int-for-float; JSON Schema's integers are numbers
+        # JSON Schema's integers are numbers; BFCL converts an int to float only at the top level
+        return not (array_item and (schema or {}).get("x-bfcl-type") == "float")
     if kind == "number" and "integer" in declared:
         # JSON Schema counts 3.0 as an integer; BFCL's Python checker does not.
         strict = (schema or {}).get("x-bfcl-type") == "integer"
@@ -150,12 +158,12 @@ def _fits(value: Any, schema: dict | None) -> bool:
     return False
 
 
-def _type_diff(a: Any, b: Any, schema: dict | None, path: str) -> _Diff | None:
+def _type_diff(a: Any, b: Any, schema: dict | None, path: str, array_item: bool = False) -> _Diff | None:
     if _kind(a) == _kind(b):
         return None
     want = "/".join(sorted(_declared_types(schema)))
     for value in (b, a):
-        if not _fits(value, schema):
+        if not _fits(value, schema, array_item):
             return _Diff(path, _show(a), _show(b), f"type: the schema wants {want}, not {_kind(value)} {_show(value, 30)}")
     return None
 
@@ -217,6 +225,8 @@ def _string_diff(a: str, b: str, schema: dict | None, opts: _Opts, path: str) ->
     fmt = schema.get("format")
     if opts.exact or schema.get("x-exact") is True or fmt in _EXACT_FORMATS:
         return None if a == b else _Diff(path, _show(a), _show(b), "compared verbatim")
+    if "x-bfcl-type" in schema:  # BFCL's checker: standardised text, dates included
+        return None if bfcl_normalize(a) == bfcl_normalize(b) else _Diff(path, _show(a), _show(b))
     if fmt in _DATE_FORMATS or _ISO_DATE.match(a.strip()) or _ISO_DATE.match(b.strip()):
         wa, wb = _parse_when(a), _parse_when(b)
         if wa is not None and wb is not None:
@@ -260,7 +270,7 @@ def _property_schema(schema: dict | None, key: str) -> dict | None:
 
 def _list_diff(a: list, b: list, schema: dict | None, opts: _Opts, path: str) -> _Diff | None:
     item_schema = _items_schema(schema)
-    inner = opts.nested()
+    inner = opts.nested(array_item=opts.depth == 0)
     if not _unordered_for(schema, opts.unordered):
         if len(a) != len(b):
             return _Diff(path, _count(len(a)), _count(len(b)), f"{_show(a)} vs {_show(b)}")
@@ -300,7 +310,7 @@ def _dict_diff(a: dict, b: dict, schema: dict | None, opts: _Opts, path: str) ->
 
 def _diff(a: Any, b: Any, schema: dict | None, opts: _Opts, path: str) -> _Diff | None:
     """None when ``a`` and ``b`` are equal under the schema and options; else why not."""
-    type_diff = _type_diff(a, b, schema, path)
+    type_diff = _type_diff(a, b, schema, path, opts.array_item)
     if type_diff is not None:
         return type_diff
     if _is_number(a) and _is_number(b):

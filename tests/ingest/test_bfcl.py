@@ -43,7 +43,8 @@ def test_types_become_json_schema_keeping_the_bfcl_type(bfcl):
 def test_acceptable_values_become_argument_rules(bfcl):
     (call,) = bfcl.tasks["simple_0"].turns[0].reference_calls
     assert call.arguments == {"base": 10, "height": 5, "unit": "units"}
-    assert call.argument_rules["unit"] == ArgumentRule(any_of=["units"], optional=True)
+    # BFCL's checker accepts the omission marker "" itself for a string parameter
+    assert call.argument_rules["unit"] == ArgumentRule(any_of=["units", ""], optional=True)
     assert call.argument_rules["base"] == ArgumentRule(any_of=[10], optional=False)
     (curve,) = bfcl.tasks["simple_13"].turns[0].reference_calls
     assert curve.arguments["interval"] == [1.0, 3.0]  # a list value is one alternative, not three
@@ -79,8 +80,10 @@ def test_nested_dict_expansion_by_cartesian_product(fixtures, write_jsonl):
     assert call.argument_rules["population"].any_of == [
         {"adults": 2, "children": 2, "singles": 0},
         {"adults": 2, "singles": 0},  # "" inside a nested answer: the key may be left out
+        {"adults": 2, "children": "", "singles": 0},  # ... or given as "" (BFCL's dict checker accepts it)
         {"adults": 3, "children": 2, "singles": 0},
         {"adults": 3, "singles": 0},
+        {"adults": 3, "children": "", "singles": 0},
     ]
     assert call.arguments["population"] == {"adults": 2, "children": 2, "singles": 0}
 
@@ -140,3 +143,43 @@ def test_category_from_id():
     assert category("simple_3") == "simple"
     assert category("parallel_multiple_12") == "parallel_multiple"
     assert category("live_simple_0-0-0") == "live_simple"
+
+
+# ---------------------------------------------------------------- BFCL checker alignment
+
+
+def test_bfcl_tasks_count_calls_exactly(bfcl):
+    assert {t.extra_calls for t in bfcl.tasks.values()} == {"forbid"}
+
+
+def test_schema_defaults_are_documentation_only(fixtures, write_jsonl):
+    """BFCL's checker never fills a default: an omitted argument is missing unless "" allows it."""
+    questions = _lines(fixtures / "bfcl_questions.jsonl")[:1]
+    questions[0]["function"][0]["parameters"]["properties"]["unit"]["default"] = "units"
+    tasks = load_tasks(write_jsonl("q.jsonl", questions), fmt="bfcl", reference=fixtures / "bfcl_possible_answers.jsonl")
+    unit = tasks.tasks["simple_0"].tool("calculate_triangle_area").param_schema("unit")
+    assert "default" not in unit and unit["x-bfcl-default"] == "units"
+
+
+def test_required_parameter_is_never_optional(fixtures, write_jsonl):
+    """BFCL checks the schema's required list before the possible answer's "" marker."""
+    answers = [{"id": "simple_0", "ground_truth": [{"calculate_triangle_area": {"base": [10, ""], "height": [5], "unit": ["units", ""]}}]}]
+    questions = _lines(fixtures / "bfcl_questions.jsonl")[:1]
+    tasks = load_tasks(write_jsonl("q.jsonl", questions), fmt="bfcl", reference=write_jsonl("a.jsonl", answers))
+    rules = tasks.tasks["simple_0"].turns[0].reference_calls[0].argument_rules
+    assert rules["base"] == ArgumentRule(any_of=[10], optional=False)  # required by the schema
+    assert rules["unit"].optional  # not required: "" lets it be omitted
+    assert not tasks.warnings
+
+
+def test_empty_acceptable_values_is_a_warning_not_an_error(fixtures, write_jsonl):
+    answers = [{"id": "simple_0", "ground_truth": [{"calculate_triangle_area": {"base": [10], "height": [], "unit": ["units", ""]}}]}]
+    questions = _lines(fixtures / "bfcl_questions.jsonl")[:1]
+    apath = write_jsonl("a.jsonl", answers)
+    tasks = load_tasks(write_jsonl("q.jsonl", questions), fmt="bfcl", reference=apath)
+    assert not tasks.errors
+    rule = tasks.tasks["simple_0"].turns[0].reference_calls[0].argument_rules["height"]
+    assert rule.any_value and rule.optional
+    (warning,) = tasks.warnings
+    assert (warning.kind, warning.file, warning.line) == ("empty_acceptable_values", str(apath), 1)
+    assert warning.field == "ground_truth[0].calculate_triangle_area.height" and "simple_0" in warning.message

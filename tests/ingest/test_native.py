@@ -27,7 +27,7 @@ DOCS_SCHEMAS = FIXTURES.parents[2] / "docs" / "schemas"
 def test_registry_names():
     assert TASK_FORMATS == ("native", "vakra", "bfcl")
     assert TRAJECTORY_FORMATS[:4] == ("native", "openai", "anthropic", "vakra")  # streaming formats, then bundles
-    assert {"tau2", "inspect"} <= set(TRAJECTORY_FORMATS[4:])
+    assert "bfcl" in TRAJECTORY_FORMATS and {"tau2", "inspect", "otel"} <= set(TRAJECTORY_FORMATS)
 
 
 @pytest.mark.parametrize(

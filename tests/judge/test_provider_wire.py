@@ -6,7 +6,7 @@ import pytest
 
 from judge import Outcome
 from tests.judge.helpers import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, SleepRecorder, answer_request, decide, make_panel
-from tests.servers import Delay, MalformedArguments, MalformedBody, NoToolCall, Refusal, Reply, Status
+from tests.servers import Delay, MalformedArguments, MalformedBody, NoToolCall, Refusal, Reply, Sparse, Status
 
 WIRES = [("openai:judge-a", "/v1/chat/completions"), ("anthropic:judge-b", "/v1/messages")]
 
@@ -140,3 +140,11 @@ async def test_configured_base_url_and_key_env_win(server, tmp_path, monkeypatch
     [d] = await decide(make_panel(tmp_path, ["vllm:qwen"], config=config), [answer_request()])
     assert d.label == "correct" and d.votes[0].judge == "vllm:qwen"
     assert server.requests[0].headers["authorization"] == "Bearer local-key"
+
+
+async def test_openai_compatible_server_leaving_out_fields_still_answers(server, tmp_path):
+    server.set_default("judge-a", Sparse(Reply("missing", rationale="sparse server")))
+    [d] = await decide(make_panel(tmp_path, ["openai:judge-a"]), [answer_request()])
+    [vote] = d.votes
+    assert (vote.label, vote.rationale, vote.model_version) == ("missing", "sparse server", "judge-a-2026-01-01")
+    assert (vote.input_tokens, vote.output_tokens) == (0, 0)  # no usage sent: none counted

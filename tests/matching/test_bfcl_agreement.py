@@ -1,26 +1,28 @@
-"""Our argument matching agrees with BFCL's AST checker wherever both implement the same rules.
+"""Our BFCL ingestion + call matching agree with BFCL's AST checker wherever both implement the same rules.
 
-Hypothesis generates a BFCL function schema, a BFCL possible answer and a model call; the possible
-answer is converted into our ``ReferenceCall``/``ArgumentRule`` the way BFCL ingestion does, and
-``compare_argument`` plus the name-level rules must give the same pass/fail as the re-implemented
-reference checker (``bfcl_reference_checker``).
+Hypothesis generates a BFCL function schema, a BFCL possible answer and a model call. The question
+and possible answer go through our real BFCL task reader (``pipelines.ingest._bfcl.build_task``)
+and the call through ``diff_call`` (name rules) and ``compare_argument`` (values), exactly as
+grading runs them; the verdict must equal the re-implemented reference checker's
+(``bfcl_reference_checker``).
+
+Rules aligned with BFCL on purpose (and so generated): an int for a top-level float but not inside a
+float list; a float never for an integer; schema defaults never filled; a schema-required parameter
+never excused by ``""``; the ``""`` marker itself accepted for an omittable string parameter or dict
+key; strings compared as BFCL standardises them (date-like text included).
 
 Deliberate differences, kept out of the generated space (our rule is the documented one):
-- dates: we compare ISO-date strings as dates, BFCL as normalised text -> generated strings have
-  no digits;
 - tolerances, unordered lists, exact strings: BFCL has none -> never set;
-- an explicit ``""`` (or any string that normalises to ``""``) for an omittable parameter or dict
-  key: BFCL accepts it (``""`` is its omission marker), we require omission -> model strings
-  always contain a letter;
-- BFCL converts int -> float only at the top level; inside lists it is a type error (unless the
-  parameter is omittable, where the nested check passes vacuously); we accept 3 for 3.0 anywhere
-  -> list elements are generated with exactly their item type;
+- an int item of a float list for an *omittable* parameter: BFCL's nested type check passes
+  vacuously there (it iterates the ``""`` marker), we keep it a type error -> not generated;
 - inside dicts BFCL compares with ``in`` (so ``True == 1``), we never equate booleans and numbers
   -> no booleans inside dicts;
 - a tuple for an ``array`` parameter is a BFCL type error; we treat tuples as lists -> tuples
   only for ``tuple`` parameters;
 - BFCL's "variable" possible answers (a string for an integer parameter) -> possible answers
   always have the declared type;
+- a schema-required non-string parameter whose possible answer is only ``[""]``: no output passes
+  BFCL's checker; we read it as omittable (with a warning: a broken answer) -> excluded;
 - lists of dicts (BFCL accepts an empty list for an omittable one) -> not generated;
 - likewise an empty list for any omittable list parameter: BFCL's list checker iterates the
   omission marker ``""`` as an empty list and accepts ``[]``; we require omission -> excluded.
@@ -28,91 +30,43 @@ Deliberate differences, kept out of the generated space (our rule is the documen
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from judge import ArgumentRule, ReferenceCall
-from pipelines.matching import MISSING, compare_argument
+from judge import Step
+from pipelines.checks._diff import diff_call
+from pipelines.ingest._bfcl import build_task
 from tests.matching import bfcl_reference_checker as bfcl
 
 SCALARS = ("string", "integer", "float", "boolean")
 ITEM_TYPES = ("string", "integer", "float")
 
-# ---------------------------------------------------------------- conversion (BFCL -> ours)
+# ---------------------------------------------------------------- ours: the real ingestion and matcher
 
 
-def json_schema(bfcl_param: dict, *, strict_numbers: bool = True) -> dict:
-    """A BFCL parameter description as the JSON Schema our tool specs carry (``x-bfcl-type``
-    keeps BFCL's own type where JSON Schema has none: float, tuple, dict, BFCL-strict integer)."""
-    kind = bfcl_param["type"]
-    if kind == "string":
-        return {"type": "string"}
-    if kind == "boolean":
-        return {"type": "boolean"}
-    if kind == "integer":
-        return {"type": "integer", "x-bfcl-type": "integer"} if strict_numbers else {"type": "integer"}
-    if kind == "float":
-        return {"type": "number", "x-bfcl-type": "float"}
-    if kind in ("array", "tuple"):
-        schema = {"type": "array", "items": json_schema(bfcl_param["items"])}
-        if kind == "tuple":
-            schema["x-bfcl-type"] = "tuple"
-        return schema
-    if kind == "dict":
-        # BFCL type-checks nothing inside a dict (values compared with ``in``): plain JSON Schema.
-        props = {k: json_schema(v, strict_numbers=False) for k, v in bfcl_param["properties"].items()}
-        return {"type": "object", "x-bfcl-type": "dict", "properties": props}
-    raise AssertionError(kind)
+def as_task(func: dict, possible: dict):
+    """The BFCL question + possible answer as our task, through the real BFCL reader."""
+    question = {"id": "simple_0", "question": [[{"role": "user", "content": "q"}]], "function": [func]}
+    return build_task(question, {"id": "simple_0", "ground_truth": [{func["name"]: possible}]})
 
 
-_OMIT = object()
-
-
-def _expand_dict_answer(answer: dict) -> list[dict]:
-    """A BFCL dict possible answer ``{key: [values, maybe ""]}`` as the concrete dicts it accepts."""
-    keys = sorted(answer)
-    choices = [[v for v in answer[k] if v != ""] + ([_OMIT] if "" in answer[k] else []) for k in keys]
-    return [{k: v for k, v in zip(keys, combo, strict=True) if v is not _OMIT} for combo in itertools.product(*choices)]
-
-
-def to_reference(func: dict, possible: dict) -> ReferenceCall:
-    """BFCL ingestion: first non-"" value -> argument, any_of = all non-"" values, optional = ""
-    present, ``[""]`` only -> absent + optional + any_of=[]; dict answers expanded to concrete dicts."""
-    arguments: dict[str, Any] = {}
-    rules: dict[str, ArgumentRule] = {}
-    props = func["parameters"]["properties"]
-    for param, values in possible.items():
-        accepted = [v for v in values if v != ""]
-        if props.get(param, {}).get("type") == "dict":
-            accepted = [d for answer in accepted for d in _expand_dict_answer(answer)]
-        if accepted:
-            arguments[param] = accepted[0]
-        rules[param] = ArgumentRule(any_of=accepted, optional="" in values)
-    return ReferenceCall(name=func["name"], arguments=arguments, argument_rules=rules)
-
-
-def ours_valid(func: dict, call: dict, reference: ReferenceCall) -> bool:
-    """Name-level rules (as the checks stage applies them) + ``compare_argument`` per parameter."""
-    props = func["parameters"]["properties"]
-    if any(p not in call for p in func["parameters"]["required"]):
-        return False  # missing required
-    if any(p not in props or p not in reference.argument_rules for p in call):
-        return False  # unexpected parameter
-    for param, rule in reference.argument_rules.items():
-        expected = reference.arguments.get(param, MISSING)
-        if not compare_argument(expected, call.get(param, MISSING), rule, json_schema(props[param])).ok:
-            return False
-    return True
+def ours_valid(func: dict, call: dict, possible: dict) -> bool:
+    task = as_task(func, possible)
+    (reference,) = task.turns[0].reference_calls
+    return diff_call(reference, Step(name=func["name"], arguments=call, status="unknown"), task.tool(func["name"])).matches
 
 
 # ---------------------------------------------------------------- generation
 
 _LETTERS = "abcAB"
 _NOISE = " ,./-_*^"
-words = st.text(alphabet=_LETTERS + " ,.-_'\"x", min_size=1, max_size=6).filter(lambda s: any(c.isalpha() for c in s))
+_DATES = ["2024-01-05", "2024-1-5", "2024-01-05T00:00:00", "January 5, 2024", "05/01/2024"]
+words = st.one_of(
+    st.text(alphabet=_LETTERS + "12 ,.-_'\"x", min_size=1, max_size=6).filter(lambda s: any(c.isalnum() for c in s)),
+    st.sampled_from(_DATES),  # date-like text: BFCL compares it as text, so do we on BFCL schemas
+)
 small_floats = st.sampled_from([0.5, 1.0, 2.5, -1.5, 3.0, 0.25])
 small_ints = st.integers(-3, 3)
 
@@ -139,7 +93,10 @@ def bfcl_param(draw) -> dict:
     if kind == "dict":
         keys = draw(st.lists(st.sampled_from("klm"), min_size=1, max_size=3, unique=True))
         return {"type": "dict", "properties": {k: {"type": draw(st.sampled_from(ITEM_TYPES))} for k in keys}}
-    return {"type": kind}
+    param: dict[str, Any] = {"type": kind}
+    if draw(st.integers(0, 3)) == 0:
+        param["default"] = draw(value_of(kind))  # documentation to BFCL: never filled in
+    return param
 
 
 @st.composite
@@ -183,12 +140,16 @@ def model_value(draw, param: dict, accepted: list) -> Any:
     usable = [v for v in accepted if v != ""]
     if mode == "wrong_type":
         return draw(st.sampled_from(WRONG_TYPES))
+    if kind == "string" and draw(st.integers(0, 5)) == 0:
+        return draw(st.sampled_from(["", " ", "-_", "x"]))  # the "" marker, spelt in ways BFCL standardises to it
     if kind == "dict":
         if mode == "accepted" and usable:
             answer = draw(st.sampled_from(usable))
             value = {}
             for key, vals in answer.items():
                 if "" in vals and draw(st.booleans()):
+                    if draw(st.booleans()):
+                        value[key] = ""  # the marker given explicitly
                     continue
                 value[key] = draw(st.sampled_from([v for v in vals if v != ""]))
         else:
@@ -205,6 +166,8 @@ def model_value(draw, param: dict, accepted: list) -> Any:
         return float(value)  # a float for an integer: BFCL type error
     if kind in ("array", "tuple"):
         value = [perturb_string(draw, v) if isinstance(v, str) else v for v in value]
+        if param["items"]["type"] == "float" and draw(st.booleans()):
+            value = [int(v) if isinstance(v, float) and v == int(v) else v for v in value]  # ints in a float list
         if kind == "tuple" and draw(st.booleans()):
             return tuple(value)
     return value
@@ -231,10 +194,20 @@ def bfcl_case(draw) -> tuple[dict, dict, dict]:
 @given(bfcl_case())
 def test_agrees_with_bfcl_reference_checker(case):
     func, model_output, possible_answer = case
-    assume(not any(v in ([], ()) and "" in possible_answer["f"].get(p, []) for p, v in model_output["f"].items()))
+    possible, call, props = possible_answer["f"], model_output["f"], func["parameters"]["properties"]
+    assume(not any(v in ([], ()) and "" in possible.get(p, []) for p, v in call.items()))
+    assume(not any(_int_in_float_list(props.get(p), v) and "" in possible.get(p, []) for p, v in call.items()))
+    required = func["parameters"]["required"]
+    assume(not any(possible.get(p) == [""] and props[p]["type"] != "string" for p in required))
     theirs = bfcl.simple_function_checker(func, model_output, possible_answer)
-    ours = ours_valid(func, model_output["f"], to_reference(func, possible_answer["f"]))
+    ours = ours_valid(func, call, possible)
     assert ours == theirs.valid, (theirs.error_type, theirs.errors)
+
+
+def _int_in_float_list(param: dict | None, value: Any) -> bool:
+    if not param or param.get("type") not in ("array", "tuple") or param["items"]["type"] != "float":
+        return False
+    return isinstance(value, (list, tuple)) and any(type(v) is int for v in value)
 
 
 # ---------------------------------------------------------------- the oracle itself
@@ -268,15 +241,23 @@ def test_reference_checker_on_known_bfcl_cases():
     assert bfcl.standardize("it's") == 'it"s'
 
 
-def test_conversion_of_possible_answers():
-    func = {"name": "f", "parameters": {"type": "dict", "properties": {
-        "a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "dict", "properties": {"k": {"type": "integer"}}},
-    }, "required": []}}  # fmt: skip
-    ref = to_reference(func, {"a": [1, 2, ""], "b": [""], "c": [{"k": [1, ""]}]})
-    assert ref.arguments == {"a": 1, "c": {"k": 1}}
-    assert ref.argument_rules["a"] == ArgumentRule(any_of=[1, 2], optional=True)
-    assert ref.argument_rules["b"] == ArgumentRule(any_of=[], optional=True)
-    assert ref.argument_rules["c"].any_of == [{"k": 1}, {}]
+def test_known_bfcl_verdicts_through_our_pipeline():
+    """Cases BFCL decides against a lenient reading, on the real sample's schemas (simple_5, simple_13)."""
+    quad = {"name": "solve_quadratic", "parameters": {"type": "dict", "properties": {
+        "a": {"type": "integer"}, "root_type": {"type": "string", "default": "all"},
+    }, "required": ["a"]}}  # fmt: skip
+    assert not ours_valid(quad, {"a": 3}, {"a": [3], "root_type": ["all"]})  # missing_optional: no default filling
+    assert ours_valid(quad, {"a": 3}, {"a": [3], "root_type": ["all", ""]})
+    assert ours_valid(quad, {"a": 3, "root_type": ""}, {"a": [3], "root_type": ["all", ""]})  # the marker itself
+    curve = {"name": "area", "parameters": {"type": "dict", "properties": {
+        "interval": {"type": "array", "items": {"type": "float"}}, "scale": {"type": "float"},
+    }, "required": ["interval"]}}  # fmt: skip
+    assert not ours_valid(curve, {"interval": [1, 3]}, {"interval": [[1.0, 3.0]]})  # type_error:nested
+    assert ours_valid(curve, {"interval": [1.0, 3.0], "scale": 2}, {"interval": [[1.0, 3.0]], "scale": [2.0]})  # top-level int ok
+    assert not ours_valid(curve, {"interval": [1.0, 3.0]}, {"interval": [[1.0, 3.0], ""], "scale": [2.0]})  # required, no default
+    when = {"name": "book", "parameters": {"type": "dict", "properties": {"date": {"type": "string"}}, "required": ["date"]}}
+    assert not ours_valid(when, {"date": "2024-01-05T00:00:00"}, {"date": ["2024-01-05"]})  # text, not dates
+    assert ours_valid(when, {"date": "2024/01/05"}, {"date": ["2024-01-05"]})  # standardised text
 
 
 def test_generated_space_reaches_both_outcomes():

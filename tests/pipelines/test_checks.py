@@ -291,3 +291,33 @@ def test_a_step_that_satisfied_another_reference_is_not_the_attempt_blamed():
     refs = [{"name": "get_medals", "arguments": {"athlete_id": 7}}, {"name": "get_medals", "arguments": {"athlete_id": 8}}]
     case = grade(task(refs), traj([call("get_medals", athlete_id=7), call("get_medals", athleteId=8)], answer="41"))
     assert verdict(case) == (VerdictLabel.FAIL, FailureStage.ARGUMENT_NAMES)
+
+
+# ---- the one check interface ---------------------------------------------------------------
+def test_checks_share_one_interface_and_run_in_dependency_order():
+    from pipelines.checks import WATERFALL, dependents, evaluation_order
+
+    assert [c.check for c in WATERFALL] == [Check.POLICY, Check.CALLS, Check.ANSWER, Check.GROUNDING]
+    assert [c.check for c in evaluation_order(WATERFALL)] == [Check.POLICY, Check.ANSWER, Check.CALLS, Check.GROUNDING]
+    assert dependents(WATERFALL, Check.ANSWER) == {Check.CALLS, Check.GROUNDING}
+    assert dependents(WATERFALL, Check.POLICY) == set()
+    case = grade(task([REF_MEDALS]), traj([call("get_medals", athlete_id=7)]))
+    ctx = case.turns[0].ctx
+    for c in WATERFALL:
+        outcome = c.run(ctx, case.turns[0].checks)
+        assert outcome.result.check == c.check  # same context in, same result type out
+
+
+def test_a_cyclic_dependency_is_refused():
+    from pipelines.checks import evaluation_order
+
+    class A:
+        check, depends_on = Check.POLICY, (Check.ANSWER,)
+
+    class B:
+        check, depends_on = Check.ANSWER, (Check.POLICY,)
+
+    import pytest
+
+    with pytest.raises(ValueError, match="cycle"):
+        evaluation_order([A(), B()])

@@ -257,3 +257,10 @@ def test_per_message_maps_by_turn_id_else_in_order():
     by_id = _dialogue({"turn_id": "q2", "steps": [call("get_medals", athlete_id=7)], "final_answer": "3"})
     case = grade(two_turns, by_id)
     assert case.turns[0].ctx.traj_turn is None and case.turns[1].ctx.traj_turn is not None
+
+
+def test_a_call_that_satisfied_another_reference_is_no_attempt_at_a_missing_one():
+    refs = [{"name": "get_medals", "arguments": {"athlete_id": 7}}, {"name": "get_medals", "arguments": {"athlete_id": 8}}]
+    case = grade(task(refs, gold=None, extra_calls="forbid"), traj([unknown("get_medals", athlete_id=7)], answer=None))
+    assert verdict(case) == (VerdictLabel.FAIL, FailureStage.TOOL_SELECTION)  # one call short: never made, not "wrong value"
+    assert "get_medals was never called" in case.turns[0].checks[Check.CALLS].reason

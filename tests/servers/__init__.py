@@ -8,7 +8,8 @@ from tests.servers.loopback import (
     NoToolCall,
     Refusal,
     Reply,
+    Sparse,
     Status,
 )
 
-__all__ = ["Delay", "LoopbackServer", "MalformedArguments", "MalformedBody", "NoToolCall", "Refusal", "Reply", "Status"]
+__all__ = ["Delay", "LoopbackServer", "MalformedArguments", "MalformedBody", "NoToolCall", "Refusal", "Reply", "Sparse", "Status"]

@@ -37,12 +37,23 @@ class Reply:
 
 
 @dataclass(frozen=True)
+class Sparse:
+    """``reply``, from a server that leaves out fields OpenAI always sends (``object``,
+    ``created``, ``usage``) and adds its own: as some OpenAI-compatible servers answer."""
+
+    reply: Reply
+
+
+@dataclass(frozen=True)
 class Status:
-    """An HTTP error status, optionally with a Retry-After header (seconds, as text)."""
+    """An HTTP error status, optionally with a Retry-After header (seconds, as text), the
+    provider's error code in the body (``insufficient_quota``) and an ``x-should-retry`` header."""
 
     code: int
     retry_after: str | None = None
     message: str = "scripted error"
+    error_code: str | None = None
+    should_retry: str | None = None
 
 
 @dataclass(frozen=True)
@@ -224,13 +235,27 @@ class _Handler(BaseHTTPRequestHandler):
             action = action.then if action.then is not None else Reply("correct")
         if isinstance(action, Status):
             headers = {"Retry-After": action.retry_after} if action.retry_after is not None else {}
-            err = {"type": "error", "error": {"type": "scripted", "message": action.message}}
-            self._send(action.code, err, headers)
+            if action.should_retry is not None:
+                headers["x-should-retry"] = action.should_retry
+            error: dict[str, Any] = {"type": "scripted", "message": action.message}
+            if action.error_code is not None:
+                error["code"] = action.error_code
+            self._send(action.code, {"type": "error", "error": error}, headers)
             return
         if isinstance(action, MalformedBody):
             self._send_raw(200, b'{"id": "broken", "choices": [', "application/json")
             return
         openai = path == "/v1/chat/completions"
+        if isinstance(action, Sparse):
+            payload = _openai_payload(body, action.reply) if openai else _anthropic_payload(body, action.reply)
+            for name in ("object", "created", "usage"):
+                payload.pop(name, None)
+            payload["server_quirk"] = {"engine": "loopback"}
+            self._send(200, payload)
+            return
+        if hasattr(action, "payload"):  # actions that build their own reply (the scripted agents of tests/servers/agent.py)
+            self._send(200, action.payload(body, openai))
+            return
         payload = _openai_payload(body, action) if openai else _anthropic_payload(body, action)
         self._send(200, payload)
 

@@ -8,13 +8,13 @@ servers can sit side by side.
 
 from judge.llm._providers._base import (
     Completion,
-    JudgeCallError,
     JudgeClient,
     create_client,
     parse_judge_name,
     provider_kinds,
     register_provider,
 )
+from judge.llm._providers._errors import JudgeCallError, retry_after_seconds
 
 __all__ = [
     "Completion",
@@ -24,4 +24,5 @@ __all__ = [
     "parse_judge_name",
     "provider_kinds",
     "register_provider",
+    "retry_after_seconds",
 ]

@@ -1,23 +1,41 @@
-"""One structured call through instructor, shared by the SDK-backed providers.
+"""Judges backed by an official SDK, with structured output through instructor.
 
-The SDK's own retries are off (``max_retries=0`` on the client): the panel's retry loop is the only
-one, so it is testable and honours Retry-After. instructor keeps only its validation re-asks
+The SDK's own retries are off (``max_retries=0``): the caller's retry loop is the only one, so it
+is testable and honours Retry-After. instructor keeps only its validation re-asks
 (``validation_retries``, low), after which a bad verdict becomes an ``unparseable`` abstention.
+
+Per-call client work is kept small, because at hundreds of calls in flight it is what bounds
+throughput (``bench/bench_judges.py``):
+- the verdict schema is wrapped for instructor once per schema, not on every call;
+- instructor re-scans the response model for async validators several times per call (~0.5 ms);
+  a class's validators are fixed once it is defined, so a clean result is remembered per class
+  (``_remember_clean_async_validator_scans``);
+- requests go out over aiohttp (the SDKs' documented ``DefaultAioHttpClient``, "for improved
+  concurrency performance"): httpx's pool polls every idle connection's socket on every request
+  and every release, quadratic in the requests in flight; the connection limit is the caller's
+  concurrency (httpx is the fallback where the SDK lacks its aiohttp bridge);
+- a subclass may send the request itself (``send``) where the SDK's request building costs more
+  than the call (the OpenAI SDK's parameter transform, ~1 ms per call).
 """
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import functools
 import os
+import sys
 import weakref
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from judge.llm._providers._base import Completion, JudgeCallError, JudgeClient, classify_sdk_error, require_key, usage_tokens
+from judge.llm._providers._base import Completion, JudgeClient, require_key
+from judge.llm._providers._errors import JudgeCallError, classify_sdk_error, usage_tokens
+from judge.llm._settings import ProviderConfig
 
 
 @functools.lru_cache(maxsize=64)
@@ -26,59 +44,81 @@ def prepared_schema(response_model: type[BaseModel]) -> type[BaseModel]:
     wrapping once per schema gives the same tool schema and parsed fields, without that cost."""
     from instructor.v2.core.response_model import prepare_response_model
 
-    return prepare_response_model(response_model)
+    prepared = prepare_response_model(response_model)
+    assert prepared is not None
+    return prepared
 
 
-async def instructor_complete(
-    client: Any,
-    sdk: Any,
-    messages: list[dict[str, str]],
-    response_model: type[BaseModel],
-    validation_retries: int,
-    **kwargs: Any,
-) -> Completion:
-    try:
-        verdict, raw = await client.create_with_completion(
-            messages=[dict(m) for m in messages],
-            response_model=prepared_schema(response_model),
-            max_retries=validation_retries,
-            **kwargs,
-        )
-    except JudgeCallError:
-        raise
-    except Exception as exc:
-        raise classify_sdk_error(exc, sdk) from exc
-    total = getattr(verdict, "_total_usage", None) or getattr(raw, "usage", None)
-    inp, out = usage_tokens(total)
-    return Completion(verdict=verdict, model_version=getattr(raw, "model", None), input_tokens=inp, output_tokens=out)
+def _remember_clean_async_validator_scans() -> None:
+    """Make instructor's "no async validators here" check run once per class, not per call.
+
+    The scan walks the model's whole annotation tree (~80 us) and instructor runs it up to seven
+    times per call. Only a clean result is remembered (a class with async validators still
+    raises every time), only for classes, and only for instructor's own references to the
+    function; anything else goes to the original.
+    """
+    from instructor.v2.validation import async_validators
+
+    original = async_validators.reject_async_validators
+    if getattr(original, "_judge_remembers_clean", False):
+        return
+    clean: weakref.WeakSet[type] = weakref.WeakSet()
+
+    def reject_async_validators(response_model: Any) -> None:
+        if isinstance(response_model, type) and response_model in clean:
+            return
+        original(response_model)
+        if isinstance(response_model, type):
+            clean.add(response_model)
+
+    reject_async_validators._judge_remembers_clean = True  # type: ignore[attr-defined]
+    for name, module in list(sys.modules.items()):
+        if name.startswith("instructor") and getattr(module, "reject_async_validators", None) is original:
+            module.reject_async_validators = reject_async_validators  # type: ignore[attr-defined]
+
+
+@dataclass
+class _LoopClient:
+    """The SDK client of one event loop (its connection pool belongs to that loop) and the
+    instructor-patched create function that drives it."""
+
+    client: Any
+    create: Callable[..., Awaitable[Any]]
 
 
 class SDKJudge(JudgeClient):
     """A judge backed by an official SDK through instructor. Subclasses name the SDK, its env
-    vars and default URL, and build the SDK client; key handling, per-loop clients, the call and
-    closing are the same for every SDK."""
+    vars, default URL and instructor provider, and build the SDK client; key handling, per-loop
+    clients, the call and closing are the same for every SDK."""
 
-    base_url_env: str = ""
-    default_base_url: str = ""
-    default_key_env: str = ""
+    base_url_env: ClassVar[str] = ""
+    default_base_url: ClassVar[str] = ""
+    default_key_env: ClassVar[str] = ""
+    instructor_provider: ClassVar[str] = ""  # instructor's Provider value: "openai", "anthropic"
 
-    def __init__(self, provider, model, config):
+    def __init__(self, provider: str, model: str, config: ProviderConfig):
         super().__init__(provider, model, config)
-        self._client: Any = None
-        self._timeout_s = 60.0
+        self._loop_client: _LoopClient | None = None
         self._loop: Callable[[], Any] = lambda: None  # weak reference to the loop the client belongs to
         self.preload()
 
+    # --- what a subclass provides --------------------------------------------------------------
     def preload(self) -> None:
         """Import the SDK's lazily loaded resources (~0.7 s) at panel build time, not in the first call."""
 
+    @abc.abstractmethod
     def sdk(self) -> Any:
-        raise NotImplementedError
+        """The SDK module (its exception classes classify failures)."""
 
-    def make_client(self, api_key: str) -> Any:
-        """The instructor-patched async SDK client (SDK retries off; the panel retries)."""
-        raise NotImplementedError
+    @abc.abstractmethod
+    def make_sdk_client(self, api_key: str, http_client: Any) -> Any:
+        """The async SDK client on ``http_client``, SDK retries off (the caller retries)."""
 
+    @abc.abstractmethod
+    def send(self, sdk_client: Any) -> Callable[..., Awaitable[Any]]:
+        """The create function instructor drives (request keyword arguments in, SDK response out)."""
+
+    # --- shared ---------------------------------------------------------------------------------
     @property
     def base_url(self) -> str:
         return (self.config.base_url or os.environ.get(self.base_url_env) or self.default_base_url).rstrip("/")
@@ -97,24 +137,51 @@ class SDKJudge(JudgeClient):
     def check_ready(self) -> None:
         self._api_key()
 
-    def set_timeout(self, timeout_s: float) -> None:
-        self._timeout_s = timeout_s
-
-    def _instructor(self) -> Any:
-        # An SDK client's connection pool belongs to one event loop: a new loop gets a new client.
+    def _for_loop(self) -> _LoopClient:
         loop = asyncio.get_running_loop()
-        if self._client is None or self._loop() is not loop:
+        if self._loop_client is None or self._loop() is not loop:
             self._loop = weakref.ref(loop)
-            self._client = self.make_client(self._api_key())
-        return self._client
+            self._loop_client = self._make_loop_client()
+        return self._loop_client
+
+    def _make_loop_client(self) -> _LoopClient:
+        import instructor
+        from instructor.v2 import Provider
+
+        _remember_clean_async_validator_scans()
+        client = self.make_sdk_client(self._api_key(), self.http_client())
+        create = instructor.patch(create=self.send(client), mode=instructor.Mode.TOOLS, provider=Provider(self.instructor_provider))
+        return _LoopClient(client, create)
+
+    def http_client(self) -> Any:
+        """aiohttp under the SDK, as many connections as calls may be in flight (plus spares)."""
+        sdk = self.sdk()
+        size = self.max_connections + 8
+        limits = type(sdk.DEFAULT_CONNECTION_LIMITS)(max_connections=size, max_keepalive_connections=size)
+        try:
+            return sdk.DefaultAioHttpClient(limits=limits, timeout=self.timeout_s)
+        except RuntimeError:  # this SDK build lacks its aiohttp bridge
+            return sdk.DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout_s)
 
     async def complete(self, messages: list[dict[str, str]], response_model: type[BaseModel]) -> Completion:
-        return await instructor_complete(
-            self._instructor(), self.sdk(), messages, response_model, self.config.validation_retries, model=self.model, **self.sampling()
-        )
+        try:
+            verdict = await self._for_loop().create(
+                response_model=prepared_schema(response_model),
+                messages=[dict(m) for m in messages],
+                max_retries=self.config.validation_retries,
+                model=self.model,
+                **self.sampling(),
+            )
+        except JudgeCallError:
+            raise
+        except Exception as exc:
+            raise classify_sdk_error(exc, self.sdk()) from exc
+        raw = getattr(verdict, "_raw_response", None)
+        inp, out = usage_tokens(getattr(verdict, "_total_usage", None) or getattr(raw, "usage", None))
+        return Completion(verdict=verdict, model_version=getattr(raw, "model", None), input_tokens=inp, output_tokens=out)
 
     async def aclose(self) -> None:
-        if self._client is not None:
+        held, self._loop_client = self._loop_client, None
+        if held is not None:
             with contextlib.suppress(RuntimeError):  # its event loop is already closed; nothing left to release
-                await self._client.client.close()
-            self._client = None
+                await held.client.close()

@@ -15,7 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from judge.llm._providers._base import Completion, JudgeCallError, JudgeClient, classify_sdk_error, register_provider, usage_tokens
+from judge.llm._providers._base import Completion, JudgeClient, register_provider
+from judge.llm._providers._errors import JudgeCallError, classify_sdk_error, usage_tokens
 from judge.llm._settings import JudgeConfigError
 
 _MODELS: dict[tuple[str, int, int, str | None], Any] = {}
@@ -34,12 +35,12 @@ def import_llama_cpp() -> Any:
 
 class LlamaCppJudge(JudgeClient):
     kind = "llamacpp"
-    enforces_timeout = False  # llama.cpp has no request timeout; the panel's deadline abstains (the thread runs on)
+    enforces_timeout = False  # llama.cpp has no request timeout; the caller's deadline abstains (the thread runs on)
 
     def sampling(self) -> dict[str, Any]:
         return {"temperature": 0, "seed": self.config.seed or 0, "max_tokens": self.config.max_tokens}
 
-    def identity(self, messages, schema):
+    def identity(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> dict[str, Any]:
         ident = super().identity(messages, schema)
         path = Path(self.model)
         ident["file_size"] = path.stat().st_size if path.exists() else None  # another file, another key
@@ -90,6 +91,11 @@ class LlamaCppJudge(JudgeClient):
             return Completion(verdict=verdict, model_version=getattr(raw, "model", None) or Path(self.model).name, input_tokens=inp, output_tokens=out)
 
         return await asyncio.to_thread(run)
+
+    def should_retry(self, error: JudgeCallError) -> bool:
+        """A timed-out call keeps running in its thread and holds the model, so a retry would
+        only queue behind it: a timeout is final here. Nothing else a local model does is transient."""
+        return False
 
 
 register_provider("llamacpp", LlamaCppJudge)

@@ -15,7 +15,8 @@ from typing import Any, get_args
 from pydantic import BaseModel, ValidationError
 
 from judge.core._canonical import content_hash
-from judge.llm._providers._base import Completion, JudgeCallError, JudgeClient, register_provider
+from judge.llm._providers._base import Completion, JudgeClient, register_provider
+from judge.llm._providers._errors import JudgeCallError
 
 MOCK_VERSION = "mock-1"
 
@@ -53,6 +54,10 @@ class MockJudge(JudgeClient):
             raise JudgeCallError("unparseable", f"label {label!r} not in {labels}: {exc.error_count()} error(s)", cacheable=True) from None
         words = sum(len(m.get("content", "").split()) for m in messages)
         return Completion(verdict=verdict, model_version=MOCK_VERSION, input_tokens=words, output_tokens=8)
+
+    def should_retry(self, error: JudgeCallError) -> bool:
+        """Deterministic: another attempt gets the same answer."""
+        return False
 
 
 register_provider("mock", MockJudge)

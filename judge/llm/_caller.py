@@ -1,0 +1,400 @@
+"""One caller for every judge call: cache, single flight, limits, retries and cost.
+
+The panel decides *what* to ask (which judges, which rubric, when a tie-breaker); the caller
+decides *how* one judge is asked one question. The steps, each of which may answer without the
+next:
+
+1. the cache, by content key: a cached answer is free;
+2. offline: a miss abstains ``offline_miss``; a spent budget abstains ``budget``;
+3. single flight: the same question already being asked in this process shares that answer;
+   one being asked by another run sharing the cache file is waited for (a claim, see ``_cache``);
+4. limits: the global and the provider's concurrency slots, the provider's request rate;
+5. attempts through the transport (by default the client's ``complete``); a failure the client's
+   ``should_retry`` accepts is retried with backoff, honouring Retry-After; the budget is checked
+   before every attempt;
+6. record: the answer (or a provider answer that is itself a failure, such as a refusal) goes to
+   the cache the moment it arrives; tokens and cost to the stats and the budget.
+
+Invariants: a vote always comes back (every failure becomes an abstention with its reason, never
+a negative vote and never an exception); a question is paid for at most once per process, and
+once across processes asking it at the same time while claims hold; tokens and cost of every
+attempt, failed ones included, are counted exactly once.
+
+The transport is the seam for other ways of completing requests (a provider batch API would
+complete a ``JudgeCall`` from a collected batch instead of a live request).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import weakref
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from judge.core._verdict import Vote
+from judge.llm._cache import JudgeCache, KeyTemplate
+from judge.llm._limits import Budget, RateLimiter, RetryPolicy, cost_usd, price_for
+from judge.llm._providers import Completion, JudgeCallError, JudgeClient
+from judge.llm._rubric import Rubric
+from judge.llm._settings import PriceConfig, ProviderConfig
+from judge.llm._usage import CallStats
+
+log = logging.getLogger("judge.caller")
+
+# Final abstention reason for each failure kind after retries.
+ABSTAIN_REASON = {"timeout": "timeout", "rate_limit": "error", "server": "error", "connection": "error"}
+
+
+@dataclass(frozen=True)
+class JudgeCall:
+    """One question for one judge. ``key``: the content hash of everything that determines the
+    answer (``JudgeClient.identity``); the cache, single flight and claims all go by it."""
+
+    judge: JudgeClient
+    rubric: Rubric
+    messages: list[dict[str, str]]
+    key: str
+
+
+Transport = Callable[[JudgeCall], Awaitable[Completion]]
+
+
+async def complete_online(call: JudgeCall) -> Completion:
+    """The default transport: one live request through the judge's client."""
+    return await call.judge.complete(call.messages, call.rubric.verdict_schema)
+
+
+class _LoopState:
+    """asyncio primitives belong to one event loop; a caller reused in another loop gets new ones."""
+
+    def __init__(self, concurrency: int, providers: Mapping[str, ProviderConfig]):
+        self.global_sem = asyncio.Semaphore(concurrency)
+        self.provider_sems: dict[str, asyncio.Semaphore] = {}
+        self.limiters: dict[str, RateLimiter] = {}
+        self.in_flight: dict[str, asyncio.Future[Vote]] = {}  # cache key -> the vote being fetched
+        self.claimed: set[str] = set()  # keys this process holds a claim on in the shared cache
+        self.heartbeat: asyncio.Task[None] | None = None
+        for name, cfg in providers.items():
+            if cfg.concurrency:
+                self.provider_sems[name] = asyncio.Semaphore(cfg.concurrency)
+            if cfg.rpm:
+                self.limiters[name] = RateLimiter(cfg.rpm)
+
+
+class JudgeCaller:
+    """Asks judges single questions for a panel (or anything else that needs verdicts).
+
+    ``claim_lease_s``: how long a claim on a question stays valid without renewal (renewed every
+    third of it while the call runs); ``claim_poll_s``: first and longest pause between looks at
+    a question another run is asking.
+    """
+
+    def __init__(
+        self,
+        clients: Sequence[JudgeClient],
+        *,
+        stats: CallStats | None = None,
+        cache: JudgeCache | None = None,
+        offline: bool = False,
+        max_cost_usd: float | None = None,
+        retry: RetryPolicy | None = None,
+        concurrency: int = 32,
+        providers: Mapping[str, ProviderConfig] | None = None,
+        prices: Mapping[str, PriceConfig] | None = None,
+        timeout_s: float = 60.0,
+        transport: Transport = complete_online,
+        claim_lease_s: float = 30.0,
+        claim_poll_s: tuple[float, float] = (0.05, 1.0),
+    ):
+        self.clients = list(clients)
+        self.stats = stats if stats is not None else CallStats()
+        self.cache = cache
+        self.offline = offline
+        self.budget = Budget(max_cost_usd)
+        self.retry = retry or RetryPolicy()
+        self.concurrency = concurrency
+        self.providers = dict(providers or {})
+        self.prices = dict(prices or {})
+        self.timeout_s = timeout_s
+        self.transport = transport
+        self.claim_lease_s = claim_lease_s
+        self.claim_poll_s = claim_poll_s
+        self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
+        self._keys: dict[tuple[str, str, str], KeyTemplate] = {}  # (judge, rubric, version) -> its cache keys
+        for client in self.clients:
+            provider = self.providers.get(client.provider)
+            in_flight = min(concurrency, provider.concurrency) if provider is not None and provider.concurrency else concurrency
+            client.configure(timeout_s=client.config.timeout_s or timeout_s, max_connections=in_flight)
+            usage = self.stats.judge(client.name)
+            usage.price_known = price_for(client.name, client.kind, self.prices) is not None
+            if not usage.price_known:
+                self.stats.note(f'no price known for {client.name}: its cost is counted as 0 (add [prices."{client.name}"] to the config)')
+        if offline and cache is None:
+            self.stats.note("offline without a cache: every live judge call abstains with offline_miss")
+
+    # --- public ---------------------------------------------------------------------------------
+    def call(self, judge: JudgeClient, rubric: Rubric, messages: list[dict[str, str]]) -> JudgeCall:
+        """The question ``messages`` (rendered by ``rubric``) for ``judge``, keyed by its content."""
+        slot = (judge.name, rubric.name, rubric.version)
+        keys = self._keys.get(slot)
+        if keys is None:
+            keys = self._keys[slot] = KeyTemplate(judge.identity, rubric.verdict_schema.model_json_schema())
+        return JudgeCall(judge, rubric, messages, keys.key(messages))
+
+    async def vote(self, call: JudgeCall) -> Vote:
+        """The judge's vote on the question: from the cache, a shared call, or a live call."""
+        judge = call.judge
+        use_cache = self.cache is not None and judge.cacheable
+        if use_cache:
+            assert self.cache is not None
+            payload = self.cache.get(call.key)
+            cached = self._cached_vote(call, payload) if payload is not None else None
+            if cached is not None:
+                return cached
+        if self.offline and judge.kind != "mock":
+            return self._abstain(judge, "offline_miss", "offline: no cached answer for this request")
+        if not self.budget.can_launch():
+            return self._abstain(judge, "budget", self.budget.message)
+        if not use_cache:
+            return await self._launch(call, self._state())
+        return await self._single_flight(call, self._state())
+
+    async def aclose(self) -> None:
+        """Close the clients and the cache (releasing any claims still held)."""
+        for state in list(self._states.values()):
+            if state.heartbeat is not None:
+                state.heartbeat.cancel()
+                state.heartbeat = None
+        for client in self.clients:
+            await client.aclose()
+        if self.cache is not None:
+            self.cache.close()
+
+    # --- single flight --------------------------------------------------------------------------
+    async def _single_flight(self, call: JudgeCall, state: _LoopState) -> Vote:
+        """Identical requests in one process share one paid call (the first asks, the rest wait)."""
+        pending = state.in_flight.get(call.key)
+        if pending is not None:
+            shared = await asyncio.shield(pending)
+            return self._shared_copy(call.judge, shared)
+        future = state.in_flight[call.key] = asyncio.get_running_loop().create_future()
+        try:
+            vote = await self._across_runs(call, state)
+        except BaseException as exc:
+            state.in_flight.pop(call.key, None)
+            if not future.done():
+                future.set_exception(exc)
+                future.exception()  # retrieved: no "never retrieved" warning if nobody waits
+            raise
+        state.in_flight.pop(call.key, None)
+        future.set_result(vote)
+        return vote
+
+    def _shared_copy(self, judge: JudgeClient, shared: Vote) -> Vote:
+        """Another request's answer to the same content: like a cache hit, it costs nothing."""
+        if shared.abstained:
+            self.stats.count_abstention(judge.name, shared.abstain_reason)
+        else:
+            self.stats.count_cache_hit(judge.name)
+        return shared.model_copy(update={"cached": not shared.abstained or shared.cached, "cost_usd": 0.0})
+
+    async def _across_runs(self, call: JudgeCall, state: _LoopState) -> Vote:
+        """Claim the question in the shared cache, or wait for the run that holds it and take
+        its answer. A claimant that gives up without an answer releases the claim, and a waiter
+        then claims the question itself."""
+        cache = self.cache
+        assert cache is not None
+        delay, longest = self.claim_poll_s
+        waited = False
+        while True:
+            claim = cache.claim(call.key, self.claim_lease_s)
+            if claim.claimed:
+                break
+            if claim.payload is not None:
+                vote = self._cached_vote(call, claim.payload, shared=waited)
+                if vote is not None:
+                    return vote
+                return await self._launch(call, state)  # an answer this schema cannot read: ask anew
+            waited = True
+            while cache.holder(call.key) is not None:
+                await asyncio.sleep(delay)
+                delay = min(longest, delay * 1.5)
+        state.claimed.add(call.key)
+        if state.heartbeat is None:
+            state.heartbeat = asyncio.get_running_loop().create_task(self._renew_claims(state))
+        try:
+            return await self._launch(call, state)
+        finally:
+            if call.key in state.claimed:  # given up without an answer (storing one releases it)
+                state.claimed.discard(call.key)
+                cache.release(call.key)
+            if not state.claimed and state.heartbeat is not None:
+                state.heartbeat.cancel()
+                state.heartbeat = None
+
+    async def _renew_claims(self, state: _LoopState) -> None:
+        """Keep our claims alive while their calls run (a renewal that fails is retried at the
+        next beat; claims lapse only if renewals keep failing for a whole lease)."""
+        assert self.cache is not None
+        while state.claimed:
+            await asyncio.sleep(self.claim_lease_s / 3)
+            try:
+                self.cache.renew(self.claim_lease_s)
+            except sqlite3.ProgrammingError:  # the cache was closed under us: nothing left to renew
+                return
+            except sqlite3.Error as exc:
+                log.warning("could not renew judge-cache claims (%s); retrying", exc)
+
+    def _store(self, call: JudgeCall, payload: dict[str, Any]) -> None:
+        """Write an answer to the cache; that also releases our claim on it."""
+        assert self.cache is not None
+        self.cache.put(call.key, call.judge.name, payload)
+        state = self._states.get(asyncio.get_running_loop())
+        if state is not None:
+            state.claimed.discard(call.key)
+
+    # --- limits and attempts --------------------------------------------------------------------
+    async def _launch(self, call: JudgeCall, state: _LoopState) -> Vote:
+        provider_sem = state.provider_sems.get(call.judge.provider)
+        async with state.global_sem:
+            if provider_sem is None:
+                return await self._attempts(call, state)
+            async with provider_sem:
+                return await self._attempts(call, state)
+
+    async def _attempts(self, call: JudgeCall, state: _LoopState) -> Vote:
+        judge = call.judge
+        limiter = state.limiters.get(judge.provider)
+        max_attempts = self.retry.config.max_attempts
+        self.stats.count_call(judge.name)
+        last: JudgeCallError | None = None
+        attempt = 0
+        for attempt in range(1, max_attempts + 1):
+            if not self.budget.can_launch():  # spending may have crossed the limit while we waited
+                return self._abstain(judge, "budget", self.budget.message)
+            if limiter is not None:
+                await limiter.acquire()
+            self.stats.count_attempt(judge.name)
+            try:
+                if judge.enforces_timeout:  # the SDK times out each request itself
+                    completion = await self.transport(call)
+                else:  # a guard costs an extra task hop per call, so only where needed
+                    deadline = judge.timeout_s * (judge.config.validation_retries + 1) + 1.0
+                    completion = await asyncio.wait_for(self.transport(call), timeout=deadline)
+            except TimeoutError:
+                last = JudgeCallError("timeout", f"no answer within the call deadline ({judge.timeout_s} s per request)")
+            except JudgeCallError as err:
+                last = err
+            else:
+                return self._record_success(call, completion)
+            self._account(judge, last.input_tokens, last.output_tokens)
+            if attempt < max_attempts and judge.should_retry(last):
+                self.stats.count_retry(last.reason)
+                log.info("retrying %s after %s: %s", judge.name, last.reason, last.message)
+                await self.retry.sleep(self.retry.delay(attempt, last.retry_after))
+                continue
+            break
+        assert last is not None
+        reason = ABSTAIN_REASON.get(last.reason, last.reason)
+        message = last.message if attempt == 1 else f"after {attempt} attempts: {last.message}"
+        if self.cache is not None and judge.cacheable and last.cacheable:
+            self._store(call, {"abstain": reason, "message": message, "input_tokens": last.input_tokens, "output_tokens": last.output_tokens})
+        return self._abstain(judge, reason, message, input_tokens=last.input_tokens, output_tokens=last.output_tokens)
+
+    # --- recording ------------------------------------------------------------------------------
+    def _record_success(self, call: JudgeCall, completion: Completion) -> Vote:
+        judge = call.judge
+        cost = self._account(judge, completion.input_tokens, completion.output_tokens)
+        verdict = completion.verdict.model_dump(mode="json")
+        if self.cache is not None and judge.cacheable:  # written the moment it arrives: an interrupted run never pays twice
+            payload = {
+                "verdict": verdict,
+                "model_version": completion.model_version,
+                "input_tokens": completion.input_tokens,
+                "output_tokens": completion.output_tokens,
+            }
+            self._store(call, payload)
+        return _vote_from_verdict(judge, call.rubric, verdict, completion.model_version, completion.input_tokens, completion.output_tokens, cost, cached=False)
+
+    def _account(self, judge: JudgeClient, input_tokens: int, output_tokens: int) -> float:
+        cost = cost_usd(price_for(judge.name, judge.kind, self.prices), input_tokens, output_tokens)
+        self.stats.add_cost(judge.name, input_tokens, output_tokens, cost)
+        self.budget.add(cost)
+        return cost
+
+    def _cached_vote(self, call: JudgeCall, payload: dict[str, Any], *, shared: bool = False) -> Vote | None:
+        """A vote from a cache entry (None: an entry this schema cannot read, a miss)."""
+        judge = call.judge
+        inp, out = int(payload.get("input_tokens", 0)), int(payload.get("output_tokens", 0))
+        if "abstain" in payload:
+            vote = Vote(
+                judge=judge.name,
+                abstained=True,
+                abstain_reason=payload["abstain"],
+                rationale=payload.get("message", ""),
+                cached=True,
+                input_tokens=inp,
+                output_tokens=out,
+            )
+        else:
+            try:
+                verdict = call.rubric.verdict_schema.model_validate(payload["verdict"]).model_dump(mode="json")
+            except (ValidationError, KeyError, TypeError):
+                return None
+            vote = _vote_from_verdict(judge, call.rubric, verdict, payload.get("model_version"), inp, out, cost=0.0, cached=True)
+        self.stats.count_cache_hit(judge.name)
+        if shared:
+            self.stats.shared_with_other_runs += 1
+        if vote.abstained:
+            self.stats.count_abstention(judge.name, vote.abstain_reason)
+        return vote
+
+    def _abstain(self, judge: JudgeClient, reason: str, message: str, input_tokens: int = 0, output_tokens: int = 0) -> Vote:
+        self.stats.count_abstention(judge.name, reason)
+        if reason == "budget":
+            self.stats.budget_exhausted = True
+            self.stats.budget_message = message
+        cost = cost_usd(price_for(judge.name, judge.kind, self.prices), input_tokens, output_tokens)
+        return Vote(
+            judge=judge.name, abstained=True, abstain_reason=reason, rationale=message, input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost
+        )
+
+    # --- plumbing -------------------------------------------------------------------------------
+    def _state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        state = self._states.get(loop)
+        if state is None:
+            state = self._states[loop] = _LoopState(self.concurrency, self.providers)
+        return state
+
+
+def _vote_from_verdict(
+    judge: JudgeClient,
+    rubric: Rubric,
+    verdict: dict[str, Any],
+    model_version: str | None,
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+    cost: float = 0.0,
+    *,
+    cached: bool,
+) -> Vote:
+    label = verdict["label"]
+    return Vote(
+        judge=judge.name,
+        label=label,
+        score=rubric.label_scores.get(label),
+        rationale=verdict.get("rationale", ""),
+        evidence=list(verdict.get("evidence") or []),
+        confidence=verdict.get("confidence"),
+        model_version=model_version,
+        cached=cached,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cost_usd=cost,
+    )

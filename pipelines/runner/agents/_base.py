@@ -1,0 +1,193 @@
+"""The agent-model contract, failure classification and the provider registry.
+
+An agent model turns a neutral ``Conversation`` into its provider's wire payload (``request``),
+sends it (``send``, returning the response as plain JSON) and reads a ``ModelReply`` back
+(``parse``). Splitting the three is what makes the cache exact: the key is the wire payload
+itself, and a cached response is parsed by the very code that parses a live one.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import re
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from judge import ToolSpec
+from judge.llm import ProviderConfig
+from pipelines.runner._conversation import Conversation, ModelReply, ToolCall
+
+RETRYABLE = frozenset({"rate_limit", "server", "timeout", "connection"})
+PLACEHOLDER_KEY = "not-needed"  # local OpenAI-compatible servers usually take any key
+
+
+class AgentConfigError(ValueError):
+    """An agent that cannot run (unknown provider, missing key); the message says what to set."""
+
+
+class AgentCallError(Exception):
+    """One failed model call. ``reason``: rate_limit, server, timeout, connection (retried) or
+    error, offline (final: the trajectory cannot be collected and is reported, never graded)."""
+
+    def __init__(self, reason: str, message: str, retry_after: float | None = None):
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
+        self.message = message
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        return self.reason in RETRYABLE
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """What the run decides about sampling; ``None`` leaves the provider's default (and sends nothing)."""
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout_s: float = 120.0
+
+
+class AgentModel(ABC):
+    """A model behind some provider, driven with native tool calling."""
+
+    kind: ClassVar[str] = ""
+    base_url_env: ClassVar[str] = ""
+    default_base_url: ClassVar[str] = ""
+    default_key_env: ClassVar[str] = ""
+    max_tools: ClassVar[int | None] = None  # the most tools one request may declare (None: no known cap)
+
+    def __init__(self, provider: str, model: str, config: ProviderConfig, sampling: Sampling):
+        self.provider = provider
+        self.model = model
+        self.config = config
+        self.sampling = sampling
+        self._client: Any = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+    @property
+    def base_url(self) -> str:
+        return self.config.base_url or os.environ.get(self.base_url_env) or self.default_base_url
+
+    @property
+    def timeout_s(self) -> float:
+        return self.config.timeout_s or self.sampling.timeout_s
+
+    def api_key(self) -> str:
+        env_name = self.config.api_key_env or self.default_key_env
+        value = os.environ.get(env_name)
+        if value:
+            return value
+        if self.base_url.rstrip("/") != self.default_base_url.rstrip("/"):
+            return PLACEHOLDER_KEY
+        raise AgentConfigError(f"agent {self.name!r}: environment variable {env_name} is not set (set it, or point api_key_env at another variable)")
+
+    def preload(self) -> None:  # noqa: B027 (optional hook: most providers have nothing to load)
+        """Import the SDK before the run starts, so the first call's latency is the model's alone."""
+
+    def check_ready(self) -> None:
+        """Raise ``AgentConfigError`` when a live call could not work."""
+        self.api_key()
+
+    def identity(self, payload: dict[str, Any], seed: int) -> dict[str, Any]:
+        """Everything that determines the answer and nothing secret: the cache key's content.
+        The seed is part of it even where the provider takes none, so trials never share answers."""
+        return {"purpose": "agent", "kind": self.kind, "base_url": self.base_url, "payload": payload, "seed": seed}
+
+    @abstractmethod
+    def request(self, conversation: Conversation, tools: list[ToolSpec], seed: int) -> dict[str, Any]:
+        """The wire payload for the next model message (deterministic in its inputs)."""
+
+    @abstractmethod
+    async def send(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Send ``payload``; the response as plain JSON. Raises ``AgentCallError``."""
+
+    @abstractmethod
+    def parse(self, response: dict[str, Any]) -> ModelReply:
+        """Read a response (live or cached) into a ``ModelReply``."""
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+
+_NOT_WIRE = re.compile(r"[^a-zA-Z0-9_-]")
+MAX_NAME = 64
+
+
+def wire_name(name: str) -> str:
+    """A tool name as both providers accept it (``^[a-zA-Z0-9_-]{1,64}$``): BFCL's ``math.factorial``
+    is declared as ``math_factorial``; the loop maps the model's calls back to the real name."""
+    return _NOT_WIRE.sub("_", name)[:MAX_NAME] or "_"
+
+
+def parse_arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """Arguments as a dict, or the reason they are not one (the agent's error, never ours)."""
+    if isinstance(raw, dict):
+        return raw, None
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}, None
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON ({exc.msg} at position {exc.pos})"
+    if not isinstance(value, dict):
+        return None, f"a JSON {type(value).__name__}, not an object"
+    return value, None
+
+
+def tool_call(call_id: str, name: str, raw: Any) -> ToolCall:
+    arguments, error = parse_arguments(raw)
+    text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False, sort_keys=True)
+    return ToolCall(id=call_id, name=name, raw_arguments=text, arguments=arguments, parse_error=error)
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (delta-seconds or an HTTP date)."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, when.timestamp() - time.time())
+
+
+def classify(exc: BaseException, sdk: Any) -> AgentCallError:
+    """Map an openai / anthropic SDK failure to an ``AgentCallError`` (both SDKs share the names)."""
+    if isinstance(exc, sdk.APITimeoutError):
+        return AgentCallError("timeout", str(exc))
+    if isinstance(exc, sdk.APIConnectionError):
+        return AgentCallError("connection", str(exc))
+    if isinstance(exc, sdk.APIStatusError):
+        status = exc.status_code
+        retry_after = retry_after_seconds(getattr(exc.response, "headers", None))
+        if status == 429:
+            return AgentCallError("rate_limit", str(exc), retry_after)
+        if status >= 500 or status == 408:
+            return AgentCallError("server", str(exc), retry_after)
+        return AgentCallError("error", f"HTTP {status}: {exc}")
+    if isinstance(exc, ValueError):  # a 200 whose body is not JSON: a transport fault, worth a retry
+        return AgentCallError("server", f"unreadable response: {type(exc).__name__}: {exc}")
+    return AgentCallError("error", f"{type(exc).__name__}: {exc}")
