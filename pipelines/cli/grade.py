@@ -209,7 +209,9 @@ def grade(
         labels=labels,
         tool_specs=tool_specs,
     )
-    run_and_print(opts)
+    summary = run_and_print(opts)
+    if summary["counts"].get("trajectories") == 0 and trajectories is not None:  # nothing was read: a mistake, not a result
+        usage.fail("--trajectories", f"{trajectories} is empty: it holds no trajectories")
 
 
 def demo(

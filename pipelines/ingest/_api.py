@@ -199,9 +199,7 @@ class _Stream:
 
     def items(self) -> Iterator[Loaded]:
         held: list[RawItem] = []
-        seen = False
         for raw in read_items(self.path, self.limits):
-            seen = True
             if self.fmt is None and self.undetected is None:
                 if raw.error is None and isinstance(raw.value, dict):
                     detected = sniff_trajectory(raw.value)
@@ -218,8 +216,6 @@ class _Stream:
             yield self._load(raw)
         for earlier in held:  # a file with no readable object at all
             yield self._load(earlier)
-        if not seen:
-            raise UsageError("--trajectories", f"{self.name} is empty: it holds no trajectories")
 
     def _error(self, source: SourceRef, info: InputErrorInfo, task_id: str | None, trajectory_id: str | None) -> Loaded:
         return Loaded(source=source, trajectory=None, error=info, task_id=task_id, trajectory_id=trajectory_id)
