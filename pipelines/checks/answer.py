@@ -68,7 +68,7 @@ class AnswerCheck:
             if missing:
                 return self._mismatch("incorrect", f"the agent never told the user: {missing}", messages[-3:], turn.required_content)
             told.append(
-                Evidence(kind="required_content", message=f"all {len(turn.required_content)} required items were communicated", expected=turn.required_content)
+                Evidence(kind=EvidenceKind.REQUIRED_CONTENT, message=f"all {len(turn.required_content)} required items were communicated", expected=turn.required_content)
             )
         if turn.gold_answer_pattern is not None:
             if isinstance(prediction, str) and pattern_search(turn.gold_answer_pattern, prediction):
@@ -78,7 +78,7 @@ class AnswerCheck:
                     outcome=Outcome.MATCH,
                     label=AnswerLabel.CORRECT.value,
                     reason=reason,
-                    evidence=[*told, Evidence(kind="answer", message=reason, expected=turn.gold_answer_pattern, actual=prediction)],
+                    evidence=[*told, Evidence(kind=EvidenceKind.ANSWER, message=reason, expected=turn.gold_answer_pattern, actual=prediction)],
                 )
             if turn.gold_answers is None:
                 if is_missing(prediction):
@@ -101,7 +101,7 @@ class AnswerCheck:
                 check=self.check,
                 outcome=Outcome.INCONCLUSIVE,
                 reason=match.reason,
-                evidence=[Evidence(kind="answer", message=match.reason, expected=turn.gold_answers, actual=prediction), *flagged],
+                evidence=[Evidence(kind=EvidenceKind.ANSWER, message=match.reason, expected=turn.gold_answers, actual=prediction), *flagged],
             )
         if match.label == AnswerLabel.CORRECT:
             return StageResult(
@@ -109,7 +109,7 @@ class AnswerCheck:
                 outcome=Outcome.MATCH,
                 label=match.label.value,
                 reason=match.reason,
-                evidence=[Evidence(kind="answer", message=match.reason, expected=turn.gold_answers[match.gold_index or 0], actual=prediction), *flagged],
+                evidence=[Evidence(kind=EvidenceKind.ANSWER, message=match.reason, expected=turn.gold_answers[match.gold_index or 0], actual=prediction), *flagged],
             )
         result = self._mismatch(match.label.value, match.reason, prediction, turn.gold_answers)
         return result.model_copy(update={"evidence": result.evidence + flagged}) if flagged else result
@@ -121,7 +121,7 @@ class AnswerCheck:
             failure_stage=FailureStage.ANSWER_CORRECTNESS,
             label=label,
             reason=reason,
-            evidence=[Evidence(kind="answer", message=reason, expected=gold, actual=prediction)],
+            evidence=[Evidence(kind=EvidenceKind.ANSWER, message=reason, expected=gold, actual=prediction)],
         )
 
 

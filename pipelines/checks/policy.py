@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from judge import Check, Evidence, FailureStage, Outcome, Policy, StageResult, pattern_search
+from judge import Check, Evidence, EvidenceKind, FailureStage, Outcome, Policy, StageResult, pattern_search
 from pipelines.checks._context import TurnContext
 from pipelines.checks._waterfall import CheckOutcome
 from pipelines.matching import values_equal
@@ -32,13 +32,13 @@ def policy_violations(ctx: TurnContext, policy: Policy) -> list[Evidence]:
         step, i = view.step, view.index
         name = step.name
         if policy.allowed_tools is not None and name not in policy.allowed_tools:
-            found.append(Evidence(kind="policy_violation", step=i, tool=name, message=f"tool {name!r} is not in the allowed tools", actual=name))
+            found.append(Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"tool {name!r} is not in the allowed tools", actual=name))
         if name in policy.forbidden_tools:
-            found.append(Evidence(kind="policy_violation", step=i, tool=name, message=f"tool {name!r} is forbidden", actual=name))
+            found.append(Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"tool {name!r} is forbidden", actual=name))
         if policy.max_calls is not None and ctx.calls_before + i + 1 == policy.max_calls + 1:
-            found.append(Evidence(kind="policy_violation", step=i, tool=name, message=f"call {ctx.calls_before + i + 1} exceeds max_calls={policy.max_calls}"))
+            found.append(Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"call {ctx.calls_before + i + 1} exceeds max_calls={policy.max_calls}"))
         if policy.read_only and task.is_write(name):
-            found.append(Evidence(kind="policy_violation", step=i, tool=name, message=f"write tool {name!r} called under a read-only policy", actual=name))
+            found.append(Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"write tool {name!r} called under a read-only policy", actual=name))
         for ban in policy.forbidden_arguments:
             if ban.tool not in ("*", name) or ban.argument not in step.arguments:
                 continue
@@ -47,14 +47,14 @@ def policy_violations(ctx: TurnContext, policy: Policy) -> list[Evidence]:
             if not hit and ban.pattern is not None:
                 hit = pattern_search(ban.pattern, _as_text(value))
             if hit:
-                found.append(Evidence(kind="policy_violation", step=i, tool=name, message=f"forbidden value for {name}.{ban.argument}", actual=value))
+                found.append(Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"forbidden value for {name}.{ban.argument}", actual=value))
         for rule in source_rules:
             spec = task.tool(name)
             source = spec.source if spec is not None and spec.source else name
             if source not in rule.allowed and name not in rule.allowed:
                 found.append(
                     Evidence(
-                        kind="policy_violation",
+                        kind=EvidenceKind.POLICY_VIOLATION,
                         step=i,
                         tool=name,
                         message=f"source {source!r} of {name!r} not allowed in turn {ctx.turn.turn_id} (allowed: {rule.allowed})",
