@@ -68,7 +68,11 @@ class AnswerCheck:
             if missing:
                 return self._mismatch("incorrect", f"the agent never told the user: {missing}", messages[-3:], turn.required_content)
             told.append(
-                Evidence(kind=EvidenceKind.REQUIRED_CONTENT, message=f"all {len(turn.required_content)} required items were communicated", expected=turn.required_content)
+                Evidence(
+                    kind=EvidenceKind.REQUIRED_CONTENT,
+                    message=f"all {len(turn.required_content)} required items were communicated",
+                    expected=turn.required_content,
+                )
             )
         if turn.gold_answer_pattern is not None:
             if isinstance(prediction, str) and pattern_search(turn.gold_answer_pattern, prediction):
@@ -109,7 +113,10 @@ class AnswerCheck:
                 outcome=Outcome.MATCH,
                 label=match.label.value,
                 reason=match.reason,
-                evidence=[Evidence(kind=EvidenceKind.ANSWER, message=match.reason, expected=turn.gold_answers[match.gold_index or 0], actual=prediction), *flagged],
+                evidence=[
+                    Evidence(kind=EvidenceKind.ANSWER, message=match.reason, expected=turn.gold_answers[match.gold_index or 0], actual=prediction),
+                    *flagged,
+                ],
             )
         result = self._mismatch(match.label.value, match.reason, prediction, turn.gold_answers)
         return result.model_copy(update={"evidence": result.evidence + flagged}) if flagged else result

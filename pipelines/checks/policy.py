@@ -36,9 +36,13 @@ def policy_violations(ctx: TurnContext, policy: Policy) -> list[Evidence]:
         if name in policy.forbidden_tools:
             found.append(Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"tool {name!r} is forbidden", actual=name))
         if policy.max_calls is not None and ctx.calls_before + i + 1 == policy.max_calls + 1:
-            found.append(Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"call {ctx.calls_before + i + 1} exceeds max_calls={policy.max_calls}"))
+            found.append(
+                Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"call {ctx.calls_before + i + 1} exceeds max_calls={policy.max_calls}")
+            )
         if policy.read_only and task.is_write(name):
-            found.append(Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"write tool {name!r} called under a read-only policy", actual=name))
+            found.append(
+                Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"write tool {name!r} called under a read-only policy", actual=name)
+            )
         for ban in policy.forbidden_arguments:
             if ban.tool not in ("*", name) or ban.argument not in step.arguments:
                 continue
@@ -47,7 +51,9 @@ def policy_violations(ctx: TurnContext, policy: Policy) -> list[Evidence]:
             if not hit and ban.pattern is not None:
                 hit = pattern_search(ban.pattern, _as_text(value))
             if hit:
-                found.append(Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"forbidden value for {name}.{ban.argument}", actual=value))
+                found.append(
+                    Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"forbidden value for {name}.{ban.argument}", actual=value)
+                )
         for rule in source_rules:
             spec = task.tool(name)
             source = spec.source if spec is not None and spec.source else name
