@@ -20,13 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from judge import Task, Trajectory, TrajectoryTurn, Turn
+from judge import BadInputError, Task, Trajectory, TrajectoryTurn, Turn
 
 TurnsMode = Literal["auto", "episode", "per-message"]
 TURNS_MODES: tuple[str, ...] = ("auto", "episode", "per-message")
 
 
-class TurnAlignmentError(ValueError):
+class TurnAlignmentError(BadInputError):
     """The trajectory's turns cannot be matched to the task's (per-message grading)."""
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import rubrics
-from judge import DecidedBy, Escalator, InputError, InputErrorInfo, TrajectoryResult, VerdictLabel
+from judge import BadInputError, ConfigurationError, DecidedBy, Escalator, InputError, InputErrorInfo, TrajectoryResult, VerdictLabel
 from pipelines.aggregate import Aggregator
 from pipelines.alignment import TurnAlignmentError
 from pipelines.config import GradingConfig
@@ -35,11 +35,11 @@ RESULTS, SUMMARY, REPORT_MD, MANIFEST = "results.jsonl", "summary.json", "report
 _PENDING = "__pending__"
 
 
-class NoTasks(ValueError):
+class NoTasks(ConfigurationError):
     """Neither ``--tasks`` nor the trajectory file provides tasks."""
 
 
-class InputErrorsFound(Exception):
+class InputErrorsFound(BadInputError):
     """Raised with ``--on-error fail`` at the first bad input item."""
 
     def __init__(self, info: InputErrorInfo):

@@ -20,12 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from judge import Outcome, Scores, StageResult, Task
+from judge import AnswerLabel, Outcome, Scores, StageResult, Task
 from pipelines.checks._context import TurnContext
 from pipelines.checks.calls import CallMatching, call_signature
 from pipelines.config import GradingConfig
-
-CRAG_SCORE = {"correct": 1.0, "missing": 0.0, "incorrect": -1.0}
 
 
 @dataclass
@@ -34,6 +32,11 @@ class TurnFacts:
     matching: CallMatching
     policy: StageResult
     answer: StageResult
+
+
+def _crag(label: str) -> float:
+    """CRAG's score of an answer label; a rubric label outside CRAG's three (open-ended) counts 0."""
+    return AnswerLabel(label).score if label in AnswerLabel._value2member_map_ else 0.0
 
 
 def compute_scores(task: Task, facts: list[TurnFacts], config: GradingConfig) -> Scores:
@@ -71,7 +74,7 @@ def compute_scores(task: Task, facts: list[TurnFacts], config: GradingConfig) ->
     s = Scores()
     if labels:
         s.answer_accuracy = sum(lbl == "correct" for lbl in labels) / len(labels)
-        s.crag = sum(CRAG_SCORE.get(lbl, 0.0) for lbl in labels) / len(labels)
+        s.crag = sum(_crag(lbl) for lbl in labels) / len(labels)
     if task.policy is not None:
         s.policy_compliance = 1.0 - violations / calls if calls else 1.0
     s.tool_efficiency = len(distinct_ok) / calls if calls else None

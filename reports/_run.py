@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judge import Scores, Trajectory, TrajectoryResult, field_path
+from judge import BadInputError, Scores, Trajectory, TrajectoryResult, field_path
 
 DRILL_FIRST = 1000  # the first N trajectories of the file are always in the drill-down
 DRILL_EXTRA_FAILURES = 1000  # plus up to this many later non-passing ones
@@ -28,7 +28,7 @@ MATCHED_KINDS = ("matched_structural", "matched_response")
 SUMMARY, RESULTS, CALIBRATION = "summary.json", "results.jsonl", "calibration.json"
 
 
-class ReportInputError(ValueError):
+class ReportInputError(BadInputError):
     """A run directory or one of its files cannot be read; the message names file, line, field."""
 
 

@@ -126,15 +126,25 @@ def hop_type(pattern: str | None) -> str:
     return "-".join(sorted({part.strip() for part in pattern.split("-") if part.strip()}))
 
 
+def _hop_value(dim: str) -> Callable[[Row], str]:
+    """The hop dimension of a row as a label (hop_type is derived from the hop pattern)."""
+    if dim == "hop_type":
+        return lambda r: hop_type(r.hop_pattern)
+
+    def value(r: Row) -> str:
+        v = getattr(r, dim)
+        return "unknown" if v is None else str(v)
+
+    return value
+
+
 def accuracy_by_hops(run: RunData) -> pd.DataFrame:
     """Pass rate by hop count, hop type (API / RAG / API-RAG) and hop pattern; overall and per
     policy condition. Rows present in the summary (hop_count, hop_pattern) take its numbers."""
     rows = []
     graded = run.graded
     for dim in ("hop_count", "hop_type", "hop_pattern"):
-        value_of: Callable[[Row], str] = (
-            (lambda r: hop_type(r.hop_pattern)) if dim == "hop_type" else (lambda r, d=dim: "unknown" if getattr(r, d) is None else str(getattr(r, d)))
-        )
+        value_of = _hop_value(dim)
         cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
         for r in graded:
             for pol in ("all", _policy_label(r)):

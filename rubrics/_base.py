@@ -33,7 +33,7 @@ from jinja2.loaders import split_template_path
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel
 
-from judge import Outcome, content_hash
+from judge import BadInputError, ConfigurationError, Outcome, content_hash
 from judge.llm import JudgeVerdict
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -53,11 +53,11 @@ def data_block(name: str, value: Any) -> str:
     return f'<data name="{name}">{encode_data(value)}</data>'
 
 
-class MaterialError(ValueError):
+class MaterialError(BadInputError):
     """The material handed to a rubric lacks a field the rubric needs."""
 
 
-class FrontMatterError(ValueError):
+class FrontMatterError(ConfigurationError):
     """A ``+++`` front matter that is never closed."""
 
 

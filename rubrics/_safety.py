@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import jinja2
 from jinja2 import nodes
 
+from judge import ConfigurationError
 from rubrics._base import template_environment
 from rubrics._materials import CONTRACTS, canaries_in, sample_material
 
@@ -35,7 +36,7 @@ _BLOCK = re.compile(r'<data name="([A-Za-z0-9_]+)">(.*?)</data>', re.S)
 REQUIRED_BLOCKS = ("system", "user")
 
 
-class RubricFileError(ValueError):
+class RubricFileError(ConfigurationError):
     """A rubric file that cannot be used; ``str()`` reads ``file:line: message``."""
 
     def __init__(self, path: Path | str | None, line: int | None, message: str):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from judge import Outcome
+from judge import CRAG_SCORES, Outcome
 from judge.llm import JudgeVerdict
 from rubrics._base import TemplateRubric
 
@@ -19,7 +19,7 @@ RUBRIC = TemplateRubric(
     name="answer_correctness",
     template="answer_correctness.j2",
     verdict_schema=AnswerCorrectnessVerdict,
-    label_scores={"correct": 1.0, "incorrect": -1.0, "missing": 0.0},
+    label_scores={label.value: score for label, score in CRAG_SCORES.items()},
     label_outcomes={"correct": Outcome.MATCH, "incorrect": Outcome.MISMATCH, "missing": Outcome.MISMATCH},
     required=("question", "gold_answers", "answer"),
     optional=(),

@@ -5,12 +5,22 @@ Everything here is plain pydantic and standard library: importing it never pulls
 
 from judge.core._canonical import canonical_json, content_hash, parse_json_text, response_key
 from judge.core._depth import MAX_DEPTH, TooDeep, nesting_error, parse_json_bounded
-from judge.core._errors import InputError, InputErrorInfo, InputWarning, SourceRef, field_path
+from judge.core._errors import (
+    BadInputError,
+    ConfigurationError,
+    ExternalCallError,
+    InputError,
+    InputErrorInfo,
+    InputWarning,
+    SourceRef,
+    TrajectoryJudgeError,
+    field_path,
+)
 from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
 from judge.core._extras import extra_fields
 from judge.core._instructions import REMOVED_MARK, InstructionScan, find_instructions, strip_instructions, strip_instructions_deep
 from judge.core._patterns import PatternError, compile_pattern, pattern_full_match, pattern_search
-from judge.core._stages import CHECK_DEFAULT_STAGE, FAILURE_STAGE_ORDER, Check, DecidedBy, FailureStage, Outcome, VerdictLabel
+from judge.core._stages import CHECK_DEFAULT_STAGE, CRAG_SCORES, FAILURE_STAGE_ORDER, AnswerLabel, Check, DecidedBy, FailureStage, Outcome, VerdictLabel
 from judge.core._task import (
     ArgumentRule,
     ArgumentSet,
@@ -29,17 +39,22 @@ from judge.core._verdict import Evidence, EvidenceKind, PanelDecision, Scores, S
 
 __all__ = [
     "CHECK_DEFAULT_STAGE",
+    "CRAG_SCORES",
     "FAILURE_STAGE_ORDER",
     "MAX_DEPTH",
     "REMOVED_MARK",
     "RUBRIC_FOR_CHECK",
+    "AnswerLabel",
     "ArgumentRule",
     "ArgumentSet",
+    "BadInputError",
     "Check",
+    "ConfigurationError",
     "DecidedBy",
     "Escalator",
     "Evidence",
     "EvidenceKind",
+    "ExternalCallError",
     "ExternalLabel",
     "FailureStage",
     "ForbiddenArgument",
@@ -65,6 +80,7 @@ __all__ = [
     "TooDeep",
     "ToolSpec",
     "Trajectory",
+    "TrajectoryJudgeError",
     "TrajectoryResult",
     "TrajectoryTurn",
     "Turn",

@@ -14,14 +14,16 @@ import json
 import re
 from typing import Any
 
+from judge.core._errors import BadInputError
+
 MAX_DEPTH = 100  # containers inside containers, the item itself being level 1
 
 __all__ = ["MAX_DEPTH", "TooDeep", "nesting_error", "parse_json_bounded"]
 
 
-class TooDeep(ValueError):
-    """JSON text nested deeper than the bound (a ValueError: callers that treat unparseable JSON
-    text as plain text keep doing so)."""
+class TooDeep(BadInputError):
+    """JSON text nested deeper than the bound (a ValueError too: callers that treat unparseable
+    JSON text as plain text keep doing so)."""
 
     def __init__(self, limit: int, path: str | None = None):
         where = f" at {path}" if path else ""
@@ -81,7 +83,7 @@ def parse_json_bounded(text: str | bytes, limit: int = MAX_DEPTH) -> Any:
         if path is not None:
             raise TooDeep(limit, path)
     if _SURROGATE_ESCAPE.search(text if isinstance(text, str) else text.decode("utf-8", "replace")) and not _encodable(value):
-        raise ValueError("a string holds an unpaired UTF-16 surrogate escape")
+        raise BadInputError("a string holds an unpaired UTF-16 surrogate escape")
     return value
 
 

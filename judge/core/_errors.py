@@ -52,7 +52,24 @@ class InputWarning(BaseModel):
         return f"{where}:{field} {self.message} [{self.kind}]"
 
 
-class InputError(Exception):
+class TrajectoryJudgeError(Exception):
+    """Base of every error trajectory-judge raises on purpose: ``except TrajectoryJudgeError``
+    separates what we diagnosed from a bug (the CLI's exit 1, "internal error")."""
+
+
+class BadInputError(TrajectoryJudgeError, ValueError):
+    """Input data that cannot be used as given (a file, an item, a field); says where."""
+
+
+class ConfigurationError(TrajectoryJudgeError, ValueError):
+    """A setting, option or configuration file that cannot work; names it."""
+
+
+class ExternalCallError(TrajectoryJudgeError):
+    """A call outside the process (a model provider, an MCP server) failed after retries."""
+
+
+class InputError(BadInputError):
     """Raised (or collected) for a bad input item; ``info`` carries file, line and field path."""
 
     def __init__(self, info: InputErrorInfo):

@@ -14,13 +14,15 @@ from typing import Any
 
 import re2
 
+from judge.core._errors import BadInputError
+
 MAX_TEXT = 1 << 20  # characters of agent text a pattern is applied to
 _MAX_MEM = 8 << 20  # bytes RE2 may use for one compiled pattern
 
 __all__ = ["MAX_TEXT", "PatternError", "compile_pattern", "pattern_full_match", "pattern_search"]
 
 
-class PatternError(ValueError):
+class PatternError(BadInputError):
     """A pattern RE2 cannot compile (syntax, a backreference, look-around, too large)."""
 
 

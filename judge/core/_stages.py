@@ -82,3 +82,19 @@ def check_decided_by(value: str) -> str:
     if value in DecidedBy._value2member_map_ or (value.startswith("judge:") and len(value) > len("judge:")):
         return value
     raise ValueError(f"decided_by must be deterministic, unresolved, error or judge:<panel>, not {value!r}")
+
+
+class AnswerLabel(StrEnum):
+    """CRAG's answer labels. ``score`` is CRAG's: correct 1, missing 0 (an honest "I don't know"),
+    incorrect -1 (a hallucination costs more than silence). The one table of these scores."""
+
+    CORRECT = "correct"
+    INCORRECT = "incorrect"
+    MISSING = "missing"
+
+    @property
+    def score(self) -> float:
+        return CRAG_SCORES[self]
+
+
+CRAG_SCORES: dict[AnswerLabel, float] = {AnswerLabel.CORRECT: 1.0, AnswerLabel.MISSING: 0.0, AnswerLabel.INCORRECT: -1.0}

@@ -41,12 +41,13 @@ from typing import Any, Literal
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from judge.core import ConfigurationError
 from judge.core._errors import field_path
 
 VoteRule = Literal["majority", "unanimous", "weighted"]
 
 
-class JudgeConfigError(ValueError):
+class JudgeConfigError(ConfigurationError):
     """A judge configuration that cannot work; the message names the file and field."""
 
 

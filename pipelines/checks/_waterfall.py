@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 from judge import Check, StageResult
 from pipelines.checks._context import TurnContext
@@ -25,8 +25,8 @@ class CheckOutcome:
 
 
 class WaterfallCheck(Protocol):
-    check: ClassVar[Check]
-    depends_on: ClassVar[tuple[Check, ...]]
+    check: Check
+    depends_on: tuple[Check, ...]
 
     def run(self, ctx: TurnContext, decided: Mapping[Check, StageResult]) -> CheckOutcome:
         """``decided`` holds the results of every check in ``depends_on`` (and any earlier one)."""

@@ -52,7 +52,7 @@ def instruction_evidence(removed: tuple[str, ...] | list[str], where: str = "the
 
 
 class AnswerCheck:
-    check = Check.ANSWER
+    check: Check = Check.ANSWER
     depends_on: tuple[Check, ...] = ()
 
     def run(self, ctx: TurnContext, decided: Mapping[Check, StageResult]) -> CheckOutcome:

@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge import Check, Evidence, FailureStage, Outcome, StageResult, canonical_json, dependency_order, response_key
+from judge import Check, Evidence, EvidenceKind, FailureStage, Outcome, StageResult, canonical_json, dependency_order, response_key
 from pipelines.checks._context import TurnContext
 from pipelines.checks._diff import CallDiff, diff_call
 from pipelines.checks._waterfall import CheckOutcome
@@ -230,7 +230,7 @@ class CallsCheck:
     """Tool selection, argument names and values; reads the answer check (a missing read with a
     right answer may be an alternative path; with a wrong one it is decisive)."""
 
-    check = Check.CALLS
+    check: Check = Check.CALLS
     depends_on: tuple[Check, ...] = (Check.ANSWER,)
 
     def run(self, ctx: TurnContext, decided: Mapping[Check, StageResult]) -> CheckOutcome:
@@ -258,7 +258,7 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
             unknown = ctx.steps[st.satisfied_by].status == "unknown"
             evidence.append(
                 Evidence(
-                    kind=f"matched_{st.how}",
+                    kind=EvidenceKind.MATCHED_RESPONSE if st.how == "response" else EvidenceKind.MATCHED_STRUCTURAL,
                     reference=st.index,
                     step=st.satisfied_by,
                     message=f"{ref.name} satisfied by step {st.satisfied_by} ({st.how})" + ("; no result recorded" if unknown else ""),
@@ -269,7 +269,7 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
         elif st.advisory:
             evidence.append(
                 Evidence(
-                    kind="advisory_unmatched",
+                    kind=EvidenceKind.ADVISORY_UNMATCHED,
                     reference=st.index,
                     tool=ref.name,
                     message="; ".join(st.problems),
@@ -279,7 +279,7 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
         elif st.inconclusive:
             evidence.append(
                 Evidence(
-                    kind="no_counterpart",
+                    kind=EvidenceKind.NO_COUNTERPART,
                     reference=st.index,
                     tool=ref.name,
                     message="; ".join(st.problems),
@@ -289,7 +289,7 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
         else:
             evidence.append(
                 Evidence(
-                    kind="unsatisfied",
+                    kind=EvidenceKind.UNSATISFIED,
                     reference=st.index,
                     tool=ref.name,
                     message="; ".join(st.problems),
@@ -297,12 +297,12 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
                 )
             )
     for step_index, _stage, message in extra_writes:
-        evidence.append(Evidence(kind="extra_write", step=step_index, tool=ctx.steps[step_index].step.name, message=message))
+        evidence.append(Evidence(kind=EvidenceKind.EXTRA_WRITE, step=step_index, tool=ctx.steps[step_index].step.name, message=message))
 
     stages = [st.stage for st in status if st.stage is not None] + [s for _, s, _ in extra_writes]
     if state_mismatch and not stages:
         stages.append(FailureStage.ARGUMENT_VALUES)
-        evidence.append(Evidence(kind="state_mismatch", message="the final state after the agent's writes differs from the reference final state"))
+        evidence.append(Evidence(kind=EvidenceKind.STATE_MISMATCH, message="the final state after the agent's writes differs from the reference final state"))
     if stages:
         stage = min(stages, key=lambda s: s.rank)
         first = next(e for e in evidence if e.kind in ("unsatisfied", "extra_write", "state_mismatch"))

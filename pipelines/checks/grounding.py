@@ -21,7 +21,7 @@ from pipelines.matching import numbers_in, value_in_text
 
 
 class GroundingCheck:
-    check = Check.GROUNDING
+    check: Check = Check.GROUNDING
     depends_on: tuple[Check, ...] = (Check.ANSWER, Check.CALLS)
 
     def run(self, ctx: TurnContext, decided: Mapping[Check, StageResult]) -> CheckOutcome:

@@ -75,7 +75,7 @@ def _as_text(value: Any) -> str:
 
 
 class PolicyCheck:
-    check = Check.POLICY
+    check: Check = Check.POLICY
     depends_on: tuple[Check, ...] = ()
 
     def run(self, ctx: TurnContext, decided: Mapping[Check, StageResult]) -> CheckOutcome:

@@ -11,10 +11,12 @@ import json
 import re
 from typing import Any
 
+from judge import BadInputError
+
 REFERENCE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_\-]*)((?:\.[A-Za-z0-9_\-]+)*)\$")
 
 
-class LabelError(ValueError):
+class LabelError(BadInputError):
     pass
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import jsonschema
 
-from judge import ToolSpec, canonical_json
+from judge import BadInputError, ConfigurationError, ToolSpec, canonical_json
 from pipelines.env import _slot
 from pipelines.env._labels import LabelError, has_reference, resolve
 from pipelines.env._retriever import BM25Index
@@ -48,11 +48,11 @@ class ExecResult:
     error: str | None = None
 
 
-class ToolError(Exception):
+class ToolError(BadInputError):
     """A failure the agent caused or could see: recorded as the call's error, never raised out."""
 
 
-class DomainError(ValueError):
+class DomainError(ConfigurationError):
     """A broken or unknown domain (a setup problem, raised to the caller)."""
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from judge import content_hash
+from judge import BadInputError, content_hash
 
 PREVIEW_ROWS = 3
 MAX_VALUES = 200
@@ -22,7 +22,7 @@ CONDITIONS = ("equal", "not_equal", "greater_than", "less_than", "greater_or_equ
 AGGREGATIONS = ("count", "count_distinct", "sum", "mean", "min", "max")
 
 
-class SlotError(ValueError):
+class SlotError(BadInputError):
     pass
 
 

@@ -17,7 +17,7 @@ from typing import IO, Any
 
 import orjson
 
-from judge import InputErrorInfo
+from judge import BadInputError, InputErrorInfo
 from pipelines.ingest._base import Limits
 from pipelines.ingest._reader import _DuplicateKey, _no_duplicate_keys, _oversize_string
 
@@ -27,7 +27,7 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
 _READ_ERRORS = (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, EOFError, OSError)
 
 
-class ArchiveError(Exception):
+class ArchiveError(BadInputError):
     """The archive as a whole cannot be read."""
 
     def __init__(self, info: InputErrorInfo):

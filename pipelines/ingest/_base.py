@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judge import MAX_DEPTH, InputErrorInfo, InputWarning, SourceRef, Task, Trajectory, content_hash, field_path
+from judge import MAX_DEPTH, BadInputError, InputErrorInfo, InputWarning, SourceRef, Task, Trajectory, content_hash, field_path
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class TaskSet:
     warnings: list[InputWarning] = field(default_factory=list)
 
 
-class ItemError(Exception):
+class ItemError(BadInputError):
     """A problem with one input item, raised by a format converter and turned into an error row."""
 
     def __init__(self, kind: str, message: str, field: str | None = None, line: int | None = None, file: str | None = None):

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from judge import InputErrorInfo
+from judge import BadInputError, InputErrorInfo
 from pipelines.ingest._base import Limits
 from pipelines.ingest._reader import _DuplicateKey, _no_duplicate_keys, _oversize_string
 
@@ -36,7 +36,7 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
 _SPACE = re.compile(r"[ \t\r\n]*")
 
 
-class DocumentError(Exception):
+class DocumentError(BadInputError):
     """The document as a whole cannot be read (not JSON, not an object, a broken top level)."""
 
     def __init__(self, info: InputErrorInfo):

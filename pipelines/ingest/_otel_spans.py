@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from judge import BadInputError
+
 __all__ = ["Span", "SpanEvent", "TraceInfo", "parse_json_value", "spans_of_item"]
 
 _MAX_LITERAL = 1 << 20  # Python-literal text (LangChain dumps) longer than this stays text
@@ -77,7 +79,7 @@ class TraceInfo:
     line: int | None = None
 
 
-class SpanFormatError(ValueError):
+class SpanFormatError(BadInputError):
     def __init__(self, message: str, field: str):
         super().__init__(message)
         self.field = field

@@ -16,12 +16,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judge import InputErrorInfo, ToolSpec
+from judge import BadInputError, InputErrorInfo, ToolSpec
 from pipelines.ingest._base import Limits, TaskSet, validation_error
 from pipelines.ingest._reader import read_items
 
 
-class ToolSpecError(ValueError):
+class ToolSpecError(BadInputError):
     """The tool-specs file cannot be used; the message names file, line and field."""
 
 

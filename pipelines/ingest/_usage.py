@@ -7,8 +7,10 @@ can exit 2 with a message a user acts on. The text itself names no Python argume
 
 from __future__ import annotations
 
+from judge import ConfigurationError
 
-class UsageError(ValueError):
+
+class UsageError(ConfigurationError):
     """The inputs cannot be read as named; ``option`` says which option to fix."""
 
     def __init__(self, option: str, message: str, accepted: tuple[str, ...] | list[str] = ()):

@@ -13,14 +13,13 @@ import unicodedata
 import warnings
 from collections import Counter
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 from text_to_num import alpha2digit
 
-from judge import parse_json_text, strip_instructions
+from judge import AnswerLabel, parse_json_text, strip_instructions
 from pipelines.matching.normalize import is_cjk, normalize_answer_text, tokens
 
 __all__ = [
@@ -33,18 +32,6 @@ __all__ = [
     "shares_content",
     "value_in_text",
 ]
-
-
-class AnswerLabel(StrEnum):
-    """CRAG's labels; scores 1 / -1 / 0 (``score``)."""
-
-    CORRECT = "correct"
-    INCORRECT = "incorrect"
-    MISSING = "missing"
-
-    @property
-    def score(self) -> int:
-        return {"correct": 1, "incorrect": -1, "missing": 0}[self.value]
 
 
 @dataclass(frozen=True)

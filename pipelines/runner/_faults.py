@@ -24,12 +24,14 @@ import hashlib
 import json
 from dataclasses import dataclass
 
+from judge import ConfigurationError
+
 FAULT_KINDS = ("error", "timeout", "empty", "malformed")
 _KEYS = ("rate", "kinds", "seed", "tool")
 _SCALE = float(1 << 64)
 
 
-class FaultSpecError(ValueError):
+class FaultSpecError(ConfigurationError):
     """A ``--faults`` value that cannot be read; the message names the spec and the part."""
 
 

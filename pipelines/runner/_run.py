@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from judge import InputErrorInfo
+from judge import BadInputError, ConfigurationError, InputErrorInfo
 from judge.llm import Budget, ConfigFile, JudgeCache, JudgeSettings, RateLimiter, RetryPolicy, price_for
 from pipelines.ingest import Limits, TaskSet, load_tasks
 from pipelines.runner._caller import ModelCaller
@@ -46,11 +46,11 @@ TRAJECTORIES, RUN_ERRORS, RUN_STATE, UNPLANNED = "trajectories.jsonl", "run_erro
 MCP_STDERR = "mcp-server.log"  # stderr of the stdio MCP servers the run started
 
 
-class RunDirConflict(ValueError):
+class RunDirConflict(ConfigurationError):
     """``--out`` holds another run's trajectories (a different agent, tasks file, seed, ...)."""
 
 
-class TaskInputError(ValueError):
+class TaskInputError(BadInputError):
     """``--on-error fail`` and the tasks file has a bad item."""
 
     def __init__(self, info: InputErrorInfo):

@@ -14,12 +14,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from judge.core import ExternalCallError
+
 # Failure reasons that are transient by nature; a provider may still refuse to retry one
 # (e.g. an OpenAI 429 for an exhausted quota). The caller adds budget, offline_miss.
 RETRYABLE = frozenset({"rate_limit", "server", "timeout", "connection"})
 
 
-class JudgeCallError(Exception):
+class JudgeCallError(ExternalCallError):
     """One failed judge call.
 
     ``reason``: rate_limit, server, timeout, connection (transient) or refusal, unparseable,

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from judge import ToolSpec
+from judge import ConfigurationError, ExternalCallError, ToolSpec
 from judge.llm import ProviderConfig
 from pipelines.runner._conversation import Conversation, ModelReply, ToolCall
 
@@ -25,11 +25,11 @@ RETRYABLE = frozenset({"rate_limit", "server", "timeout", "connection"})
 PLACEHOLDER_KEY = "not-needed"  # local OpenAI-compatible servers usually take any key
 
 
-class AgentConfigError(ValueError):
+class AgentConfigError(ConfigurationError):
     """An agent that cannot run (unknown provider, missing key); the message says what to set."""
 
 
-class AgentCallError(Exception):
+class AgentCallError(ExternalCallError):
     """One failed model call. ``reason``: rate_limit, server, timeout, connection (retried) or
     error, offline (final: the trajectory cannot be collected and is reported, never graded)."""
 
