@@ -15,7 +15,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 from sklearn.metrics import cohen_kappa_score
 
-from calibration import _bootstrap as bs
+from calibration import _stats as bs
 from calibration import _stats as st
 
 

@@ -33,9 +33,9 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from calibration._agreement import Estimate
-from calibration._bootstrap import cluster_index, draw_weights
 from calibration._gold import GoldItem
 from calibration._self_preference import model_family
+from calibration._stats import cluster_index, draw_weights
 from judge import Escalator, JudgeRequest, PanelDecision
 
 POSITION_FIELDS = ("tool_outputs", "candidates", "gold_answers", "predicted_calls", "calls")

@@ -22,6 +22,7 @@ from calibration._probes import ProbeResult
 from calibration._prompts import FewShotReport
 from calibration._self_preference import SelfPreference, self_preference
 from calibration._versions import PromptVersionReport
+from judge import fmt_num, fmt_pct
 
 REPORT_VERSION = 1
 
@@ -191,14 +192,11 @@ def _disagreements(gold: GoldSet, names: Sequence[str], rule_preds: dict[str, li
 
 
 def _f(x: float | None, digits: int = 3) -> str:
-    if x is None:
-        return "-"
-    text = f"{x:.{digits}f}"
-    return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.000"
+    return fmt_num(x, digits, none="-")
 
 
 def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.2f}"
+    return fmt_pct(x, 2, none="-", sign="")
 
 
 def _ci(e: Estimate, digits: int = 3) -> str:

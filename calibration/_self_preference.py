@@ -16,7 +16,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from calibration._agreement import Estimate
-from calibration._bootstrap import cluster_index, draw_weights
+from calibration._stats import cluster_index, draw_weights
 
 
 def model_family(name: str) -> str | None:

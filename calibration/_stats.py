@@ -7,10 +7,19 @@ product (draw weights x per-cluster counts) followed by these formulas on a (B, 
 Convention: rows are the reference (human) label, columns the rated (judge) label; label index 0 is
 the positive label. Undefined values (0/0) are NaN, never a silent 0 -- except per-label precision,
 recall and F1, which follow scikit-learn's ``zero_division=0`` so they can be compared with it.
+
+The one home of the project's statistics: agreement statistics from confusion matrices, the cluster
+bootstrap (a shared (B, C) draw matrix, paired across raters; and, for means, a multinomial over
+distinct cluster profiles that stays O(B) at 100k trajectories), percentile intervals, Wilson
+intervals, and the unbiased pass@k / pass^k estimators.
+
+Why clusters: Thakur's eight answers to one question (or several turns of one task) are not
+independent; resampling items would make the intervals too narrow. Same seed, same interval.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -122,3 +131,107 @@ STATISTICS = {
     "gwet_ac1": gwet_ac1,
     "balanced_accuracy": balanced_accuracy,
 }
+
+
+# ---------------------------------------------------------------- cluster bootstrap
+
+
+def cluster_index(keys: Sequence[str]) -> tuple[np.ndarray, int]:
+    """Map cluster keys to 0..C-1 in first-seen order (deterministic)."""
+    order: dict[str, int] = {}
+    idx = np.fromiter((order.setdefault(k, len(order)) for k in keys), dtype=np.int64, count=len(keys))
+    return idx, len(order)
+
+
+def draw_weights(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
+    """(n_boot, n_clusters) counts: how often each cluster appears in each bootstrap draw."""
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, n_clusters, size=(n_boot, n_clusters))
+    offsets = (np.arange(n_boot)[:, None] * n_clusters + picks).ravel()
+    return np.bincount(offsets, minlength=n_boot * n_clusters).reshape(n_boot, n_clusters).astype(float)
+
+
+def cluster_confusions(cluster: np.ndarray, n_clusters: int, reference: np.ndarray, rated: np.ndarray, k: int) -> np.ndarray:
+    """(C, K*K) per-cluster confusion counts; rows with a missing label (-1) are left out."""
+    ok = (reference >= 0) & (rated >= 0)
+    code = reference[ok] * k + rated[ok]
+    flat = cluster[ok] * (k * k) + code
+    return np.bincount(flat, minlength=n_clusters * k * k).reshape(n_clusters, k * k).astype(float)
+
+
+def bootstrap_confusions(weights: np.ndarray, per_cluster: np.ndarray, k: int) -> np.ndarray:
+    """(B, K, K) confusion matrices of the bootstrap draws."""
+    return (weights @ per_cluster).reshape(-1, k, k)
+
+
+def percentile_ci(draws: np.ndarray, level: float = 0.95) -> tuple[float | None, float | None]:
+    """Percentile interval over the finite draws; (None, None) if fewer than 2 are finite."""
+    vals = np.asarray(draws, dtype=float)
+    vals = vals[np.isfinite(vals)]
+    if vals.size < 2:
+        return None, None
+    lo, hi = np.quantile(vals, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(lo), float(hi)
+
+
+def cluster_bootstrap_ci(
+    values: np.ndarray,
+    clusters: np.ndarray | None = None,
+    *,
+    samples: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float] | None:
+    """CI of the mean of ``values`` resampling ``clusters`` (default: each value its own cluster)."""
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return None
+    if clusters is None:
+        sums, sizes = values, np.ones_like(values)
+    else:
+        _, inverse = np.unique(clusters, return_inverse=True)
+        sums = np.bincount(inverse, weights=values)
+        sizes = np.bincount(inverse).astype(float)
+    k = sums.size
+    rng = np.random.default_rng(seed)
+    profiles, counts = np.unique(np.stack([sums, sizes], axis=1), axis=0, return_counts=True)
+    if len(profiles) <= 4096:
+        draws = rng.multinomial(k, counts / k, size=samples)  # samples x profiles
+        means = (draws @ profiles[:, 0]) / (draws @ profiles[:, 1])
+    else:
+        means = np.empty(samples)
+        chunk = max(1, 2_000_000 // k)
+        for start in range(0, samples, chunk):
+            idx = rng.integers(0, k, size=(min(chunk, samples - start), k))
+            means[start : start + idx.shape[0]] = sums[idx].sum(axis=1) / sizes[idx].sum(axis=1)
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(means, [alpha, 1 - alpha])
+    return float(round(lo, 6)), float(round(hi, 6))
+
+
+# ---------------------------------------------------------------- proportions and repeated runs
+
+
+def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float | None, float | None]:
+    """Wilson score interval of a proportion (well behaved at 0 and 1, unlike the normal one)."""
+    if n == 0:
+        return None, None
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return round(max(0.0, centre - half), 6), round(min(1.0, centre + half), 6)
+
+
+def _comb(n: int, k: int) -> int:
+    return math.comb(n, k) if 0 <= k <= n else 0
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k (Chen et al. 2021): P(at least one of k draws without replacement passes)."""
+    return 1.0 - _comb(n - c, k) / _comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass^k (tau-bench): P(all k draws without replacement pass)."""
+    return _comb(c, k) / _comb(n, k)

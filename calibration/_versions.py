@@ -25,9 +25,9 @@ from pydantic import BaseModel, Field
 from scipy.stats import norm
 
 from calibration._agreement import AgreementStats, Estimate, LabelCoder, Resampler, agreement
-from calibration._bootstrap import percentile_ci
 from calibration._compare import RaterComparison, compare_raters
 from calibration._gold import GoldSet
+from calibration._stats import percentile_ci
 
 ALPHA = 0.05
 POWER = 0.8

@@ -26,11 +26,13 @@ from typing import Any
 
 import numpy as np
 
+from calibration import cluster_bootstrap_ci
 from judge import FAILURE_STAGE_ORDER, InputErrorInfo, InputWarning, Scores, TrajectoryResult
-from pipelines.bootstrap import cluster_bootstrap_ci
 from pipelines.config import GradingConfig
+from pipelines.orchestration import OrchestrationTally
 
 BREAKDOWNS = ("capability", "domain", "hop_count", "hop_pattern", "policy_condition", "agent")
+TIER = "tier"  # the difficulty tier (pipelines.orchestration.tiers): a breakdown like the others
 SCORE_FIELDS = tuple(Scores.model_fields)
 
 
@@ -45,6 +47,7 @@ class Aggregator:
     warnings: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (kind, field pattern) -> count, first
     external: dict[str, _External] = field(default_factory=dict)  # label source -> what agreement needs
     _arrays: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # columns as arrays, built once per summary
+    orchestration: OrchestrationTally = field(default_factory=OrchestrationTally)
 
     def add_warnings(self, warnings: list[InputWarning]) -> None:
         for w in warnings:
@@ -73,6 +76,8 @@ class Aggregator:
         for key in BREAKDOWNS:
             value = getattr(r, key)
             row[key].append("unknown" if value is None else str(value))
+        row[TIER].append(r.orchestration.tier if r.orchestration is not None else "unknown")
+        self.orchestration.add(r)
         for key in SCORE_FIELDS:
             value = getattr(r.scores, key)
             self.scores.setdefault(key, array("d")).append(float("nan") if value is None else value)
@@ -84,6 +89,7 @@ class Aggregator:
 
     # -----------------------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
+        orchestration = self.orchestration.start(self.config.seed)  # clustering runs meanwhile (a child process in large runs)
         rows = self.rows
         n = len(rows["verdict"])
         verdict = np.array(rows["verdict"], dtype=object)
@@ -118,9 +124,10 @@ class Aggregator:
         }
         if self.external:
             out["external_agreement"] = {source: ext.summary(self.config) for source, ext in sorted(self.external.items())}
-        for key in BREAKDOWNS:
+        for key in (*BREAKDOWNS, TIER):
             col = np.array(rows[key], dtype=object)
             out["by"][key] = {value: self._group(col == value, verdict, tasks, with_scores=False) for value in sorted(set(rows[key]), key=_natural)}
+        out["orchestration"] = orchestration.result()
         return out
 
     def _group(self, mask: np.ndarray, verdict: np.ndarray, tasks: np.ndarray, with_scores: bool) -> dict[str, Any]:
@@ -211,7 +218,7 @@ class _External:
             )
 
     def summary(self, config: GradingConfig) -> dict[str, Any]:
-        from calibration import LabelCoder, Resampler, agreement  # statistics live in calibration (one home)
+        from calibration import LabelCoder, Resampler, agreement
 
         decided = [o if o != "unresolved" else None for o in self.ours]
         stats = agreement(self.theirs, decided, LabelCoder(["pass", "fail"]), Resampler(self.tasks, config.bootstrap_samples, config.seed))

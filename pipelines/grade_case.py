@@ -34,6 +34,7 @@ from pipelines.alignment import TurnAlignmentError, align
 from pipelines.attribution import attribute_trajectory, attribute_turn
 from pipelines.checks import WATERFALL, CallMatching, TurnContext, build_context, dependents, evaluation_order, instruction_evidence
 from pipelines.config import GradingConfig
+from pipelines.orchestration import assess_orchestration
 from pipelines.scoring import TurnFacts, compute_scores
 
 CHECK_ORDER = tuple(c.check for c in WATERFALL)  # waterfall order: attribution and escalation walk it
@@ -122,7 +123,7 @@ class GradedCase:
         for ts in self.turns:
             ts.facts.answer = ts.checks[Check.ANSWER]
         meta = self.task.metadata
-        return TrajectoryResult(
+        result = TrajectoryResult(
             task_id=self.task.task_id,
             trajectory_id=self.trajectory.trajectory_id,
             agent=self.trajectory.agent,
@@ -143,6 +144,8 @@ class GradedCase:
             source=self.source,
             external_labels=list(self.trajectory.external_labels) or None,
         )
+        result.orchestration = assess_orchestration(self.task, self.trajectory, result, self.config.turns)
+        return result
 
 
 def grade_case(

@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from reports import _orchestration as O
 from reports import _tables as T
 from reports._run import RunData, attach_trajectories
 
@@ -42,6 +43,7 @@ def analyse(run: RunData) -> RunReport:
         "repeated_runs": pass_stats,
         "external_agreement": agreement,
         "external_disagreements": disagreements,
+        **O.tables(run),
     }
     notes = []
     unnamed = sum(r.unnamed_tool_evidence for r in run.rows)

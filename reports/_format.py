@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
 
+from judge import fmt_num, fmt_pct, fmt_pct_ci, fmt_signed_pct, missing
 from reports._escape import md_text
 
 # columns printed as percentages wherever they appear
@@ -27,24 +27,8 @@ PERCENT_COLUMNS = {
 }
 
 
-def missing(x: Any) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA
-
-
-def pct(x: Any) -> str:
-    return "n/a" if missing(x) else f"{100 * float(x):.1f}%"
-
-
-def pct_ci(ci: Any) -> str:
-    return "" if not ci or missing(ci[0]) or missing(ci[1]) else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
-
-
-def num(x: Any) -> str:
-    return "n/a" if missing(x) else f"{float(x):.3f}"
-
-
-def signed_pct(x: Any) -> str:
-    return "n/a" if missing(x) else f"{100 * float(x):+.1f} pp"
+# the project's one number formatter (judge.core._numbers), under the names the reports use
+pct, pct_ci, num, signed_pct = fmt_pct, fmt_pct_ci, fmt_num, fmt_signed_pct
 
 
 def cell(column: str, value: Any, percent: set[str] | None = None) -> str:

@@ -15,10 +15,11 @@ from typing import Any
 import pandas as pd
 
 from judge import Trajectory, TrajectoryResult
+from reports import _orchestration as O
 from reports import _svg
 from reports._analysis import RunReport
 from reports._format import calibration_sentence, cell, num, pct, pct_ci, pivot_comparison, rows
-from reports._tables import SEED_METRICS, STAGES, natural
+from reports._tables import RADAR_AXES, STAGES, natural
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 MAX_VALUE_CHARS = 600  # per argument / tool-output cell in the drill-down
@@ -42,10 +43,11 @@ th{background:#f5f5f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
 details.traj{border-bottom:1px solid #eee;padding:3px 0}details.traj>summary{cursor:pointer;font-size:13px}
 details.traj .body{padding:4px 12px 10px}pre{white-space:pre-wrap;word-break:break-word;margin:0;font-size:11px}
 .filters{margin:6px 0;font-size:13px}.filters select{margin-right:10px}.note{font-size:12px;color:#555}
-.tw{overflow-x:auto;max-width:100%}.grid{display:flex;flex-wrap:wrap;gap:8px 24px;align-items:flex-start}p{font-size:14px}h4{font-size:14px;margin:10px 0 4px}
+ol.modes li{font-size:13px;margin:0 0 8px}.tw{overflow-x:auto;max-width:100%}.grid{display:flex;flex-wrap:wrap;gap:8px 24px;align-items:flex-start}p{font-size:14px}h4{font-size:14px;margin:10px 0 4px}
 """
 
-# Filters trajectories by every <select> in their .drill container; fills the shown counter.
+# Filters trajectories by every <select> in their .drill container; fills the shown counter;
+# opens the drill-down entry a link points at (failure-mode examples link there).
 JS = """
 document.querySelectorAll('.drill').forEach(function(d){
 var sel=d.querySelectorAll('select');
@@ -53,6 +55,9 @@ function apply(){var n=0;d.querySelectorAll('details.traj').forEach(function(t){
 sel.forEach(function(s){if(s.value&&t.getAttribute('data-'+s.name)!==s.value)ok=false});t.hidden=!ok;if(ok)n++});
 d.querySelector('.shown').textContent=String(n)}
 sel.forEach(function(s){s.addEventListener('change',apply)});apply();d.setAttribute('data-ready','1')});
+function openHash(){var t=location.hash?document.getElementById(location.hash.slice(1)):null;
+if(t&&t.tagName==='DETAILS'){t.hidden=false;t.open=true;t.scrollIntoView()}}
+window.addEventListener('hashchange',openHash);openHash();
 """
 
 
@@ -133,11 +138,41 @@ def _stage_key(r: TrajectoryResult) -> str:
     return r.failure_stage.value if r.failure_stage is not None and r.failure_stage.value != "none" else r.verdict.value
 
 
-def _drill_item(r: TrajectoryResult, traj: Trajectory | None) -> str:
+def _drill_anchors(rep: RunReport, anchor: str) -> dict[str, str]:
+    """Trajectory id -> the element id of its drill-down entry (ids are unique among graded rows)."""
+    out: dict[str, str] = {}
+    for i in rep.run.drill:
+        tid = rep.run.full[i].trajectory_id
+        if tid is not None:
+            out.setdefault(tid, f"{anchor}-t{i}")
+    return out
+
+
+def _orchestration_line(r: TrajectoryResult) -> str:
+    o = r.orchestration
+    if o is None:
+        return ""
+    parts = [f"tier {o.tier}"]
+    if o.failed_calls:
+        outcomes = "; ".join(
+            f"step {e.step} {e.tool} ({e.failure}): {e.outcome}" + (f" by step {e.by_step}" if e.by_step is not None else "") for e in o.recovery
+        )
+        parts.append(f"{o.recovered_calls}/{o.failed_calls} failed calls recovered ({outcomes})")
+    if o.rounds_used is not None:
+        parts.append(f"rounds {o.rounds_used} used / {o.rounds_minimum} minimum")
+    if o.loop_repeats:
+        parts.append(f"{o.loop_repeats} loop repeats" + (" (looping)" if o.looping else ""))
+    return '<p class="note">orchestration: ' + escape(" · ".join(parts)) + "</p>"
+
+
+def _drill_item(r: TrajectoryResult, traj: Trajectory | None, item_id: str | None = None) -> str:
     stage = r.failure_stage.value if r.failure_stage else ""
     v = r.verdict.value
     attrs = {"verdict": v, "stage": _stage_key(r), "cap": r.capability or "unknown", "domain": r.domain or "unknown", "agent": r.agent or "unknown"}
+    attrs["tier"] = r.orchestration.tier if r.orchestration is not None else "unknown"
     data = " ".join(f'data-{k}="{escape(val)}"' for k, val in attrs.items())
+    if item_id is not None:
+        data += f' id="{escape(item_id)}"'
     head = (
         f'<span class="badge {v}">{v}</span>{escape(r.trajectory_id or "?")} · task {escape(r.task_id or "?")} · agent {escape(r.agent or "?")}'
         f" · cap {escape(r.capability or '?')} · {escape(r.domain or '?')}"
@@ -154,6 +189,7 @@ def _drill_item(r: TrajectoryResult, traj: Trajectory | None) -> str:
             + escape(", ".join(f"{k} {x:.3f}" for k, x in sc.items()))
             + f" · judge calls {r.judge_calls}, ${r.judge_cost_usd:.4f}</p>"
         )
+    body.append(_orchestration_line(r))
     for t_no, turn in enumerate(r.turns):
         body.append(
             f"<h4>turn {escape(turn.turn_id)}: {escape(turn.verdict.value)}"
@@ -211,7 +247,7 @@ def _drill_item(r: TrajectoryResult, traj: Trajectory | None) -> str:
     return f'<details class="traj" {data}><summary>{head}</summary><div class="body">{"".join(body)}</div></details>'
 
 
-def _drilldown(rep: RunReport) -> str:
+def _drilldown(rep: RunReport, anchor: str = "") -> str:
     run = rep.run
     picked = [run.full[i] for i in run.drill]
     options = {
@@ -220,13 +256,15 @@ def _drilldown(rep: RunReport) -> str:
         "domain": sorted({r.domain or "unknown" for r in picked}, key=natural),
         "agent": sorted({r.agent or "unknown" for r in picked}, key=natural),
         "verdict": sorted({r.verdict.value for r in picked}),
+        "tier": sorted({r.orchestration.tier if r.orchestration is not None else "unknown" for r in picked}),
     }
-    labels = {"stage": "failure stage", "cap": "capability", "domain": "domain", "agent": "agent", "verdict": "verdict"}
+    labels = {"stage": "failure stage", "cap": "capability", "domain": "domain", "agent": "agent", "verdict": "verdict", "tier": "difficulty tier"}
     sel = []
     for name, values in options.items():
         opts = '<option value="">all</option>' + "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in values)
         sel.append(f'<label>{labels[name]} <select name="{name}">{opts}</select></label>')
-    items = "\n".join(_drill_item(run.full[i], run.trajectories.get(i)) for i in run.drill)
+    prefix = anchor or "run"
+    items = "\n".join(_drill_item(run.full[i], run.trajectories.get(i), f"{prefix}-t{i}") for i in run.drill)
     return (
         f'<div class="drill"><p class="note">Shown here: {escape(run.drill_note)}. Click a row for steps, arguments, tool outputs, matching evidence and votes.</p>'
         f'<div class="filters">{"".join(sel)} <span class="shown"></span> shown</div>\n{items}\n</div>'
@@ -265,14 +303,14 @@ def render_run(rep: RunReport, anchor: str) -> str:
 
     seeds = t["seed_metrics"]
     parts.append(
-        f'<section id="{anchor}-metrics"><h2>Seed metrics per agent</h2><p class="note">One radar per agent (0 to 1 on every axis); dashed grey: all agents together.</p>'
+        f'<section id="{anchor}-metrics"><h2>Seed metrics per agent</h2><p class="note">One radar per agent (0 to 1 on every axis); dashed grey: all agents together. Recovery: the share of the agent\'s failed calls it recovered from (1 with no failed call).</p>'
     )
-    values = {str(r["agent"]): [None if pd.isna(r[m]) else float(r[m]) for m in SEED_METRICS] for _, r in seeds.iterrows()}
+    values = {str(r["agent"]): [None if pd.isna(r[m]) else float(r[m]) for m in RADAR_AXES] for _, r in seeds.iterrows()}
     overall = values.pop("all", None)
     ref = ("all agents", overall) if overall is not None else None
     parts.append(
         '<div class="grid">'
-        + "".join(_svg.radar(f"Seed metrics: {agent}", list(SEED_METRICS), [(agent, v)], reference=ref) for agent, v in values.items())
+        + "".join(_svg.radar(f"Seed metrics: {agent}", list(RADAR_AXES), [(agent, v)], reference=ref) for agent, v in values.items())
         + "</div>"
     )
     parts.append(_table(seeds) + "<h3>All scores (95% CI)</h3>" + _table(t["scores"], percent=set()) + "</section>")
@@ -294,6 +332,7 @@ def render_run(rep: RunReport, anchor: str) -> str:
         )
     parts.append(_table(tools) + "</section>")
 
+    parts += O.render_html(rep.run, t, anchor, _table, _drill_anchors(rep, anchor))
     vf = rep.vote_facts
     parts.append(f'<section id="{anchor}-decisions"><h2>How verdicts were decided</h2>')
     parts.append(_table(t["decided_by"]))
@@ -356,7 +395,7 @@ def render_run(rep: RunReport, anchor: str) -> str:
         parts.append(f'<section id="{anchor}-errors"><h2>Input errors (listed, not graded)</h2>' + _table(err) + "</section>")
     if rep.notes:
         parts.append(f'<section id="{anchor}-notes"><h2>Notes</h2><ul>' + "".join(f"<li>{escape(n)}</li>" for n in rep.notes) + "</ul></section>")
-    parts.append(f'<section id="{anchor}-drill"><h2>Trajectories (drill-down)</h2>{_drilldown(rep)}</section>')
+    parts.append(f'<section id="{anchor}-drill"><h2>Trajectories (drill-down)</h2>{_drilldown(rep, anchor)}</section>')
     return "\n".join(p for p in parts if p)
 
 
@@ -397,6 +436,8 @@ def render_html(reports: list[RunReport], comparison: dict[str, pd.DataFrame] | 
                 ("hops", "hops"),
                 ("metrics", "metrics"),
                 ("tools", "tools"),
+                ("orchestration", "orchestration"),
+                ("modes", "failure modes"),
                 ("decisions", "decisions"),
                 ("repeats", "repeated runs"),
                 ("drill", "trajectories"),

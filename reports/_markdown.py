@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from reports import _orchestration as O
 from reports._analysis import RunReport
 from reports._escape import md_text
 from reports._format import calibration_sentence, md_table, num, pct, pct_ci, pivot_comparison
@@ -72,12 +73,13 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
             stages = " | ".join(str(g["failure_stages"].get(st, 0)) for st in STAGES)
             lines.append(f"| {md_text(str(value))} | {g['n']} | {pct(g['pass_rate'])} | {pct_ci(g.get('pass_rate_ci95'))} | {g['unresolved']} | {stages} |")
     lines += ["", f"{level} Scores", ""] + md_table(t["scores"], percent=set())
-    lines += _section("Seed metrics per agent (radar in report.html)", t["seed_metrics"])
+    lines += _section("Seed metrics per agent, with recovery (radar in report.html)", t["seed_metrics"])
     lines += ["", f"{level} Per-tool bottlenecks (conditional failure rate of each reference step)", ""]
     tools = t["tool_bottlenecks"]
     lines += md_table(tools.head(30)) if not tools.empty else ["_no reference-step evidence_"]
     if len(tools) > 30:
         lines.append(f"\n_{len(tools) - 30} more tools in tables/tool_bottlenecks.csv_")
+    lines += O.render_markdown(rep.run, t, level)
     vf = rep.vote_facts
     lines += ["", f"{level} How verdicts were decided", ""] + md_table(t["decided_by"])
     lines += [

@@ -51,6 +51,18 @@ class DecisionFacts:
 
 
 SCORE_NAMES: tuple[str, ...] = tuple(Scores.model_fields)
+# per-trajectory orchestration facts in the trajectories table (None for error rows)
+ORCHESTRATION_COLUMNS = (
+    "tier",
+    "failed_calls",
+    "recovered_calls",
+    "recovery_rate",
+    "rounds_used",
+    "rounds_minimum",
+    "parallel_efficiency",
+    "loop_repeats",
+    "looping",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +90,7 @@ class Row:
     tools: tuple[tuple[str, str], ...]  # (reference tool name, satisfied | unsatisfied | no_counterpart)
     unnamed_tool_evidence: int
     decisions: tuple[DecisionFacts, ...]
+    orchestration: tuple[Any, ...] | None = None  # in ORCHESTRATION_COLUMNS order
 
     @property
     def scores(self) -> dict[str, float | None]:
@@ -139,6 +152,7 @@ def to_row(r: TrajectoryResult, pool: dict[Any, Any] | None = None) -> Row:
         tools=_shared(tuple(_shared(t) for t in tools)),
         unnamed_tool_evidence=unnamed,
         decisions=tuple(decisions),
+        orchestration=None if r.orchestration is None else _shared(tuple(getattr(r.orchestration, c) for c in ORCHESTRATION_COLUMNS)),
     )
 
 

@@ -185,3 +185,31 @@ def radar(
         color = SERIES[si % len(SERIES)]
         body.append(poly(values, f'fill="{color}" fill-opacity="0.15" stroke="{color}" stroke-width="2"', tip(name, values)))
     return _svg(width, cy + r + 24, title, body)
+
+
+def value_bars(title: str, categories: list[str], series: list[tuple[str, list[float]]], width: int = 760, y_label: str = "") -> str:
+    """Horizontal grouped bars for non-negative quantities (not rates): one row per category, one
+    bar per series, scaled to the largest value, each labelled with its value."""
+    label_w, bar_h, gap, group_gap = 200, 11, 2, 8
+    plot_w = width - label_w - 70
+    legend, ly = _legend([(name, SERIES[i % len(SERIES)]) for i, (name, _) in enumerate(series)], 10, 16, width - 20)
+    body = legend
+    top = ly + 8
+    if y_label:
+        body.append(_text(label_w, top + 2, y_label, size=10, extra=' fill="#555"'))
+        top += 10
+    peak = max((v for _, values in series for v in values), default=0.0) or 1.0
+    group_h = len(series) * (bar_h + gap) + group_gap
+    for ci, cat in enumerate(categories):
+        y0 = top + ci * group_h
+        body.append(_text(label_w - 6, y0 + group_h / 2, cat, anchor="end", size=10))
+        for si, (name, values) in enumerate(series):
+            v = values[ci]
+            y = y0 + si * (bar_h + gap)
+            w = plot_w * v / peak
+            body.append(
+                f'<rect x="{label_w}" y="{_f(y)}" width="{_f(w)}" height="{bar_h}" fill="{SERIES[si % len(SERIES)]}"><title>{escape(f"{cat} / {name}: {v:.2f}")}</title></rect>'
+            )
+            body.append(_text(label_w + w + 4, y + bar_h - 2, f"{v:.2f}", size=9))
+    height = top + len(categories) * group_h + 6
+    return _svg(width, height, title, body)

@@ -25,26 +25,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from calibration import pass_at_k, pass_hat_k, wilson
 from judge import FAILURE_STAGE_ORDER
-from reports._run import SCORE_NAMES, Row, RunData
+from reports._orchestration import recovery_axis
+from reports._run import ORCHESTRATION_COLUMNS, SCORE_NAMES, Row, RunData
 
 STAGES = tuple(s.value for s in FAILURE_STAGE_ORDER if s.value != "none")
 SEED_METRICS = ("tool_selection", "tool_order", "parameter", "policy_compliance", "tool_efficiency", "answer_accuracy")
+RADAR_AXES = (*SEED_METRICS, "recovery")  # recovery: pooled rate of recovered failed calls (reports._orchestration)
 
 
 def natural(value: Any) -> tuple:
     text = str(value)
     return (0, int(text), "") if text.isdigit() else (1, 0, text)
-
-
-def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float | None, float | None]:
-    if n == 0:
-        return None, None
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return round(max(0.0, centre - half), 6), round(min(1.0, centre + half), 6)
 
 
 def _r(x: Any) -> Any:
@@ -217,7 +210,8 @@ def tool_bottlenecks(run: RunData) -> pd.DataFrame:
 
 
 def seed_metrics(run: RunData) -> pd.DataFrame:
-    """Mean seed metric per agent (None values are not applicable and left out), plus 'all'."""
+    """Mean seed metric per agent (None values are not applicable and left out), plus 'all', and
+    the recovery axis (pooled recovered / failed calls; 1 for an agent with no failed call)."""
     by_agent: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     positions = [(m, SCORE_NAMES.index(m)) for m in SEED_METRICS]
     for r in run.graded:
@@ -226,16 +220,19 @@ def seed_metrics(run: RunData) -> pd.DataFrame:
             v = r.score_values[i]
             if v is not None:
                 by_agent[agent][m].append(v)
+    recovery = recovery_axis(run)
     rows = []
     for agent in sorted(by_agent, key=natural):
         row: dict[str, Any] = {"agent": agent, "n": sum(1 for r in run.graded if (r.agent or "unknown") == agent)}
         for m in SEED_METRICS:
             vals = by_agent[agent][m]
             row[m] = _r(np.mean(vals)) if vals else None
+        row["recovery"] = recovery.get(agent)
         rows.append(row)
     scores = run.summary.get("scores", {})
-    rows.append({"agent": "all", "n": run.summary["counts"]["graded"], **{m: _r(scores.get(m, {}).get("mean")) for m in SEED_METRICS}})
-    return pd.DataFrame(rows, columns=["agent", "n", *SEED_METRICS])
+    overall = {m: _r(scores.get(m, {}).get("mean")) for m in SEED_METRICS}
+    rows.append({"agent": "all", "n": run.summary["counts"]["graded"], **overall, "recovery": recovery.get("all")})
+    return pd.DataFrame(rows, columns=["agent", "n", *RADAR_AXES])
 
 
 def scores_table(run: RunData) -> pd.DataFrame:
@@ -430,20 +427,6 @@ def calibration_tables(run: RunData) -> tuple[pd.DataFrame, dict[str, Any] | Non
 
 
 # ---------------------------------------------------------------------------------------------
-def _comb(n: int, k: int) -> int:
-    return math.comb(n, k) if 0 <= k <= n else 0
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k (Chen et al. 2021): P(at least one of k draws without replacement passes)."""
-    return 1.0 - _comb(n - c, k) / _comb(n, k)
-
-
-def pass_hat_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass^k (tau-bench): P(all k draws without replacement pass)."""
-    return _comb(c, k) / _comb(n, k)
-
-
 def repeated_runs(run: RunData) -> tuple[pd.DataFrame, pd.DataFrame]:
     """pass@k / pass^k per agent over tasks it ran more than once; mean +- std over run index."""
     outcomes: dict[tuple[str, str], list[bool]] = defaultdict(list)
@@ -493,12 +476,20 @@ def trajectories(run: RunData, start: int = 0, stop: int | None = None) -> pd.Da
     columns["judge_cost_usd"] = [r.judge_cost_usd for r in rows]
     for i, name in enumerate(SCORE_NAMES):
         columns["score_" + name] = [r.score_values[i] for r in rows]
+    for i, name in enumerate(ORCHESTRATION_COLUMNS):
+        columns[name] = [None if r.orchestration is None else r.orchestration[i] for r in rows]
     order = ["task_id", "trajectory_id", "agent", "capability", "domain", "hop_count", "hop_pattern", "policy_condition", "verdict",
-             "failure_stage", "decided_by", "unresolved_stages", "judge_calls", "judge_cost_usd", *("score_" + n for n in SCORE_NAMES)]  # fmt: skip
+             "failure_stage", "decided_by", "unresolved_stages", "judge_calls", "judge_cost_usd", *("score_" + n for n in SCORE_NAMES),
+             *ORCHESTRATION_COLUMNS]  # fmt: skip
     df = pd.DataFrame({k: columns[k] for k in order})
     df["hop_count"] = df["hop_count"].astype("Int64")
     for name in SCORE_NAMES:
         df["score_" + name] = df["score_" + name].astype("float64")
+    for name in ("failed_calls", "recovered_calls", "rounds_used", "rounds_minimum", "loop_repeats"):
+        df[name] = df[name].astype("Int64")
+    for name in ("recovery_rate", "parallel_efficiency"):
+        df[name] = df[name].astype("float64")
+    df["looping"] = df["looping"].astype("boolean")
     return df
 
 

@@ -19,7 +19,7 @@ from reports._analysis import RunReport, analyse
 from reports._escape import csv_safe
 from reports._html import render_html
 from reports._markdown import render_markdown
-from reports._run import DRILL_EXTRA_FAILURES, DRILL_FIRST, SCORE_NAMES, RunData, load_run
+from reports._run import DRILL_EXTRA_FAILURES, DRILL_FIRST, ORCHESTRATION_COLUMNS, SCORE_NAMES, RunData, load_run
 
 
 def _generated() -> str:
@@ -59,6 +59,10 @@ def _write_trajectories(run: RunData, folder: Path) -> list[Path]:
         + [(c, pa.string()) for c in ("hop_pattern", "policy_condition", "verdict", "failure_stage", "decided_by", "unresolved_stages")]
         + [("judge_calls", pa.int64()), ("judge_cost_usd", pa.float64())]
         + [("score_" + n, pa.float64()) for n in SCORE_NAMES]
+        + [
+            (c, pa.string() if c == "tier" else pa.bool_() if c == "looping" else pa.float64() if c.endswith(("rate", "efficiency")) else pa.int64())
+            for c in ORCHESTRATION_COLUMNS
+        ]
     )
     n = len(run.rows)
     with pq.ParquetWriter(parquet, schema, compression="snappy") as writer, open(csv, "w", encoding="utf-8", newline="") as fh:

@@ -7,14 +7,14 @@ import random
 from collections import Counter
 from pathlib import Path
 
-from data.build.agents import PROFILES, NotApplicable, ValueIndex, run_profile
+from data.build.agents import PROFILES, RARE, NotApplicable, ValueIndex, run_profile
 from data.build.envs import SEED, write_all
 from data.build.tasks import generate
 from judge import Task, Trajectory
 from pipelines.env import load_environment
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTRA_PER_TASK = 2
+EXTRA_PER_TASK = 3
 
 
 def _dump(rows: list[dict], path: Path) -> None:
@@ -42,8 +42,8 @@ def main(root: Path = ROOT) -> None:
         usage["careful"] += 1
         others = [p for p in PROFILES if p != "careful"]
         rng.shuffle(others)
-        # rare premises first (policies, writes), then the least used profiles
-        others.sort(key=lambda p: (p not in ("policy_violator", "duplicate_writer"), usage[p]))
+        # rare premises first (policies, writes, independent calls), then the least used profiles
+        others.sort(key=lambda p: (p not in RARE, usage[p]))
         want = EXTRA_PER_TASK + (1 if task.get("policy") or plan.tags.get("write") else 0)
         for profile in others:
             if len(made) > want:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from data.build._plan import TaskPlan, TurnPlan
 from judge import canonical_json, response_key
-from pipelines.env import Environment, Session
+from pipelines.env import Environment, ExecResult, Session
 
 PROFILES = [
     "careful",
@@ -31,7 +32,14 @@ PROFILES = [
     "alternative_path",
     "retrier",
     "duplicate_writer",
+    "switcher",
+    "flaky",
+    "persistent",
+    "looper",
+    "stubborn",
+    "parallel",
 ]
+RARE = ("policy_violator", "duplicate_writer", "parallel")  # premises few tasks meet: tried first
 EXPECTED = {  # profile -> (expected verdict, expected failure stage)
     "careful": ("pass", "none"),
     "alternative_path": ("pass", "none"),
@@ -43,6 +51,18 @@ EXPECTED = {  # profile -> (expected verdict, expected failure stage)
     "ungrounded": ("fail", "answer_grounding"),
     "policy_violator": ("fail", "policy"),
     "duplicate_writer": ("fail", "tool_selection"),
+    "switcher": ("pass", "none"),
+    "flaky": ("pass", "none"),
+    "persistent": ("pass", "none"),
+    "looper": ("pass", "none"),
+    "stubborn": ("fail", "argument_names"),
+    "parallel": ("pass", "none"),
+}
+FAULTS = {  # how an injected fault is recorded (the call is not executed): status, result, error
+    "error": ("error", None, "injected fault: 503 Service Unavailable"),
+    "timeout": ("error", None, "injected fault: the tool did not answer within 30 s"),
+    "empty": ("ok", "", None),
+    "malformed": ("ok", '{"data": [{"id": 1, "na', None),
 }
 RENAMES = {
     "name": "full_name",
@@ -89,6 +109,8 @@ class PlannedStep:
     arguments: dict[str, Any]
     call_id: str | None
     ref_index: int | None  # which reference call of the turn this step stands for
+    together: bool = False  # issued in the same model message (round) as the step before it
+    fault: str | None = None  # an injected fault (FAULTS): recorded, not executed
 
 
 def careful_steps(turn: TurnPlan) -> list[PlannedStep]:
@@ -129,15 +151,24 @@ class Runner:
         self.golds = [t["gold_answers"][0] for t in task["turns"]]
         self.session: Session = env.session()
         self.outputs: list[Any] = []
+        self.rounds = 0  # model messages that issued calls so far (one message = one round)
 
     # -- execution ---------------------------------------------------------------------------
     def run_steps(self, steps: list[PlannedStep]) -> tuple[list[dict[str, Any]], list[Any | None], list[Any]]:
         recorded, by_ref, raw = [], [None] * 32, []
-        for st in steps:
-            res = self.session.execute(st.name, st.arguments, label=st.call_id)
-            step: dict[str, Any] = {"name": st.name, "arguments": st.arguments}
+        for k, st in enumerate(steps):
+            if not (st.together and k > 0):
+                self.rounds += 1
+            step: dict[str, Any] = {"name": st.name, "arguments": st.arguments, "round": self.rounds - 1}
             if st.call_id:
                 step["call_id"] = st.call_id
+            if st.fault is not None:  # the runner answered in the tool's place: nothing ran
+                status, result, error = FAULTS[st.fault]
+                step.update({"status": status, "fault": st.fault, "result": result} if error is None else {"status": status, "fault": st.fault, "error": error})
+                recorded.append(step)
+                raw.append(ExecResult(ok=False, error=error or f"injected fault: {st.fault}"))
+                continue
+            res = self.session.execute(st.name, st.arguments, label=st.call_id)
             if res.ok:
                 step["result"] = res.result
                 step["status"] = "ok"
@@ -236,6 +267,8 @@ class Runner:
         def candidates(i: int) -> list[str]:
             call = self.plan.turns[i].calls[-1]
             ref = self.env.tool(call.name)
+            if any(c.name == call.name for c in self.plan.turns[i].calls[:-1]):
+                return []  # the tool also serves another call of the turn: which call the swap hit is ambiguous
             out = []
             for name in self.tool_names:
                 spec = self.env.tool(name)
@@ -279,6 +312,13 @@ class Runner:
         return value if value not in (None, [], {}) else "I could not find it"
 
     def misnamed_args(self) -> dict[str, Any]:
+        return self._misnamed("misnamed_args", repeats=0)
+
+    def stubborn(self) -> dict[str, Any]:
+        """misnamed_args that repeats the rejected call unchanged twice more before giving up (a loop)."""
+        return self._misnamed("stubborn", repeats=2)
+
+    def _misnamed(self, profile: str, repeats: int) -> dict[str, Any]:
         i = self._pick_turn(lambda j: bool(self.plan.turns[j].calls[-1].arguments))
         turn = self.plan.turns[i]
         last = turn.calls[-1]
@@ -290,13 +330,16 @@ class Runner:
 
         def make() -> tuple[dict[str, Any], str]:
             steps = careful_steps(turn)
-            steps[-1] = PlannedStep(last.name, args, steps[-1].call_id, None)
+            steps[-1:] = [PlannedStep(last.name, args, steps[-1].call_id, None) for _ in range(1 + repeats)]
             rec, _, raw = self.run_steps(steps)
-            if raw[-1].ok:
+            if any(r.ok for r in raw[len(raw) - 1 - repeats :]):
                 raise NotApplicable("renamed argument was accepted")
-            return self.turn(i, rec, "Sorry, I could not retrieve that information."), f"passed {new!r} instead of {old!r}"
+            if len({(r.error or "") for r in raw[len(raw) - 1 - repeats :]}) != 1:
+                raise NotApplicable("the repeated call failed differently")
+            again = f", repeated it unchanged {repeats} more times" if repeats else ""
+            return self.turn(i, rec, "Sorry, I could not retrieve that information."), f"passed {new!r} instead of {old!r}{again}, then gave up"
 
-        return self._with_broken_turn(i, make, "misnamed_args")
+        return self._with_broken_turn(i, make, profile)
 
     def _value_candidates(self, name: str, key: str, value: Any) -> list[Any]:
         spec = self.env.tool(name)
@@ -555,6 +598,109 @@ class Runner:
             return self.turn(i, rec, self.render(turn.answer(by_ref[: len(turn.calls)]), turn.kind)), f"repeated {turn.calls[k].name}"
 
         return self._with_broken_turn(i, make, "duplicate_writer")
+
+    # -- orchestration profiles: recovery, loops, parallel calls --------------------------------
+    def switcher(self) -> dict[str, Any]:
+        """A call hits an injected error; the agent switches to an exact alias of the tool."""
+        options = [(i, k) for i, turn in enumerate(self.plan.turns) for k, st in enumerate(careful_steps(turn)) if self._alias(st) is not None]
+        if not options:
+            raise NotApplicable("no exact alias to switch to")
+        i, k = self.rng.choice(options)
+        turn = self.plan.turns[i]
+
+        def make() -> tuple[dict[str, Any], str]:
+            steps = careful_steps(turn)
+            original = steps[k]
+            alias = self._alias(original)
+            assert alias is not None
+            steps[k : k + 1] = [PlannedStep(original.name, original.arguments, None, None, fault="error"), alias]
+            rec, by_ref, raw = self.run_steps(steps)
+            if not self.covers(i, raw):
+                raise NotApplicable("the alias does not return the reference response")
+            answer = self.render(turn.answer(by_ref[: len(turn.calls)]), turn.kind)
+            return self.turn(i, rec, answer), f"{original.name} failed (injected error); switched to {alias.name}"
+
+        return self._with_broken_turn(i, make, "switcher")
+
+    def flaky(self) -> dict[str, Any]:
+        """A read call hits an injected transient fault; the agent repeats it unchanged and it succeeds."""
+        options = [(i, k) for i, turn in enumerate(self.plan.turns) for k, c in enumerate(turn.calls) if not self.env.is_write(c.name)]
+        if not options:
+            raise NotApplicable("no read call to fault")
+        i, k = self.rng.choice(options)
+        kind = self.rng.choice(sorted(FAULTS))
+        turn = self.plan.turns[i]
+
+        def make() -> tuple[dict[str, Any], str]:
+            steps = careful_steps(turn)
+            steps.insert(k, PlannedStep(steps[k].name, steps[k].arguments, steps[k].call_id, None, fault=kind))
+            rec, by_ref, _ = self.run_steps(steps)
+            answer = self.render(turn.answer(by_ref[: len(turn.calls)]), turn.kind)
+            return self.turn(i, rec, answer), f"{steps[k].name}: injected {kind}; repeated the call unchanged"
+
+        return self._with_broken_turn(i, make, "flaky")
+
+    def persistent(self) -> dict[str, Any]:
+        """Two failed attempts at the first call of a turn (an argument omitted, then misnamed), then the right call."""
+        i = self._pick_turn(lambda j: bool(self.env.tool(self.plan.turns[j].calls[0].name).required))
+        turn = self.plan.turns[i]
+        first = turn.calls[0]
+        drop = sorted(self.env.tool(first.name).required)[0]
+        renamed = RENAMES.get(drop, drop + "_value")
+        missing = PlannedStep(first.name, {k: v for k, v in first.arguments.items() if k != drop}, None, None)
+        misnamed = PlannedStep(first.name, {(renamed if k == drop else k): v for k, v in first.arguments.items()}, None, None)
+
+        def make() -> tuple[dict[str, Any], str]:
+            rec, by_ref, raw = self.run_steps([missing, misnamed] + careful_steps(turn))
+            if raw[0].ok or raw[1].ok:
+                raise NotApplicable("a broken attempt succeeded")
+            answer = self.render(turn.answer(by_ref[: len(turn.calls)]), turn.kind)
+            return self.turn(i, rec, answer), f"{first.name}: omitted {drop!r}, then passed it as {renamed!r}, then called it right"
+
+        return self._with_broken_turn(i, make, "persistent")
+
+    def looper(self) -> dict[str, Any]:
+        """Repeats the last (read) call of a turn twice more, getting the same result each time, then answers right."""
+        i = self._pick_turn(lambda j: not self.env.is_write(self.plan.turns[j].calls[-1].name))
+        turn = self.plan.turns[i]
+
+        def make() -> tuple[dict[str, Any], str]:
+            steps = careful_steps(turn)
+            last = steps[-1]
+            steps += [PlannedStep(last.name, last.arguments, last.call_id, None) for _ in range(2)]
+            rec, by_ref, raw = self.run_steps(steps)
+            if not all(r.ok for r in raw[-3:]) or len({response_key(r.result) for r in raw[-3:]}) != 1:
+                raise NotApplicable("the repeated call returned something else")
+            answer = self.render(turn.answer(by_ref[: len(turn.calls)]), turn.kind)
+            return self.turn(i, rec, answer), f"called {last.name} three times with the same result before answering"
+
+        return self._with_broken_turn(i, make, "looper")
+
+    def parallel(self) -> dict[str, Any]:
+        """Issues independent reference calls together: one round per level of the dependency DAG."""
+        levels = [_levels(turn) for turn in self.plan.turns]
+        if all(len(set(lv)) == len(lv) for lv in levels):
+            raise NotApplicable("no independent calls to issue together")
+        turns = []
+        for i, turn in enumerate(self.plan.turns):
+            ordered = sorted(careful_steps(turn), key=lambda st, lv=levels[i]: (lv[st.ref_index or 0], st.ref_index or 0))
+            for k, st in enumerate(ordered):
+                st.together = k > 0 and levels[i][st.ref_index or 0] == levels[i][ordered[k - 1].ref_index or 0]
+            _rec, by_ref, raw = self.run_steps(ordered)
+            if not self.covers(i, raw):
+                raise NotApplicable("the parallel order changed a response")
+            turns.append(self.turn(i, _rec, self.render(turn.answer(by_ref[: len(turn.calls)]), turn.kind)))
+        width = max(max(Counter(lv).values()) for lv in levels)
+        return self.trajectory("parallel", turns, f"issued independent calls together (up to {width} per round)")
+
+
+def _levels(turn: TurnPlan) -> list[int]:
+    """Depth of each call in the turn's dependency DAG (0: depends on nothing)."""
+    index = {c.id: k for k, c in enumerate(turn.calls)}
+    level: list[int] = [0] * len(turn.calls)
+    for k, call in enumerate(turn.calls):  # plans list dependencies before their dependants
+        level[k] = 1 + max((level[index[d]] for d in call.depends_on if d in index), default=-1)
+    return level
 
 
 def run_profile(profile: str, env: Environment, plan: TaskPlan, task: dict[str, Any], values: ValueIndex, facts: dict[str, Any], seed: str) -> dict[str, Any]:

@@ -434,6 +434,206 @@ def cap3_plan(env: Environment, rng: random.Random, n: int) -> TaskPlan | None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Capability 3, branching: independent look-ups (a DAG with parallel branches, some with a join)
+# ---------------------------------------------------------------------------------------------
+def _fan(specs: list[tuple[str, dict[str, Any], list[str]]]) -> list[Call]:
+    """Calls ``f1, f2, ...`` with explicit dependencies (ids of earlier calls)."""
+    return [Call(name, args, f"f{i}", deps) for i, (name, args, deps) in enumerate(specs, start=1)]
+
+
+def _two(rows: list[dict[str, Any]], key: str, rng: random.Random) -> tuple[Any, Any]:
+    values = sorted({r[key] for r in rows if r[key] is not None}, key=str)
+    if len(values) < 2:
+        raise PlanRejected(f"fewer than two distinct {key}")
+    a, b = rng.sample(values, 2)
+    return a, b
+
+
+def fanout_plan(env: Environment, rng: random.Random, n: int) -> TaskPlan | None:
+    """Questions that need two independent look-ups (one round if issued together), some joined
+    by a third call that depends on both; the answer compares or adds the two results."""
+    session = env.session()
+
+    def run(name: str, args: dict[str, Any]) -> Any:
+        res = session.execute(name, args)
+        if not res.ok or res.result in (None, []):
+            raise PlanRejected(f"{name} {args}: {res.error or 'empty'}")
+        return res.result
+
+    kind = n % 3
+    tid = f"c3b-{env.name}-{n:03d}"
+    turn: TurnPlan
+    if env.name == "olympics":
+        athletes = table_rows(env, "athletes")
+        if kind == 0:
+            a, b = _two(athletes, "sport", rng)
+            calls = _fan([("count_athletes_by_sport", {"sport": a}, []), ("count_athletes_by_sport", {"sport": b}, [])])
+            turn = TurnPlan(f"How many athletes compete in {a} and in {b} together?", calls, lambda r: r[0]["athlete_count"] + r[1]["athlete_count"])
+        elif kind == 1:
+            a, b = _two(athletes, "country", rng)
+            if run("count_medals_by_country", {"country": a})["medal_count"] == run("count_medals_by_country", {"country": b})["medal_count"]:
+                raise PlanRejected("a tie: no single answer")
+            calls = _fan([("count_medals_by_country", {"country": a}, []), ("count_medals_by_country", {"country": b}, [])])
+            turn = TurnPlan(
+                f"Which country's athletes have won more medals in total, {a} or {b}?",
+                calls,
+                lambda r, a=a, b=b: a if r[0]["medal_count"] > r[1]["medal_count"] else b,
+                "text",
+                answer_column="country",
+            )
+        else:
+            p, q = rng.sample(athletes, 2)
+            if p["birth_year"] == q["birth_year"]:
+                raise PlanRejected("same birth year")
+            calls = _fan(
+                [
+                    ("get_athlete_by_name", {"name": p["name"]}, []),
+                    ("get_athlete_by_name", {"name": q["name"]}, []),
+                    ("list_athletes_by_country", {"country": p["country"] if p["birth_year"] < q["birth_year"] else q["country"]}, ["f1", "f2"]),
+                ]
+            )
+            turn = TurnPlan(
+                f"How many athletes come from the country of whichever is older, {p['name']} or {q['name']}?",
+                calls,
+                lambda r: len(r[2]),
+            )
+    elif env.name == "movies":
+        movies = table_rows(env, "movies")
+        if kind == 0:
+            m1, m2 = rng.sample(movies, 2)
+            if m1["rating"] == m2["rating"]:
+                raise PlanRejected("same rating")
+            calls = _fan([("get_movie_by_title", {"title": m1["title"]}, []), ("get_movie_by_title", {"title": m2["title"]}, [])])
+            turn = TurnPlan(
+                f"Which has the higher rating, {m1['title']} or {m2['title']}?",
+                calls,
+                lambda r: r[0]["title"] if r[0]["rating"] > r[1]["rating"] else r[1]["title"],
+                "text",
+                answer_column="title",
+            )
+        elif kind == 1:
+            g1, g2 = _two(movies, "genre", rng)
+            calls = _fan([("count_movies_by_genre", {"genre": g1}, []), ("count_movies_by_genre", {"genre": g2}, [])])
+            turn = TurnPlan(f"How many movies are there in the {g1} and {g2} genres together?", calls, lambda r: r[0]["movies"] + r[1]["movies"])
+        else:
+            m1, m2 = rng.sample(movies, 2)
+            if m1["director_id"] == m2["director_id"]:
+                raise PlanRejected("same director")
+            calls = _fan(
+                [
+                    ("get_movie_by_title", {"title": m1["title"]}, []),
+                    ("get_movie_by_title", {"title": m2["title"]}, []),
+                    ("get_director", {"director_id": m1["director_id"]}, ["f1"]),
+                    ("get_director", {"director_id": m2["director_id"]}, ["f2"]),
+                ]
+            )
+            turn = TurnPlan(
+                f"Who directed {m1['title']} and {m2['title']}? Give both names.",
+                calls,
+                lambda r: sorted({r[2]["name"], r[3]["name"]}) if r[2]["name"] != r[3]["name"] else None,
+                "list",
+                answer_column="name",
+            )
+    elif env.name == "flights":
+        if kind == 0:
+            o1, o2 = rng.sample(["PEK", "PVG", "OSL", "NBO", "MAD", "YYZ", "CDG", "NRT"], 2)
+            c1, c2 = run("cheapest_flight_from", {"origin": o1}), run("cheapest_flight_from", {"origin": o2})
+            if c1["price"] == c2["price"]:
+                raise PlanRejected("same price")
+            cheaper = c1 if c1["price"] < c2["price"] else c2
+            calls = _fan(
+                [
+                    ("cheapest_flight_from", {"origin": o1}, []),
+                    ("cheapest_flight_from", {"origin": o2}, []),
+                    ("get_airport", {"iata": cheaper["destination"]}, ["f1", "f2"]),
+                ]
+            )
+            turn = TurnPlan(
+                f"Compare the cheapest flight from {o1} with the cheapest from {o2}: which city does the cheaper of the two fly to?",
+                calls,
+                lambda r: r[2]["city"],
+                "text",
+                answer_column="city",
+            )
+        else:
+            bookings = table_rows(env, "bookings")
+            b1, b2 = rng.sample(bookings, 2)
+            if kind == 1:
+                if b1["flight_no"] == b2["flight_no"]:
+                    raise PlanRejected("same flight")
+                calls = _fan(
+                    [("count_bookings_on_flight", {"flight_no": b1["flight_no"]}, []), ("count_bookings_on_flight", {"flight_no": b2["flight_no"]}, [])]
+                )
+                turn = TurnPlan(
+                    f"How many active bookings are there on flights {b1['flight_no']} and {b2['flight_no']} together?",
+                    calls,
+                    lambda r: r[0]["bookings"] + r[1]["bookings"],
+                )
+            else:
+                if b1["checked_bags"] == b2["checked_bags"]:
+                    raise PlanRejected("same number of bags")
+                calls = _fan([("get_booking", {"booking_id": b1["booking_id"]}, []), ("get_booking", {"booking_id": b2["booking_id"]}, [])])
+                turn = TurnPlan(
+                    f"Which booking has more checked bags, {b1['booking_id']} or {b2['booking_id']}?",
+                    calls,
+                    lambda r: r[0]["booking_id"] if r[0]["checked_bags"] > r[1]["checked_bags"] else r[1]["booking_id"],
+                    "text",
+                    answer_column="booking_id",
+                )
+    elif env.name == "hospital":
+        if kind == 0:
+            doctors = table_rows(env, "doctors")
+            d1, d2 = rng.sample(doctors, 2)
+            calls = _fan(
+                [
+                    ("count_doctor_appointments", {"doctor_id": d1["doctor_id"], "status": "completed"}, []),
+                    ("count_doctor_appointments", {"doctor_id": d2["doctor_id"], "status": "completed"}, []),
+                ]
+            )
+            turn = TurnPlan(
+                f"How many completed appointments do doctors {d1['doctor_id']} and {d2['doctor_id']} have together?",
+                calls,
+                lambda r: r[0]["appointments"] + r[1]["appointments"],
+            )
+        elif kind == 1:
+            patients = table_rows(env, "patients")
+            p1, p2 = rng.sample(patients, 2)
+            if p1["birth_year"] == p2["birth_year"]:
+                raise PlanRejected("same birth year")
+            calls = _fan([("get_patient", {"patient_id": p1["patient_id"]}, []), ("get_patient", {"patient_id": p2["patient_id"]}, [])])
+            turn = TurnPlan(
+                f"Which patient is older, {p1['patient_id']} or {p2['patient_id']}?",
+                calls,
+                lambda r: r[0]["patient_id"] if r[0]["birth_year"] < r[1]["birth_year"] else r[1]["patient_id"],
+                "text",
+                answer_column="patient_id",
+            )
+        else:
+            appts = table_rows(env, "appointments")
+            a1, a2 = rng.sample(appts, 2)
+            if a1["doctor_id"] == a2["doctor_id"]:
+                raise PlanRejected("same doctor")
+            calls = _fan(
+                [
+                    ("get_appointment", {"appointment_id": a1["appointment_id"]}, []),
+                    ("get_appointment", {"appointment_id": a2["appointment_id"]}, []),
+                    ("get_doctor", {"doctor_id": a1["doctor_id"]}, ["f1"]),
+                    ("get_doctor", {"doctor_id": a2["doctor_id"]}, ["f2"]),
+                ]
+            )
+            turn = TurnPlan(
+                f"Which departments are the doctors of appointments {a1['appointment_id']} and {a2['appointment_id']} in? Give both.",
+                calls,
+                lambda r: sorted({r[2]["department"], r[3]["department"]}) if r[2]["department"] != r[3]["department"] else None,
+                "list",
+                answer_column="name",
+            )
+    else:
+        return None
+    return TaskPlan(tid, "3", env.name, [turn], hop_count=len(turn.calls), tool_names=domain_api_tools(env), tags={"branching": True})
+
+
+# ---------------------------------------------------------------------------------------------
 # Capability 4: multi-turn, multi-source, with plain-text tool-use policies
 # ---------------------------------------------------------------------------------------------
 RETRIEVER = {
@@ -573,6 +773,8 @@ def generate(envs: dict[str, Environment], facts: dict[str, dict[str, Any]], see
     add(lambda rng, n, _m: cap2_plan(envs["retail"], rng, n), 30, "c2")
     for name in ("olympics", "movies", "flights", "hospital", "retail"):
         add(lambda rng, n, _m, e=envs[name]: cap3_plan(e, rng, n), 8 if name != "retail" else 4, f"c3:{name}")
+    for name in ("olympics", "movies", "flights", "hospital"):
+        add(lambda rng, n, _m, e=envs[name]: fanout_plan(e, rng, n), 4, f"c3b:{name}")
     for name in ("olympics", "retail", "flights", "hospital", "movies"):
         add(lambda rng, n, m, e=envs[name], f=facts[name]: cap4_plan(e, f, rng, n, m), 6, f"c4:{name}")
     return out

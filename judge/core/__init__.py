@@ -19,6 +19,8 @@ from judge.core._errors import (
 from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
 from judge.core._extras import extra_fields
 from judge.core._instructions import REMOVED_MARK, InstructionScan, find_instructions, strip_instructions, strip_instructions_deep
+from judge.core._numbers import fmt_num, fmt_pct, fmt_pct_ci, fmt_signed_pct, missing
+from judge.core._orchestration import DIFFICULTY_TIERS, RECOVERY_OUTCOMES, DifficultyTier, Orchestration, RecoveryEvent, RecoveryOutcome
 from judge.core._patterns import PatternError, compile_pattern, pattern_full_match, pattern_search
 from judge.core._stages import CHECK_DEFAULT_STAGE, CRAG_SCORES, FAILURE_STAGE_ORDER, AnswerLabel, Check, DecidedBy, FailureStage, Outcome, VerdictLabel
 from judge.core._task import (
@@ -40,8 +42,10 @@ from judge.core._verdict import Evidence, EvidenceKind, PanelDecision, Scores, S
 __all__ = [
     "CHECK_DEFAULT_STAGE",
     "CRAG_SCORES",
+    "DIFFICULTY_TIERS",
     "FAILURE_STAGE_ORDER",
     "MAX_DEPTH",
+    "RECOVERY_OUTCOMES",
     "REMOVED_MARK",
     "RUBRIC_FOR_CHECK",
     "AnswerLabel",
@@ -51,6 +55,7 @@ __all__ = [
     "Check",
     "ConfigurationError",
     "DecidedBy",
+    "DifficultyTier",
     "Escalator",
     "Evidence",
     "EvidenceKind",
@@ -63,10 +68,13 @@ __all__ = [
     "InputWarning",
     "InstructionScan",
     "JudgeRequest",
+    "Orchestration",
     "Outcome",
     "PanelDecision",
     "PatternError",
     "Policy",
+    "RecoveryEvent",
+    "RecoveryOutcome",
     "ReferenceCall",
     "Scores",
     "SourceRef",
@@ -94,8 +102,13 @@ __all__ = [
     "extra_fields",
     "field_path",
     "find_instructions",
+    "fmt_num",
+    "fmt_pct",
+    "fmt_pct_ci",
+    "fmt_signed_pct",
     "label_passed",
     "looks_like_error",
+    "missing",
     "nesting_error",
     "normalise_status",
     "parse_json_bounded",

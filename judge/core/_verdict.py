@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from judge.core._errors import InputErrorInfo, SourceRef
+from judge.core._orchestration import Orchestration
 from judge.core._stages import Check, DecidedBy, FailureStage, Outcome, VerdictLabel, check_decided_by
 from judge.core._trajectory import ExternalLabel
 
@@ -144,6 +145,7 @@ class TrajectoryResult(BaseModel):
     decided_by: DecidedByValue
     turns: list[TurnResult] = Field(default_factory=list)
     scores: Scores = Field(default_factory=Scores)
+    orchestration: Orchestration | None = None  # how the calls were orchestrated (None for error rows)
     judge_calls: int = 0
     judge_cost_usd: float = 0.0
     source: SourceRef | None = None

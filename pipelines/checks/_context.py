@@ -72,7 +72,13 @@ def build_context(
             views.append(StepView(i, step, False, step.result, failed=True))
         elif replay is not None and i < len(replay.predicted):
             res = replay.predicted[i]
-            views.append(StepView(i, step, res.ok, parse_json_text(res.result) if res.ok else res.error, failed=not res.ok))
+            if res.ok and (step.status == "error" or step.fault is not None):
+                # the agent saw this call fail (a tool error, an injected fault): replay cannot undo that
+                views.append(StepView(i, step, False, parse_json_text(step.result) if step.result is not None else step.error, failed=True))
+            else:
+                views.append(StepView(i, step, res.ok, parse_json_text(res.result) if res.ok else res.error, failed=not res.ok))
+        elif step.fault is not None:  # an injected fault: what came back is not the tool's answer
+            views.append(StepView(i, step, False, parse_json_text(step.result), failed=True))
         else:
             views.append(StepView(i, step, step.ok, parse_json_text(step.result), failed=step.failed))
     if replay is not None:

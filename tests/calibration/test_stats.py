@@ -13,7 +13,7 @@ from sklearn.metrics import accuracy_score, balanced_accuracy_score, cohen_kappa
 
 from calibration import LabelCoder, Resampler, agreement, corrected_pass_rate, human_ceiling, krippendorff_alpha
 from calibration import _stats as S
-from calibration._bootstrap import draw_weights, percentile_ci
+from calibration._stats import draw_weights, percentile_ci
 
 # rows: human (correct, incorrect); columns: judge
 CM = np.array([[20.0, 5.0], [10.0, 15.0]])
@@ -180,3 +180,41 @@ def test_human_ceiling():
     assert c.pairwise_cohen_kappa == pytest.approx(0.32 / 0.52, abs=1e-6)
     assert c.krippendorff_alpha is not None
     assert human_ceiling([{"ann1": "pass"}], coder) is None
+
+
+# -- the one statistics module: fast paths against naive resampling -------------------------------
+
+
+def _naive_cluster_ci(values, clusters, samples, seed):
+    rng = np.random.default_rng(seed)
+    keys = sorted(set(clusters))
+    groups = [np.array([v for v, c in zip(values, clusters, strict=True) if c == k]) for k in keys]
+    means = []
+    for _ in range(samples):
+        picked = [groups[i] for i in rng.integers(0, len(groups), len(groups))]
+        means.append(np.concatenate(picked).mean())
+    return np.quantile(means, [0.025, 0.975])
+
+
+@pytest.mark.parametrize("profiles", ["few", "many"])
+def test_cluster_bootstrap_ci_agrees_with_naive_cluster_resampling(profiles):
+    from calibration import cluster_bootstrap_ci
+
+    rng = np.random.default_rng(5)
+    n_clusters = 60
+    sizes = rng.integers(1, 4, n_clusters) if profiles == "few" else rng.integers(1, 9, n_clusters)
+    clusters = [f"t{i}" for i, s in enumerate(sizes) for _ in range(s)]
+    base = rng.random(n_clusters)
+    values = np.array([float(rng.random() < base[int(c[1:])]) if profiles == "few" else base[int(c[1:])] + rng.normal(0, 0.1) for c in clusters])
+    fast = cluster_bootstrap_ci(values, np.array(clusters), samples=4000, seed=1)
+    naive = _naive_cluster_ci(values, clusters, 4000, seed=2)
+    assert fast is not None
+    assert abs(fast[0] - naive[0]) < 0.03 and abs(fast[1] - naive[1]) < 0.03
+
+
+def test_wilson_interval_matches_the_textbook_values():
+    from calibration import wilson
+
+    assert wilson(3, 10) == pytest.approx((0.107791, 0.603222), abs=1e-6)
+    assert wilson(0, 20)[0] == 0.0 and wilson(20, 20)[1] == 1.0
+    assert wilson(0, 0) == (None, None)

@@ -82,6 +82,12 @@ def test_trajectories_profiles_and_gold_labels(sample_tasks, sample_trajectories
         "alternative_path",
         "retrier",
         "duplicate_writer",
+        "switcher",
+        "flaky",
+        "persistent",
+        "looper",
+        "stubborn",
+        "parallel",
     }
     for traj in sample_trajectories:
         meta = traj.metadata
@@ -94,6 +100,24 @@ def test_trajectories_profiles_and_gold_labels(sample_tasks, sample_trajectories
             assert task.policy is not None and meta["expected_failure_stage"] == "policy"
         if meta["profile"] == "retrier":
             assert any(not s.ok for s in traj.steps) and meta["expected_verdict"] == "pass"
+        steps = traj.steps
+        assert all(st.round is not None for st in steps)  # every scripted step records its model message
+        rounds = Counter(st.round for st in steps)
+        if meta["profile"] == "parallel":
+            assert max(rounds.values()) >= 2  # independent calls issued together
+        else:
+            assert max(rounds.values(), default=1) == 1  # one call per message
+        signatures = [(st.name, canonical_json(st.arguments), st.status) for st in steps]
+        if meta["profile"] in ("switcher", "flaky"):
+            k = next(k for k, st in enumerate(steps) if st.fault is not None)
+            assert steps[k + 1].fault is None and steps[k + 1].ok
+            assert (steps[k + 1].name == steps[k].name) == (meta["profile"] == "flaky")
+        else:
+            assert all(st.fault is None for st in steps)
+        if meta["profile"] in ("looper", "stubborn"):
+            assert max(Counter(signatures).values()) >= 3  # the same call made three times
+        if meta["profile"] == "persistent":
+            assert sum(not st.ok for st in steps) == 2 and meta["expected_verdict"] == "pass"
         if meta["profile"] == "ungrounded":
             claim_numbers = re.findall(r"\d+", str(traj.final_answer if len(traj.turns) == 1 else [t.final_answer for t in traj.turns]))
             outputs = canonical_json([s.result for s in traj.steps])

@@ -76,7 +76,7 @@ def test_flag_is_recorded_and_the_judge_sees_the_marker_instead():
 
 @pytest.mark.parametrize("variant", ["only", "appended", "zh"])
 def test_a_judge_that_obeys_injections_flips_nothing_on_the_sample(tmp_path, variant):
-    """Before this change 74 (only), 56 (appended) and 93 (zh) of 458 flipped to pass."""
+    """Before this change 134 (only), 49 (appended) and 163 (zh) of the 666 sample trajectories flipped to pass."""
     m = measure(variant, tmp_path)  # no replay: more cases stay open and reach the judge
     assert m["flips"] == 0 and m["requests_with_injection_visible"] == 0
     if variant != "appended":

@@ -14,12 +14,13 @@ from judge.llm._providers._base import (
     provider_kinds,
     register_provider,
 )
-from judge.llm._providers._errors import JudgeCallError, retry_after_seconds
+from judge.llm._providers._errors import JudgeCallError, classify_sdk_error, retry_after_seconds
 
 __all__ = [
     "Completion",
     "JudgeCallError",
     "JudgeClient",
+    "classify_sdk_error",
     "create_client",
     "parse_judge_name",
     "provider_kinds",

@@ -8,17 +8,15 @@ itself, and a cached response is parsed by the very code that parses a live one.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import os
 import re
-import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from judge import ConfigurationError, ExternalCallError, ToolSpec
-from judge.llm import ProviderConfig
+from judge.llm import ProviderConfig, classify_sdk_error
 from pipelines.runner._conversation import Conversation, ModelReply, ToolCall
 
 RETRYABLE = frozenset({"rate_limit", "server", "timeout", "connection"})
@@ -151,43 +149,13 @@ def tool_call(call_id: str, name: str, raw: Any) -> ToolCall:
     return ToolCall(id=call_id, name=name, raw_arguments=text, arguments=arguments, parse_error=error)
 
 
-def retry_after_seconds(headers: Any) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``Retry-After`` (delta-seconds or an HTTP date)."""
-    if headers is None:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        return max(0.0, when.timestamp() - time.time())
-
-
 def classify(exc: BaseException, sdk: Any) -> AgentCallError:
-    """Map an openai / anthropic SDK failure to an ``AgentCallError`` (both SDKs share the names)."""
-    if isinstance(exc, sdk.APITimeoutError):
-        return AgentCallError("timeout", str(exc))
-    if isinstance(exc, sdk.APIConnectionError):
-        return AgentCallError("connection", str(exc))
-    if isinstance(exc, sdk.APIStatusError):
-        status = exc.status_code
-        retry_after = retry_after_seconds(getattr(exc.response, "headers", None))
-        if status == 429:
-            return AgentCallError("rate_limit", str(exc), retry_after)
-        if status >= 500 or status == 408:
-            return AgentCallError("server", str(exc), retry_after)
-        return AgentCallError("error", f"HTTP {status}: {exc}")
-    if isinstance(exc, ValueError):  # a 200 whose body is not JSON: a transport fault, worth a retry
+    """Map an openai / anthropic SDK failure to an ``AgentCallError``: the judges' classification
+    (``judge.llm.classify_sdk_error``: status, Retry-After, timeouts), where a body that is not
+    JSON counts as a transport fault worth a retry (an agent call has no schema to fail)."""
+    judged = classify_sdk_error(exc, sdk)
+    if judged.reason in RETRYABLE:
+        return AgentCallError(judged.reason, judged.message, judged.retry_after)
+    if isinstance(exc, ValueError):  # a 200 whose body is not JSON
         return AgentCallError("server", f"unreadable response: {type(exc).__name__}: {exc}")
-    return AgentCallError("error", f"{type(exc).__name__}: {exc}")
+    return AgentCallError("error", judged.message if judged.reason == "error" else f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,52 @@
+"""Loops: identical calls repeated after an identical result.
+
+Within one turn, a step is a **loop repeat** when an earlier step made the same call (same tool,
+canonically equal arguments) and got the same outcome (same status and the same response up to
+order, or the same error). Nothing new could be learnt from it. A step with no recorded result
+(``unknown``) is never a repeat: its outcome is not known to be identical.
+
+``loop_repeats`` counts the repeats of a trajectory; ``looping`` flags a trajectory where one
+call was repeated at least ``LOOP_MIN_REPEATS`` times (made three times with one outcome): a
+single duplicate is an inefficiency, a call made over and over is a loop.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from judge import Step, canonical_json, response_key
+from pipelines.orchestration._alignment import TurnView
+
+LOOP_MIN_REPEATS = 2
+
+
+@dataclass(frozen=True)
+class LoopFacts:
+    loop_repeats: int
+    looping: bool
+
+
+def _outcome(step: Step) -> str:
+    if step.status == "ok":
+        return "ok:" + response_key(step.result) + (f"|fault:{step.fault}" if step.fault else "")
+    return f"{step.status}:{step.error or ''}|{canonical_json(step.result)}|fault:{step.fault or ''}"
+
+
+def loop_facts(views: list[TurnView]) -> LoopFacts:
+    repeats = 0
+    worst = 0
+    for v in views:
+        if len({s.name for s in v.steps}) == len(v.steps):  # no tool called twice: nothing can repeat
+            continue
+        names = Counter(s.name for s in v.steps if s.status != "unknown")
+        seen: Counter[tuple[str, str, str]] = Counter()
+        for s in v.steps:
+            if s.status == "unknown" or names[s.name] < 2:  # a tool called once cannot repeat (skips the canonical forms)
+                continue
+            key = (s.name, canonical_json(s.arguments), _outcome(s))
+            if seen[key]:
+                repeats += 1
+                worst = max(worst, seen[key])
+            seen[key] += 1
+    return LoopFacts(repeats, worst >= LOOP_MIN_REPEATS)

@@ -1,0 +1,120 @@
+"""One hand-made trajectory per recovery class, graded for real, then classified."""
+
+from __future__ import annotations
+
+from judge import RecoveryEvent, Trajectory
+from tests.orchestration.helpers import orchestration, step, task, trajectory
+
+MEDALS_7 = {"id": "m", "name": "get_medals", "arguments": {"athlete_id": 7}, "expected_output": {"gold": 3}}
+
+
+def events(steps, reference=(MEDALS_7,), answer="3", **extra) -> list[RecoveryEvent]:
+    return orchestration(task(list(reference), **extra), trajectory(steps, answer)).recovery
+
+
+def outcome(e: RecoveryEvent) -> tuple[str, bool, int | None]:
+    return e.outcome, e.recovered, e.by_step
+
+
+def test_retried_fixed_same_tool_changed_arguments_then_success():
+    got = events([step("get_medals", "Error: athlete_id is required", status="error"), step("get_medals", {"gold": 3}, athlete_id=7)])
+    assert [outcome(e) for e in got] == [("retried_fixed", True, 1)]
+    assert got[0].tool == "get_medals" and got[0].failure == "tool_error" and got[0].turn_id == "1" and got[0].step == 0
+
+
+def test_switched_tool_another_tool_reaches_the_same_reference_call():
+    steps = [step("get_medals", status="error", fault="timeout", athlete_id=7), step("medal_count", {"gold": 3}, athlete=7)]
+    got = events(steps)
+    assert [outcome(e) for e in got] == [("switched_tool", True, 1)]
+    assert got[0].failure == "timeout"  # the injected fault kind, not the status
+
+
+def test_repeated_unchanged_that_never_succeeds_is_a_stall_then_the_agent_gives_up():
+    bad = step("get_medals", "Error: unknown argument 'athlete'", status="error", athlete=7)
+    got = events([bad, bad, bad], answer="I could not find it.")
+    assert [outcome(e) for e in got] == [("repeated_unchanged", False, None), ("repeated_unchanged", False, None), ("gave_up", False, None)]
+
+
+def test_an_unchanged_retry_after_a_transient_fault_is_recovered():
+    got = events([step("get_medals", status="error", fault="timeout", athlete_id=7), step("get_medals", {"gold": 3}, athlete_id=7)])
+    assert [outcome(e) for e in got] == [("repeated_unchanged", True, 1)]
+
+
+def test_recovered_later_after_a_second_failed_attempt():
+    steps = [
+        step("get_medals", "Error: athlete_id is required", status="error"),
+        step("get_medals", "Error: unknown argument 'id'", status="error", id=7),
+        step("get_medals", {"gold": 3}, athlete_id=7),
+    ]
+    got = events(steps)
+    assert [outcome(e) for e in got] == [("recovered_later", True, 2), ("retried_fixed", True, 2)]
+
+
+def test_gave_up_answering_without_the_missing_information():
+    got = events([step("get_medals", "Error: athlete_id is required", status="error")], answer="Sorry, I cannot tell.")
+    assert [outcome(e) for e in got] == [("gave_up", False, None)]
+
+
+def test_a_retry_that_runs_but_misses_the_reference_is_not_a_recovery():
+    steps = [step("get_medals", "Error: athlete_id is required", status="error"), step("get_medals", {"gold": 1}, athlete_id=8)]
+    assert [outcome(e) for e in events(steps, answer="1")] == [("gave_up", False, None)]
+
+
+def test_a_call_with_no_recorded_result_is_not_a_failure():
+    o = orchestration(task([MEDALS_7]), trajectory([step("get_medals", status="unknown", athlete_id=7)]))
+    assert o.failed_calls == 0 and o.recovery == [] and o.recovery_rate is None and o.tier == "linear"
+
+
+def test_a_faulted_step_with_an_ok_status_is_failed_and_never_satisfies_the_reference():
+    steps = [step("get_medals", [], status="ok", fault="empty", athlete_id=7), step("get_medals", {"gold": 3}, athlete_id=7)]
+    got = events(steps)
+    assert [outcome(e) for e in got] == [("repeated_unchanged", True, 1)]  # the retry, not the faulted call, satisfied it
+
+
+def test_a_misspelt_tool_then_the_right_one_is_a_switch():
+    got = events([step("get_medal", "Error: unknown tool get_medal", status="error", athlete_id=7), step("get_medals", {"gold": 3}, athlete_id=7)])
+    assert [outcome(e) for e in got] == [("switched_tool", True, 1)]
+
+
+def test_a_blocked_write_followed_by_the_read_the_task_wanted_is_a_switch():
+    reference = [{"id": "r", "name": "get_medals", "arguments": {"athlete_id": 7}}]
+    steps = [step("refund", "blocked by policy: read_only", status="blocked", order="A1"), step("get_medals", {"gold": 3}, athlete_id=7)]
+    got = events(steps, reference=reference, policy={"text": "read only", "read_only": True})
+    assert [(e.failure, *outcome(e)) for e in got] == [("blocked", "switched_tool", True, 1)]
+
+
+def test_a_failed_call_whose_reference_was_already_satisfied_aims_at_itself():
+    steps = [step("get_medals", {"gold": 3}, athlete_id=7), step("get_medals", status="error", fault="timeout", athlete_id=7, year=2012)]
+    assert [outcome(e) for e in events(steps)] == [("gave_up", False, None)]
+    retried = [*steps, step("get_medals", {"gold": 3}, athlete_id=7, year=2016)]
+    assert [outcome(e) for e in events(retried)] == [("retried_fixed", True, 2)]
+    repeated = [*steps, step("get_medals", {"gold": 3}, athlete_id=7, year=2012)]
+    assert [outcome(e) for e in events(repeated)] == [("repeated_unchanged", True, 2)]
+
+
+def test_recovery_rate_counts_recovered_failed_calls():
+    steps = [
+        step("get_medals", "Error: athlete_id is required", status="error"),
+        step("get_medals", {"gold": 3}, athlete_id=7),
+        step("get_country", "Error: upstream", status="error", code="KE"),
+    ]
+    o = orchestration(task([MEDALS_7]), trajectory(steps))
+    assert (o.failed_calls, o.recovered_calls, o.recovery_rate) == (2, 1, 0.5)
+    assert o.tier == "recovery"
+
+
+def test_a_dialogue_graded_as_one_episode_recovers_across_user_messages():
+    # a one-goal task, a dialogue of two user messages: graded as one episode, the second message's
+    # call recovers the first message's failed one
+    tr = Trajectory.model_validate(
+        {
+            "task_id": "t",
+            "trajectory_id": "d",
+            "turns": [
+                {"turn_id": "1", "steps": [step("get_medals", "Error: athlete_id is required", status="error", round=0)], "final_answer": "Which athlete?"},
+                {"turn_id": "2", "steps": [step("get_medals", {"gold": 3}, round=1, athlete_id=7)], "final_answer": "3"},
+            ],
+        }
+    )
+    o = orchestration(task([MEDALS_7]), tr)
+    assert [outcome(e) for e in o.recovery] == [("retried_fixed", True, 1)] and o.rounds_used == 2
