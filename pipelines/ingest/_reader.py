@@ -765,13 +765,14 @@ def _surrogate_path(value: Any) -> str | None:
     return None
 
 
-def _oversize_string(value: Any, limit: int) -> str | None:
-    """Path of the first string (or object key) longer than ``limit`` bytes, else None (iterative)."""
+def _oversize_string(value: Any, limit: int, prefix: str = "") -> str | None:
+    """Path (under ``prefix``) of the first string or object key longer than ``limit`` bytes,
+    else None. Iterative: no nesting depth can exhaust the stack."""
 
     def big(text: str) -> bool:
         return len(text) * 4 > limit and len(text.encode("utf-8", "surrogatepass")) > limit
 
-    stack: list[tuple[Any, str]] = [(value, "")]
+    stack: list[tuple[Any, str]] = [(value, prefix)]
     while stack:
         node, path = stack.pop()
         if isinstance(node, str):
