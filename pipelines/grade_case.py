@@ -14,24 +14,36 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from judge import (
     CHECK_DEFAULT_STAGE,
     RUBRIC_FOR_CHECK,
+    AnswerMaterial,
+    CallShown,
     Check,
     DecidedBy,
+    GroundednessMaterial,
     InputError,
     JudgeRequest,
+    OpenEndedMaterial,
     Outcome,
     PanelDecision,
+    PolicyCallShown,
+    PolicyMaterial,
+    ReferenceCallShown,
     SourceRef,
     StageResult,
+    SufficiencyMaterial,
     Task,
+    ToolOutputShown,
     Trajectory,
     TrajectoryResult,
+    strip_instructions_deep,
 )
 from pipelines.alignment import TurnAlignmentError, align
 from pipelines.attribution import attribute_trajectory, attribute_turn
-from pipelines.checks import WATERFALL, CallMatching, TurnContext, build_context, dependents, evaluation_order
+from pipelines.checks import WATERFALL, CallMatching, TurnContext, build_context, dependents, evaluation_order, instruction_evidence
 from pipelines.config import GradingConfig
 from pipelines.orchestration import assess_orchestration
 from pipelines.scoring import TurnFacts, compute_scores
@@ -81,11 +93,18 @@ class GradedCase:
         return None
 
     def request_for(self, ti: int, check: Check) -> JudgeRequest:
+        """The judge request for one open check. What the agent or its tools wrote has its
+        instruction-like sentences replaced by a marker; the removal is recorded on the check."""
         ts = self.turns[ti]
+        material, removed = _without_instructions(_material(ts.ctx, check))
+        if removed:
+            old = ts.checks[check]
+            if not any(e.kind == "instruction_like_text" and e.actual == list(removed) for e in old.evidence):
+                ts.checks[check] = old.model_copy(update={"evidence": old.evidence + [instruction_evidence(removed, "the material for the judge")]})
         return JudgeRequest(
             key=f"{self.trajectory.trajectory_id}/{ts.ctx.turn.turn_id}/{check.value}",
             rubric=_rubric(ts, check),
-            material=_material(ts.ctx, check),
+            material=material,
         )
 
     def apply_decision(self, ti: int, check: Check, decision: PanelDecision, panel: str) -> None:
@@ -216,35 +235,46 @@ def _clip(value: Any) -> Any:
     return text if len(text) <= _MAX_TEXT else text[:_MAX_TEXT] + f"... [{len(text) - _MAX_TEXT} more characters]"
 
 
+_UNTRUSTED = ("answer", "predicted_calls", "calls", "tool_outputs")  # written by the agent or its tools
+
+
+def _without_instructions(material: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    removed: tuple[str, ...] = ()
+    for key in _UNTRUSTED:
+        if key in material:
+            material[key], found = strip_instructions_deep(material[key])
+            removed += found
+    return material, removed
+
+
 def _material(ctx: TurnContext, check: Check) -> dict[str, Any]:
+    """The check's judge material (``judge.core._materials``), as the JSON object sent on the wire."""
+    return _material_model(ctx, check).model_dump()
+
+
+def _material_model(ctx: TurnContext, check: Check) -> BaseModel:
     turn = ctx.turn
     answer = ctx.traj_turn.final_answer if ctx.traj_turn is not None else None
-    predicted = [{"step": v.index, "name": v.step.name, "arguments": v.step.arguments, "status": v.status, "result": _clip(v.result)} for v in ctx.steps]
     if check == Check.POLICY:
-        return {
-            "policy": (ctx.task.policy.text if ctx.task.policy is not None else None) or "",
-            "question": turn.query,
-            "calls": [{k: p[k] for k in ("step", "name", "arguments", "status")} | {"turn_id": turn.turn_id} for p in predicted],
-        }
+        policy = (ctx.task.policy.text if ctx.task.policy is not None else None) or ""
+        calls = [PolicyCallShown(step=v.index, turn_id=turn.turn_id, name=v.step.name, arguments=v.step.arguments, status=v.status) for v in ctx.steps]
+        return PolicyMaterial(policy=policy, question=turn.query, calls=calls)
     if check == Check.CALLS:
         outputs = ctx.reference_outputs or [None] * len(turn.reference_calls)
-        return {
-            "question": turn.query,
-            "gold_answers": turn.gold_answers,
-            "reference_calls": [
-                {"name": c.name, "arguments": c.arguments} | ({"output": _clip(o)} if o is not None else {}) for c, o in zip(turn.reference_calls, outputs)
+        return SufficiencyMaterial(
+            question=turn.query,
+            gold_answers=turn.gold_answers,
+            reference_calls=[
+                ReferenceCallShown(name=c.name, arguments=c.arguments, output=None if o is None else _clip(o)) for c, o in zip(turn.reference_calls, outputs)
             ],
-            "predicted_calls": [{k: p[k] for k in ("name", "arguments", "status", "result")} for p in predicted],
-        }
+            predicted_calls=[CallShown(name=v.step.name, arguments=v.step.arguments, status=v.status, result=_clip(v.result)) for v in ctx.steps],
+        )
     if check == Check.ANSWER:
         if turn.gold_answers is None:
-            return {"question": turn.query, "criteria": turn.criteria or [], "answer": answer}
-        return {"question": turn.query, "gold_answers": turn.gold_answers, "answer": answer}
-    return {
-        "question": turn.query,
-        "answer": answer,
-        "tool_outputs": [{k: p[k] for k in ("step", "name", "arguments", "result")} for p in predicted if p["status"] == "ok"],
-    }
+            return OpenEndedMaterial(question=turn.query, criteria=turn.criteria or [], answer=answer)
+        return AnswerMaterial(question=turn.query, gold_answers=turn.gold_answers, answer=answer)
+    outputs_shown = [ToolOutputShown(step=v.index, name=v.step.name, arguments=v.step.arguments, result=_clip(v.result)) for v in ctx.steps if v.status == "ok"]
+    return GroundednessMaterial(question=turn.query, answer=answer, tool_outputs=outputs_shown)
 
 
 __all__ = ["CHECK_ORDER", "GradedCase", "grade_case"]

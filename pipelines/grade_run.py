@@ -138,12 +138,17 @@ def run_grading(opts: GradeOptions, progress: Progress | None = None, on_bytes: 
     with _Inputs(opts) as inputs:
         if opts.on_error == "fail" and inputs.errors():
             raise InputErrorsFound(inputs.errors()[0])
+        created = not Path(opts.out).exists()
         rundir.prepare(overwrite=opts.overwrite, resume=opts.resume)
         run = _Run(opts, inputs, rundir.state, started, resuming)
         try:
             return run.execute(progress, on_bytes)
-        except InputErrorsFound:
-            rundir.state.remove()  # the run stopped on purpose: nothing of it is kept
+        except (InputErrorsFound, ConfigurationError):  # stopped on purpose (--on-error fail, an unreadable input): nothing of it is kept
+            if resuming:
+                raise  # the interrupted run stays as it was, to be resumed rightly
+            rundir.state.remove()
+            if created and Path(opts.out).is_dir() and not any(Path(opts.out).iterdir()):
+                Path(opts.out).rmdir()
             raise
 
 

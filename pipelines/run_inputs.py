@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, Any, BinaryIO, cast
 
 __all__ = ["STDIN", "LineShards", "RawShard", "ShardStream", "TaskInput", "display_name", "is_stdin", "open_stream", "sha256_of"]
 
@@ -137,58 +137,64 @@ class RawShard:
     sha256: str = ""  # of the input bytes it covers (a resumed run checks it reads the same)
 
 
+class _Hashing:
+    """A binary stream that hashes (and counts) every byte read through it."""
+
+    def __init__(self, stream: IO[bytes]):
+        self.stream = stream
+        self.name = getattr(stream, "name", "<stream>")
+        self.digest = hashlib.sha256()
+        self.bytes_read = 0
+
+    def readline(self, size: int = -1) -> bytes:
+        data = self.stream.readline(size)
+        self.digest.update(data)
+        self.bytes_read += len(data)
+        return data
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        self.digest.update(data)
+        self.bytes_read += len(data)
+        return data
+
+
 class LineShards:
     """Cuts a byte stream into shards of whole lines (at most ``max_lines`` lines / about
     ``max_bytes`` bytes each), hashing every byte once as it passes.
 
-    Lines end at ``\\n``, as the reader's ``readline`` splits them. A cut is placed only before a
-    line that is valid UTF-8, not blank, not too long to keep and not starting with ``[`` (a
-    reader starting there must take the file for JSONL, as the reader of the whole file did), so
-    a shard starts where a reader of the whole file starts an item, unless an item spans lines
-    (see ``pipelines.shards``, which checks that and regrades across the cut). Memory holds one
-    shard: a line longer than ``max_line_bytes`` is counted, not kept.
+    Lines are the reader's own (``pipelines.ingest.reader_lines``: ``\\n``, ``\\r\\n`` or a bare
+    ``\\r``), so line numbers and byte offsets agree with a reader of the whole file. A cut is
+    placed only before a line that is valid UTF-8, not blank, not too long to keep and not
+    starting with ``[`` (a reader starting there must take the file for JSONL, as the reader of
+    the whole file did), so a shard starts where a reader of the whole file starts an item,
+    unless an item spans lines (see ``pipelines.shards``, which checks that and regrades across
+    the cut). Memory holds one shard: a line longer than ``max_line_bytes`` is counted, not kept.
     """
 
     def __init__(self, stream: IO[bytes], max_lines: int = 1000, max_bytes: int = 8 << 20, max_line_bytes: int = 32 << 20):
-        self.stream = stream
+        from pipelines.ingest import Limits, reader_lines
+
+        self._hashing = _Hashing(stream)
         self.max_lines = max_lines
         self.max_bytes = max_bytes
-        self.cap = max_line_bytes + 2  # what the reader reads of a line before calling it too large
-        self.digest = hashlib.sha256()
-        self._held: tuple[bytes, int, str | None] | None = None  # a line read that starts the next shard
-        self.bytes_read = 0
+        self._lines = reader_lines(cast(IO[bytes], self._hashing), Limits(max_line_bytes=max_line_bytes))
+        self._held: tuple[bytes | None, int] | None = None  # a line read that starts the next shard
+        self._offset = 0  # bytes of the lines handed out in shards (the next shard's first byte)
+
+    @property
+    def bytes_read(self) -> int:
+        """Bytes read from the input so far (for progress: the reader reads a little ahead)."""
+        return self._hashing.bytes_read
 
     def hexdigest(self) -> str:
-        return self.digest.hexdigest()
+        return self._hashing.digest.hexdigest()
 
     def drain(self) -> None:
         """Read (and hash) the rest of the input."""
-        if self._held is not None:
-            self._held = None
-        while block := self.stream.read(_BLOCK):
-            self._hash(block)
-
-    def _line(self) -> tuple[bytes, int, str | None]:
-        """The next line: (bytes kept, its size, the sha256 of a virtual line). A line too long
-        to keep is read through (and hashed) without being held."""
-        line = self.stream.readline(self.cap)
-        self._hash(line)
-        if len(line) < self.cap or line.endswith(b"\n"):
-            return line, len(line), None
-        size = len(line)
-        own = hashlib.sha256(line)
-        while not line.endswith(b"\n"):
-            line = self.stream.readline(_BLOCK)
-            if not line:
-                break
-            self._hash(line)
-            own.update(line)
-            size += len(line)
-        return (b"\n" if line.endswith(b"\n") else b""), size, own.hexdigest()
-
-    def _hash(self, data: bytes) -> None:
-        self.digest.update(data)
-        self.bytes_read += len(data)
+        self._held = None
+        while self._hashing.read(_BLOCK):
+            pass
 
     def shards(self, first_line: int = 1, first_index: int = 0) -> Iterator[RawShard]:
         """The shards of the rest of the input, numbered from ``first_index``."""
@@ -208,36 +214,38 @@ class LineShards:
         return raw
 
     def _shard(self, index: int, first_line: int, exact: int | None) -> RawShard | None:
-        start = self.bytes_read - (self._held[1] if self._held is not None else 0)
-        digest = hashlib.sha256()  # of the lines, a virtual one as its own digest and size
+        start = self._offset
+        digest = hashlib.sha256()  # of the lines kept, a line too long to keep as its size
         parts: list[bytes] = []
         virtual: list[tuple[int, int, bool]] = []
         kept = size = nonblank = 0
         while exact is None or size < exact:
             if self._held is not None:
-                line, line_size, virtual_digest = self._held
+                line, line_size = self._held
                 self._held = None
             else:
-                line, line_size, virtual_digest = self._line()
-            if not line_size:
+                read = next(self._lines, None)
+                if read is None:
+                    break
+                line, line_size = read
+            if exact is None and parts and (len(parts) >= self.max_lines or size >= self.max_bytes) and line is not None and _may_start_shard(line):
+                self._held = (line, line_size)  # it starts the next shard
                 break
-            is_virtual = virtual_digest is not None
-            if exact is None and parts and (len(parts) >= self.max_lines or size >= self.max_bytes) and not is_virtual and _may_start_shard(line):
-                self._held = (line, line_size, virtual_digest)  # it starts the next shard
-                break
-            if is_virtual:
-                virtual.append((kept, line_size, line.endswith(b"\n")))
-                digest.update(f"\0virtual {line_size} {virtual_digest}\n".encode())
+            if line is None:  # too long to keep: played back as filler of its size (see ShardStream)
+                virtual.append((kept, line_size, True))
+                digest.update(f"\0virtual {line_size}\n".encode())
+                nonblank += 1
                 line = b""
             else:
                 digest.update(line)
+                if line.strip():
+                    nonblank += 1
             parts.append(line)
             kept += len(line)
             size += line_size
-            if is_virtual or line.strip():
-                nonblank += 1
         if not parts:
             return None
+        self._offset += size
         return RawShard(index, b"".join(parts), first_line, start, len(parts), nonblank, size, tuple(virtual), digest.hexdigest())
 
 

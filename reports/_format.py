@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 
 from judge import fmt_num, fmt_pct, fmt_pct_ci, fmt_signed_pct, missing
+from reports._escape import md_text
 
 # columns printed as percentages wherever they appear
 PERCENT_COLUMNS = {
@@ -57,9 +58,9 @@ def rows(df: pd.DataFrame, columns: list[str] | None = None, percent: set[str] |
 def md_table(df: pd.DataFrame, columns: list[str] | None = None, percent: set[str] | None = None) -> list[str]:
     cols, body = rows(df, columns, percent)
     numeric = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) for c in cols]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
+    lines = ["| " + " | ".join(md_text(str(c)) for c in cols) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
     for r in body:
-        lines.append("| " + " | ".join(x.replace("|", "\\|").replace("\n", " ") for x in r) + " |")
+        lines.append("| " + " | ".join(md_text(x) for x in r) + " |")
     return lines
 
 

@@ -8,6 +8,7 @@ import pandas as pd
 
 from reports import _orchestration as O
 from reports._analysis import RunReport
+from reports._escape import md_text
 from reports._format import calibration_sentence, md_table, num, pct, pct_ci, pivot_comparison
 from reports._tables import STAGES
 
@@ -23,7 +24,7 @@ def _headline(rep: RunReport) -> list[str]:
     ]
     lb = s["leaderboard"]
     if lb.get("score") is not None:
-        caps = ", ".join(f"cap {k}: {pct(v)}" for k, v in lb["capabilities"].items())
+        caps = ", ".join(f"cap {md_text(str(k))}: {pct(v)}" for k, v in lb["capabilities"].items())
         lines.append(f"- VAKRA leaderboard score: **{pct(lb['score'])}** ({caps}; {lb['rule']})")
     lines.append(f"- CRAG score: {num(s.get('crag_score'))} (accuracy minus hallucination rate)")
     cf = rep.calibration_facts
@@ -70,7 +71,7 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
         ]
         for value, g in groups.items():
             stages = " | ".join(str(g["failure_stages"].get(st, 0)) for st in STAGES)
-            lines.append(f"| {value} | {g['n']} | {pct(g['pass_rate'])} | {pct_ci(g.get('pass_rate_ci95'))} | {g['unresolved']} | {stages} |")
+            lines.append(f"| {md_text(str(value))} | {g['n']} | {pct(g['pass_rate'])} | {pct_ci(g.get('pass_rate_ci95'))} | {g['unresolved']} | {stages} |")
     lines += ["", f"{level} Scores", ""] + md_table(t["scores"], percent=set())
     lines += _section("Seed metrics per agent, with recovery (radar in report.html)", t["seed_metrics"])
     lines += ["", f"{level} Per-tool bottlenecks (conditional failure rate of each reference step)", ""]
@@ -117,10 +118,10 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
     if s.get("errors"):
         lines += ["", f"{level} Input errors (listed, not graded)", "", "| file | line | field | kind | message |", "|---|---:|---|---|---|"]
         for e in s["errors"]:
-            msg = str(e.get("message", "")).replace("|", "\\|").replace("\n", " ")
-            lines.append(f"| {e.get('file')} | {e.get('line') or ''} | {e.get('field') or ''} | {e.get('kind')} | {msg} |")
+            cells = [e.get("file"), e.get("line") or "", e.get("field") or "", e.get("kind"), e.get("message", "")]
+            lines.append("| " + " | ".join(md_text(str(c)) for c in cells) + " |")
     if rep.notes:
-        lines += ["", f"{level} Notes", ""] + [f"- {n}" for n in rep.notes]
+        lines += ["", f"{level} Notes", ""] + [f"- {md_text(n)}" for n in rep.notes]
     return lines
 
 
@@ -136,6 +137,6 @@ def render_markdown(reports: list[RunReport], comparison: dict[str, pd.DataFrame
             if key != "comparison" and not df.empty:
                 lines += _section(f"Pass rate by {key.removeprefix('comparison_by_')} (* = 95% CIs do not overlap)", pivot_comparison(df))
         for rep in reports:
-            lines += ["", f"## Run `{rep.run.name}`", ""] + render_run(rep, level="###")
+            lines += ["", f"## Run {md_text(rep.run.name)}", ""] + render_run(rep, level="###")
     lines += ["", "Tables: `tables/*.csv` and `tables/*.parquet`; per-trajectory drill-down: `report.html`."]
     return "\n".join(lines) + "\n"

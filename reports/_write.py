@@ -16,6 +16,7 @@ import pandas as pd
 
 from reports import _tables as T
 from reports._analysis import RunReport, analyse
+from reports._escape import csv_safe
 from reports._html import render_html
 from reports._markdown import render_markdown
 from reports._run import DRILL_EXTRA_FAILURES, DRILL_FIRST, ORCHESTRATION_COLUMNS, SCORE_NAMES, Row, RunData, load_run
@@ -31,7 +32,7 @@ def _generated() -> str:
 def _write_table(df: pd.DataFrame, folder: Path, name: str) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     csv, parquet = folder / f"{name}.csv", folder / f"{name}.parquet"
-    df.to_csv(csv, index=False, lineterminator="\n")
+    csv_safe(df).to_csv(csv, index=False, lineterminator="\n")
     frame = df.copy(deep=False)  # columns are replaced, never edited in place: no need to copy the data
     for col in frame.columns:  # object columns mixing None and bools/str: Parquet needs one type
         if frame[col].dtype == object:
@@ -67,7 +68,7 @@ def _write_trajectories(run: RunData, folder: Path) -> list[Path]:
     with pq.ParquetWriter(parquet, schema, compression="snappy") as writer, open(csv, "w", encoding="utf-8", newline="") as fh:
         for start in range(0, max(n, 1), TRAJECTORY_CHUNK):
             df = T.trajectories(run, start, start + TRAJECTORY_CHUNK)
-            df.to_csv(fh, index=False, header=start == 0, lineterminator="\n")
+            csv_safe(df).to_csv(fh, index=False, header=start == 0, lineterminator="\n")
             writer.write_table(pa.Table.from_pandas(df, schema=schema, preserve_index=False))
     return [csv, parquet]
 

@@ -14,14 +14,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
+from judge import MATERIAL_FOR_RUBRIC, material_keys
+
 
 @dataclass(frozen=True)
 class MaterialContract:
+    """A check's material: its keys come from the typed model in ``judge.core`` (one home), the
+    sample is what rubric files are test-rendered with (it validates against that model)."""
+
     check: str  # the check a rubric serves (header field ``check``)
     rubric: str  # the built-in rubric serving it
-    required: tuple[str, ...]
-    optional: tuple[str, ...]
     sample: dict[str, Any]
+
+    @property
+    def model(self) -> type[BaseModel]:
+        return MATERIAL_FOR_RUBRIC[self.rubric]
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return material_keys(self.model)[0]
+
+    @property
+    def optional(self) -> tuple[str, ...]:
+        return material_keys(self.model)[1]
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -35,15 +52,11 @@ CONTRACTS: dict[str, MaterialContract] = {
         MaterialContract(
             "answer",
             "answer_correctness",
-            ("question", "gold_answers", "answer"),
-            (),
             {"question": "How many stores sold more than 1M?", "gold_answers": ["14", "fourteen"], "answer": "14 stores"},
         ),
         MaterialContract(
             "calls",
             "trajectory_sufficiency",
-            ("question", "reference_calls", "predicted_calls"),
-            ("gold_answers",),
             {
                 "question": "Total sales in the north in 2023?",
                 "gold_answers": ["1200"],
@@ -54,8 +67,6 @@ CONTRACTS: dict[str, MaterialContract] = {
         MaterialContract(
             "grounding",
             "groundedness",
-            ("question", "answer", "tool_outputs"),
-            (),
             {
                 "question": "Total sales in the north in 2023?",
                 "answer": "1200 in total",
@@ -65,8 +76,6 @@ CONTRACTS: dict[str, MaterialContract] = {
         MaterialContract(
             "policy",
             "policy_adherence",
-            ("policy", "question", "calls"),
-            (),
             {
                 "policy": "Never delete rows.",
                 "question": "Clean the table.",
@@ -76,8 +85,6 @@ CONTRACTS: dict[str, MaterialContract] = {
         MaterialContract(
             "step_equivalence",
             "step_equivalence",
-            ("reference_call", "predicted_call"),
-            ("tool",),
             {
                 "reference_call": _CALL,
                 "predicted_call": {"name": "get_sales", "arguments": {"region": "North"}},
@@ -87,8 +94,6 @@ CONTRACTS: dict[str, MaterialContract] = {
         MaterialContract(
             "open_ended",
             "open_ended",
-            ("question", "criteria", "answer"),
-            (),
             {"question": "Summarise the refund policy.", "criteria": ["mentions the 30-day window", "is polite"], "answer": "Refunds within 30 days."},
         ),
     )

@@ -19,6 +19,8 @@ from typing import Any
 
 import orjson
 
+from judge.core._depth import MAX_DEPTH, TooDeep, nesting_error, parse_json_bounded
+
 __all__ = ["canonical_json", "content_hash", "loads_json", "parse_json_text", "response_key"]
 
 
@@ -89,14 +91,29 @@ def _has_long_digit_run(text: str | bytes) -> bool:
     return _LONG_RUN in raw.translate(_DIGITS_AS_ZERO)
 
 
-def loads_json(text: str | bytes) -> Any:
-    """``json.loads``, faster: the same value for every input, a ``ValueError`` for the same ones."""
+def loads_json(text: str | bytes, limit: int = MAX_DEPTH) -> Any:
+    """``parse_json_bounded`` (``json.loads`` for untrusted text: ``TooDeep`` past ``limit`` levels,
+    a ``ValueError`` for unpaired surrogate escapes), faster: the same value for every input, a
+    ``ValueError`` for the same ones. orjson parses; what it would read differently (integers past
+    64 bits, NaN / Infinity) or rejects (surrogates, malformed text) goes to the definition."""
     if not _has_long_digit_run(text):
         try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:  # NaN, Infinity, lone surrogates, malformed: the stdlib decides
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
             pass
-    return json.loads(text)
+        else:
+            if isinstance(value, (dict, list)) and _openers(text) > limit:  # the definition's depth check
+                path = nesting_error(value, limit)
+                if path is not None:
+                    raise TooDeep(limit, path)
+            return value
+    return parse_json_bounded(text, limit)
+
+
+def _openers(text: str | bytes) -> int:
+    if isinstance(text, str):
+        return text.count("[") + text.count("{")
+    return text.count(b"[") + text.count(b"{")
 
 
 _MAYBE_JSON = frozenset("{[ntf")
@@ -109,7 +126,7 @@ def parse_json_text(value: Any) -> Any:
         if text[:1] in ("{", "[") or text in ("null", "true", "false"):
             try:
                 return loads_json(text)
-            except ValueError:
+            except ValueError:  # not JSON, or nested too deeply to be compared as structure
                 return value
     return value
 

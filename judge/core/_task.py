@@ -174,7 +174,11 @@ class ReferenceCall(BaseModel):
 
 
 class ForbiddenArgument(BaseModel):
-    """A machine-checkable ban on argument values: exact values (normalised) or a regex."""
+    """A machine-checkable ban on argument values: exact values (normalised) or a regex.
+
+    ``pattern`` runs on untrusted agent text, so it is an RE2 pattern (linear time, no
+    backreferences or look-around); one RE2 cannot compile is rejected when the task is read.
+    """
 
     model_config = Open
 
@@ -182,6 +186,13 @@ class ForbiddenArgument(BaseModel):
     argument: str
     values: list[Any] = Field(default_factory=list)
     pattern: str | None = None
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str | None) -> str | None:
+        if pattern is not None:
+            compile_pattern(pattern)  # PatternError is a ValueError: a field error naming the pattern
+        return pattern
 
 
 class SourceRule(BaseModel):
@@ -280,24 +291,33 @@ class Turn(BaseModel):
 
 def dependency_order(calls: list[ReferenceCall]) -> list[int]:
     """Indices of ``calls`` in an order that respects ``depends_on`` (stable: ties keep the written
-    order); raises on a cycle. Matching and replay both walk reference calls in this order."""
+    order); raises on a cycle. Matching and replay both walk reference calls in this order.
+
+    Iterative depth-first search (an explicit stack): a chain of thousands of dependencies in a
+    task file is an ordinary input, never a ``RecursionError``.
+    """
     index = {c.id: i for i, c in enumerate(calls) if c.id is not None}
     state = [0] * len(calls)  # 0 new, 1 visiting, 2 done
     order: list[int] = []
-
-    def visit(i: int) -> None:
-        if state[i] == 2:
-            return
-        if state[i] == 1:
-            raise ValueError(f"reference calls form a dependency cycle through {calls[i].id!r}")
-        state[i] = 1
-        for dep in calls[i].depends_on:
-            visit(index[dep])
-        state[i] = 2
-        order.append(i)
-
-    for i in range(len(calls)):
-        visit(i)
+    for root in range(len(calls)):
+        if state[root]:
+            continue
+        state[root] = 1
+        stack = [(root, iter(calls[root].depends_on))]
+        while stack:
+            i, deps = stack[-1]
+            for dep in deps:
+                j = index[dep]
+                if state[j] == 1:
+                    raise ValueError(f"reference calls form a dependency cycle through {calls[j].id!r}")
+                if state[j] == 0:
+                    state[j] = 1
+                    stack.append((j, iter(calls[j].depends_on)))
+                    break
+            else:
+                stack.pop()
+                state[i] = 2
+                order.append(i)
     return order
 
 

@@ -16,12 +16,12 @@ malformed) so recovery can be measured.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from judge.core._depth import parse_json_bounded
 from judge.core._extras import Open
 from judge.core._task import _as_str_id
 
@@ -43,7 +43,7 @@ def looks_like_error(result: Any) -> bool:
             return True
         if text.startswith("{"):
             try:
-                parsed = json.loads(text)
+                parsed = parse_json_bounded(text)
             except ValueError:
                 return False
             return isinstance(parsed, dict) and "error" in parsed

@@ -6,7 +6,7 @@ context in, a ``CheckOutcome`` out, dependencies declared (see ``_waterfall``).
 
 from pipelines.checks._context import StepView, TurnContext, build_context
 from pipelines.checks._waterfall import CheckOutcome, WaterfallCheck, dependents, evaluation_order
-from pipelines.checks.answer import AnswerCheck
+from pipelines.checks.answer import AnswerCheck, instruction_evidence
 from pipelines.checks.calls import CallMatching, CallsCheck, match_calls
 from pipelines.checks.grounding import GroundingCheck
 from pipelines.checks.policy import PolicyCheck, policy_violations
@@ -27,6 +27,7 @@ __all__ = [
     "build_context",
     "dependents",
     "evaluation_order",
+    "instruction_evidence",
     "match_calls",
     "policy_violations",
 ]

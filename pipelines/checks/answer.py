@@ -42,6 +42,15 @@ def thresholds_from(ctx: TurnContext) -> AnswerThresholds:
     )
 
 
+def instruction_evidence(removed: tuple[str, ...] | list[str], where: str = "the answer") -> Evidence:
+    """The record that instruction-like text was found (and kept from any judge)."""
+    return Evidence(
+        kind=EvidenceKind.INSTRUCTION_LIKE_TEXT,
+        message=f"instruction-like text addressed to the grader in {where}: set aside for grading and removed from what a judge sees",
+        actual=list(removed),
+    )
+
+
 class AnswerCheck:
     check: Check = Check.ANSWER
     depends_on: tuple[Check, ...] = ()
@@ -90,12 +99,13 @@ class AnswerCheck:
         if ctx.traj_turn is None:
             return self._mismatch("missing", f"the trajectory has no turn {turn.turn_id}", None, turn.gold_answers)
         match = compare_answer(turn.gold_answers, prediction, ordered=turn.answer_ordered, tolerance=turn.answer_tolerance, thresholds=thresholds_from(ctx))
+        flagged = [instruction_evidence(match.instructions)] if match.instructions else []
         if match.label is None:
             return StageResult(
                 check=self.check,
                 outcome=Outcome.INCONCLUSIVE,
                 reason=match.reason,
-                evidence=[Evidence(kind=EvidenceKind.ANSWER, message=match.reason, expected=turn.gold_answers, actual=prediction)],
+                evidence=[Evidence(kind=EvidenceKind.ANSWER, message=match.reason, expected=turn.gold_answers, actual=prediction), *flagged],
             )
         if match.label == AnswerLabel.CORRECT:
             return StageResult(
@@ -103,9 +113,13 @@ class AnswerCheck:
                 outcome=Outcome.MATCH,
                 label=match.label.value,
                 reason=match.reason,
-                evidence=[Evidence(kind=EvidenceKind.ANSWER, message=match.reason, expected=turn.gold_answers[match.gold_index or 0], actual=prediction)],
+                evidence=[
+                    Evidence(kind=EvidenceKind.ANSWER, message=match.reason, expected=turn.gold_answers[match.gold_index or 0], actual=prediction),
+                    *flagged,
+                ],
             )
-        return self._mismatch(match.label.value, match.reason, prediction, turn.gold_answers)
+        result = self._mismatch(match.label.value, match.reason, prediction, turn.gold_answers)
+        return result.model_copy(update={"evidence": result.evidence + flagged}) if flagged else result
 
     def _mismatch(self, label: str, reason: str, prediction: Any, gold: Any) -> StageResult:
         return StageResult(

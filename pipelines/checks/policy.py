@@ -5,7 +5,8 @@ Rules (each violation is evidence naming the step):
 - ``max_calls`` counts every attempted call over the whole trajectory (failed ones too: an attempt
   costs what the policy limits), the violation is flagged on the call that exceeds it;
 - ``read_only`` forbids attempting any tool whose spec says ``side_effect="write"``;
-- ``forbidden_arguments`` by normalised value or regex;
+- ``forbidden_arguments`` by normalised value or regex (RE2, searched anywhere in the value: a
+  string as written, anything else as JSON), linear in the text whatever the pattern;
 - ``allowed_sources`` per turn: a call's source is its tool's ``source`` kind, or its name.
 An attempted violation counts even if the call failed: the policy governs behaviour, not effects.
 A policy with plain text only cannot be checked by a machine -> inconclusive (policy rubric).
@@ -13,10 +14,11 @@ A policy with plain text only cannot be checked by a machine -> inconclusive (po
 
 from __future__ import annotations
 
-import re
+import json
 from collections.abc import Mapping
+from typing import Any
 
-from judge import Check, Evidence, EvidenceKind, FailureStage, Outcome, Policy, StageResult
+from judge import Check, Evidence, EvidenceKind, FailureStage, Outcome, Policy, StageResult, pattern_search
 from pipelines.checks._context import TurnContext
 from pipelines.checks._waterfall import CheckOutcome
 from pipelines.matching import values_equal
@@ -47,7 +49,7 @@ def policy_violations(ctx: TurnContext, policy: Policy) -> list[Evidence]:
             value = step.arguments[ban.argument]
             hit = any(values_equal(v, value) for v in ban.values)
             if not hit and ban.pattern is not None:
-                hit = re.search(ban.pattern, value if isinstance(value, str) else str(value)) is not None
+                hit = pattern_search(ban.pattern, _as_text(value))
             if hit:
                 found.append(
                     Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"forbidden value for {name}.{ban.argument}", actual=value)
@@ -66,6 +68,10 @@ def policy_violations(ctx: TurnContext, policy: Policy) -> list[Evidence]:
                     )
                 )
     return found
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 class PolicyCheck:

@@ -56,6 +56,11 @@ def main() -> None:  # pragma: no cover - the console script
     except SystemExit:
         raise
     except Exception as exc:
+        from pipelines.ingest import UsageError
+
+        if isinstance(exc, UsageError):  # inputs named wrongly, found by a command without its own check
+            console.print(f"[red]error:[/red] {exc.for_cli()}", highlight=False, soft_wrap=True)
+            sys.exit(EXIT_USAGE)
         console.print(f"[red]internal error: {type(exc).__name__}: {exc}[/red]")
         sys.exit(EXIT_INTERNAL)
 

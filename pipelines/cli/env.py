@@ -55,17 +55,23 @@ def serve_cmd(
     port: int = typer.Option(8000, "--port"),
     shortlist: Optional[int] = typer.Option(None, "--shortlist", help="Shortlist mode with this k (automatic above 128 tools)."),
     root: Optional[Path] = RootOpt,
+    token: Optional[str] = typer.Option(
+        None, "--token", envvar="JUDGE_MCP_TOKEN", help="Bearer token required on every HTTP request (needed to bind anything but loopback)."
+    ),
 ) -> None:
-    """Serve a domain's tools over MCP."""
+    """Serve a domain's tools over MCP (each session gets its own copy of the domain's state)."""
     from pipelines.env import load_environment
-    from pipelines.env._mcp import serve
+    from pipelines.env._mcp import TOKEN_ENV, is_loopback, serve
 
     if transport not in ("stdio", "http"):
         typer.echo("--transport must be stdio or http", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    if transport == "http" and not token and not is_loopback(host):
+        typer.echo(f"error: --token: binding {host} (not loopback) needs a bearer token: pass --token or set {TOKEN_ENV}", err=True)
         raise typer.Exit(EXIT_USAGE)
     try:
         load_environment(domain, root)
     except ValueError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(EXIT_USAGE) from exc
-    serve(domain, transport=transport, host=host, port=port, shortlist=shortlist, root=root)  # type: ignore[arg-type]
+    serve(domain, transport=transport, host=host, port=port, shortlist=shortlist, root=root, token=token)  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 from rich.console import Console
 
+from pipelines.cli import _usage as usage
 from pipelines.cli._common import (
     EXIT_INPUT_ERROR,
     EXIT_USAGE,
@@ -60,7 +61,7 @@ def run_and_print(opts: GradeOptions) -> dict[str, Any]:
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from pipelines.grade_run import InputErrorsFound, NoTasks, RunDirError, run_grading
-    from pipelines.ingest import ToolSpecError
+    from pipelines.ingest import ToolSpecError, UsageError
 
     columns = (TextColumn("grading {task.fields[done]:,} trajectories"), BarColumn(), DownloadColumn(), TimeElapsedColumn(), TimeRemainingColumn())
     try:
@@ -74,6 +75,8 @@ def run_and_print(opts: GradeOptions) -> dict[str, Any]:
     except InputErrorsFound as exc:
         console.print(f"[red]input error:[/red] {exc.info.render()}")
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
+    except UsageError as exc:
+        usage.fail(exc.option, str(exc))
     except (NoTasks, ToolSpecError, RunDirError) as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(EXIT_USAGE) from exc
@@ -200,10 +203,10 @@ def grade(
 ) -> None:
     """Grade trajectories against tasks; write results.jsonl, summary.json, report.md, manifest.json."""
     from pipelines.alignment import TURNS_MODES
-    from pipelines.config import GradingConfig
     from pipelines.executors import default_workers
     from pipelines.grade_run import GradeOptions
 
+    usage.check_format_names(format, task_format)
     piped = [
         name
         for name, path in (("--trajectories", trajectories), ("--tasks", tasks), ("--reference", reference), ("--labels", labels), ("--tool-specs", tool_specs))
@@ -212,7 +215,8 @@ def grade(
     if len(piped) > 1:
         console.print(f"[red]standard input (-) can feed one input only, not {' and '.join(piped)}[/red]")
         raise typer.Exit(EXIT_USAGE)
-    grading = GradingConfig.load(config)
+    grading = usage.load_grading_config(config)
+    usage.check_out_dir(out)
     if turns is not None:
         if turns not in TURNS_MODES:
             console.print(f"[red]--turns must be one of {', '.join(TURNS_MODES)}, not {turns!r}[/red]")
@@ -241,7 +245,9 @@ def grade(
         overwrite=overwrite,
         resume=resume,
     )
-    run_and_print(opts)
+    summary = run_and_print(opts)
+    if summary["counts"].get("trajectories") == 0 and trajectories is not None:  # nothing was read: a mistake, not a result
+        usage.fail("--trajectories", f"{trajectories} is empty: it holds no trajectories")
 
 
 def demo(
@@ -261,7 +267,6 @@ def demo(
     """Grade the bundled sample benchmark end to end (replay included) and print the breakdown."""
     from rich.table import Table
 
-    from pipelines.config import GradingConfig
     from pipelines.executors import default_workers
     from pipelines.grade_run import GradeOptions
     from pipelines.resources import sample_dir
@@ -270,12 +275,14 @@ def demo(
     if not (sample / "tasks.jsonl").exists():
         console.print(f"[red]the bundled sample is missing: {sample / 'tasks.jsonl'} (a broken installation)[/red]")
         raise typer.Exit(EXIT_USAGE)
+    grading = usage.load_grading_config(config)
+    usage.check_out_dir(out)
     rubric_table = load_rubric_table(rubrics)
     opts = GradeOptions(
         tasks=sample / "tasks.jsonl",
         trajectories=sample / "trajectories.jsonl",
         out=out,
-        config=GradingConfig.load(config),
+        config=grading,
         escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table, min_votes=min_votes),
         rubrics=rubric_table,
         replayer=build_replayer(True),

@@ -1,16 +1,36 @@
 """Serve a domain over MCP (official SDK, low-level ``Server``), so any agent can run against the
 very environment we grade in.
 
-One server process holds one ``Session``: an agent's writes are visible to its later calls, as in
-the replay. Domains with more than ``MAX_LISTED_TOOLS`` tools (OpenAI caps a request at 128)
-are served in shortlist mode: ``tools/list`` shows a ``shortlist_tools(query, k)`` tool plus the
-tools its last answer selected (BM25 over tool names and descriptions); every domain tool stays
+State and isolation: each MCP session gets its own environment state, a fresh copy when the
+session opens (``Environment.session()``: writes go to that session's in-memory database), dropped
+when the session ends (the client's DELETE, the idle timeout, or the session cap evicting the
+least recently used). An agent's writes are visible to its own later calls, as in the replay, and
+never to another client. Over streamable HTTP the session is the SDK's ``Mcp-Session-Id``; the
+server advertises only session (handshake-era) protocol versions in ``server/discover`` so that
+clients open one. A request without a session (the stateless 2026 protocol) gets a fresh state of
+its own, used once. Over stdio the process serves one client: one state.
+
+Authentication: bound to anything but loopback, the HTTP server refuses to start without a bearer
+token (``--token`` or ``JUDGE_MCP_TOKEN``) and then requires ``Authorization: Bearer <token>`` on
+every request (compared in constant time); on loopback a token is optional and, when given,
+required too.
+
+Domains with more than ``MAX_LISTED_TOOLS`` tools (OpenAI caps a request at 128) are served in
+shortlist mode: ``tools/list`` shows a ``shortlist_tools(query, k)`` tool plus the tools the
+session's last shortlist selected (BM25 over tool names and descriptions); every domain tool stays
 callable by name.
 """
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import json
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,10 +38,15 @@ import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from judge import ToolSpec
-from pipelines.env._runtime import Environment, load_environment
+from pipelines.env._runtime import Environment, Session, load_environment
 
+TOKEN_ENV = "JUDGE_MCP_TOKEN"
+DEFAULT_IDLE_TIMEOUT_S = 30 * 60.0
+DEFAULT_MAX_SESSIONS = 256
+SESSION_HEADER = "mcp-session-id"
 MAX_LISTED_TOOLS = 128
 SHORTLIST_TOOL = "shortlist_tools"
 DEFAULT_SHORTLIST_K = 20
@@ -53,40 +78,192 @@ def _text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def build_server(env: Environment, shortlist: int | None = None) -> Server[Any]:
-    """``shortlist``: k for shortlist mode; None = list every tool unless the domain has > 128."""
+@dataclass
+class SessionState:
+    """What one MCP session has done: its environment session and its last shortlist."""
+
+    session: Session
+    active: list[ToolSpec] = field(default_factory=list)
+    last_used: float = field(default_factory=time.monotonic)
+
+
+class SessionStates:
+    """One ``SessionState`` per MCP session id, created on first use and dropped at session end.
+
+    Bounded: states idle longer than ``idle_timeout_s`` (the SDK ends those sessions too) are
+    dropped on the next access, and at most ``max_sessions`` are kept (least recently used first out).
+    """
+
+    def __init__(self, env: Environment, idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S, max_sessions: int = DEFAULT_MAX_SESSIONS):
+        self.env = env
+        self.idle_timeout_s = idle_timeout_s
+        self.max_sessions = max_sessions
+        self._states: OrderedDict[str, SessionState] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, session_id: str | None) -> SessionState:
+        if session_id is None:  # no session: a fresh state for this one request
+            return SessionState(self.env.session())
+        now = time.monotonic()
+        with self._lock:
+            self._expire(now)
+            state = self._states.get(session_id)
+            if state is None:
+                state = self._states[session_id] = SessionState(self.env.session())
+                while len(self._states) > self.max_sessions:
+                    self._states.popitem(last=False)
+            self._states.move_to_end(session_id)
+            state.last_used = now
+            return state
+
+    def drop(self, session_id: str) -> None:
+        with self._lock:
+            self._states.pop(session_id, None)
+
+    def _expire(self, now: float) -> None:
+        while self._states:
+            oldest = next(iter(self._states.values()))
+            if now - oldest.last_used <= self.idle_timeout_s:
+                return
+            self._states.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def __contains__(self, session_id: object) -> bool:
+        return session_id in self._states
+
+
+def _session_id(ctx: Any) -> str | None:
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    return headers.get(SESSION_HEADER) if headers is not None else None
+
+
+def build_server(env: Environment, shortlist: int | None = None, sessions: SessionStates | None = None) -> Server[Any]:
+    """``shortlist``: k for shortlist mode; None = list every tool unless the domain has > 128.
+
+    ``sessions``: per-session states keyed by the HTTP session id; None (stdio, in-process) = the
+    server serves one client, with one state.
+    """
     shortlisting = shortlist is not None or len(env.tools) > MAX_LISTED_TOOLS
     k_default = shortlist or DEFAULT_SHORTLIST_K
-    session = env.session()
-    active: list[ToolSpec] = []
+    single = SessionState(env.session()) if sessions is None else None
+
+    def state_for(ctx: Any) -> SessionState:
+        if single is not None:
+            return single
+        assert sessions is not None
+        return sessions.get(_session_id(ctx))
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         if not shortlisting:
             return types.ListToolsResult(tools=[_mcp_tool(t) for t in env.tools])
-        return types.ListToolsResult(tools=[_shortlist_spec(k_default)] + [_mcp_tool(t) for t in active])
+        return types.ListToolsResult(tools=[_shortlist_spec(k_default)] + [_mcp_tool(t) for t in state_for(ctx).active])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = params.arguments or {}
+        state = state_for(ctx)
         if shortlisting and params.name == SHORTLIST_TOOL:
             query, k = arguments.get("query"), arguments.get("k", k_default)
             if not isinstance(query, str) or not isinstance(k, int) or not 1 <= k < MAX_LISTED_TOOLS:
                 return types.CallToolResult(content=[types.TextContent(text="Error: shortlist_tools needs a string query and 1 <= k < 128")], is_error=True)
-            active[:] = env.shortlist(query, k)
-            found = [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in active]
+            state.active[:] = env.shortlist(query, k)
+            found = [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in state.active]
             return types.CallToolResult(content=[types.TextContent(text=_text(found))], structured_content={"tools": found})
-        result = session.execute(params.name, arguments)
+        result = state.session.execute(params.name, arguments)
         if not result.ok:
             return types.CallToolResult(content=[types.TextContent(text=f"Error: {result.error}")], is_error=True)
         structured = result.result if isinstance(result.result, dict) else {"result": result.result}
         return types.CallToolResult(content=[types.TextContent(text=_text(result.result))], structured_content=structured)
 
-    return Server(
+    server: Server[Any] = Server(
         f"trajectory-judge-{env.name}",
         version=env.version,
         instructions=f"Tools of the '{env.name}' domain (version {env.version}).",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    if sessions is not None:
+
+        async def discover(ctx: Any, params: types.RequestParams) -> types.DiscoverResult:
+            # sessions carry the state: advertise only the session (handshake-era) protocol
+            return types.DiscoverResult(
+                supported_versions=list(HANDSHAKE_PROTOCOL_VERSIONS),
+                capabilities=server.get_capabilities(protocol_version=ctx.protocol_version),
+                instructions=server.instructions,
+            )
+
+        server.add_request_handler("server/discover", types.RequestParams, discover)
+    return server
+
+
+Scope = MutableMapping[str, Any]
+ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
+
+
+class SessionGate:
+    """ASGI wrapper around the SDK's app: the bearer token on every HTTP request, and the end of a
+    session (the client's DELETE) dropping that session's state."""
+
+    def __init__(self, app: ASGIApp, sessions: SessionStates, token: str | None):
+        self.app = app
+        self.sessions = sessions
+        self._expected = f"Bearer {token}".encode() if token else None
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        if self._expected is not None and not hmac.compare_digest(headers.get(b"authorization", b""), self._expected):
+            await _unauthorized(send)
+            return
+        raw_id = headers.get(SESSION_HEADER.encode())
+        ending = raw_id.decode("latin-1") if raw_id and scope.get("method") == "DELETE" else None
+        if ending is not None:
+            self.sessions.drop(ending)  # before the answer reaches the client
+        await self.app(scope, receive, send)
+        if ending is not None:
+            self.sessions.drop(ending)  # and whatever a request still in flight re-created
+
+
+async def _unauthorized(send: Any) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": "Unauthorized: a bearer token is required"}}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"www-authenticate", b'Bearer realm="trajectory-judge"'),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def http_app(env: Environment, host: str = "127.0.0.1", token: str | None = None, shortlist: int | None = None, **limits: Any) -> SessionGate:
+    """The streamable-HTTP ASGI app (path ``/mcp``) with per-session states and the token gate.
+
+    Raises ``ValueError`` when ``host`` is not loopback and no token is given.
+    """
+    if not token and not is_loopback(host):
+        raise ValueError(f"binding {host} (not loopback) needs a bearer token: pass --token or set {TOKEN_ENV}")
+    sessions = SessionStates(env, **limits)
+    server = build_server(env, shortlist, sessions)
+    app = server.streamable_http_app(host=host, session_idle_timeout=sessions.idle_timeout_s, max_sessions=sessions.max_sessions)
+    return SessionGate(app, sessions, token)
 
 
 def serve(
@@ -96,11 +273,12 @@ def serve(
     port: int = 8000,
     shortlist: int | None = None,
     root: Path | None = None,
+    token: str | None = None,
 ) -> None:
     """Run until the client disconnects (stdio) or the process is stopped (http, path ``/mcp``)."""
     env = load_environment(domain, root)
-    server = build_server(env, shortlist)
     if transport == "stdio":
+        server = build_server(env, shortlist)
 
         async def run() -> None:
             async with stdio_server() as (read_stream, write_stream):
@@ -110,7 +288,7 @@ def serve(
     elif transport == "http":
         import uvicorn
 
-        app = server.streamable_http_app(host=host)
+        app = http_app(env, host=host, token=token, shortlist=shortlist)
         uvicorn.run(app, host=host, port=port, log_level="warning")
     else:
         raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")

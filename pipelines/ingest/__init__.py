@@ -21,9 +21,11 @@ from pipelines.ingest._api import (
 from pipelines.ingest._base import Bundle, BundleFormat, Limits, Loaded, TaskCollector, TaskSet
 from pipelines.ingest._bfcl_scores import BfclScoreLabels, read_bfcl_scores, sniff_bfcl_scores
 from pipelines.ingest._parallel import TaskShard, read_task_shard, replay_task_shard
+from pipelines.ingest._reader import reader_lines
 from pipelines.ingest._registry import TASK_FORMATS, TRAJECTORY_FORMATS, trajectory_format
 from pipelines.ingest._schemas import export_json_schemas
 from pipelines.ingest._tool_specs import ToolSpecError, load_tool_specs, with_tool_specs
+from pipelines.ingest._usage import UsageError
 
 __all__ = [
     "TASK_FORMATS",
@@ -37,6 +39,7 @@ __all__ = [
     "TaskSet",
     "TaskShard",
     "ToolSpecError",
+    "UsageError",
     "check_task",
     "convert_trajectory",
     "detect_task_format",
@@ -48,6 +51,7 @@ __all__ = [
     "read_bfcl_scores",
     "read_task_shard",
     "read_trajectories",
+    "reader_lines",
     "replay_task_shard",
     "sniff_bfcl_scores",
     "strict_tasks",

@@ -39,13 +39,17 @@ from pipelines.ingest._registry import (
     task_format,
     trajectory_format,
 )
+from pipelines.ingest._usage import UsageError
 
 
-def _first_object(path: Source, limits: Limits) -> dict[str, Any] | None:
+def _first_object(path: Source, limits: Limits) -> tuple[dict[str, Any] | None, bool]:
+    """(the first readable JSON object, whether the file holds any item at all)."""
+    seen = False
     for raw in read_items(path, limits):
+        seen = True
         if raw.error is None and isinstance(raw.value, dict):
-            return raw.value
-    return None
+            return raw.value, True
+    return None, seen
 
 
 def _describe(item: dict[str, Any] | None) -> str:
@@ -56,10 +60,12 @@ def _describe(item: dict[str, Any] | None) -> str:
 
 def detect_task_format(path: str | os.PathLike) -> str:
     """The task format of ``path``, judged from its first readable object."""
-    item = _first_object(path, Limits())
+    item, seen = _first_object(path, Limits())
+    if not seen:
+        raise UsageError("--tasks", f"{path} is empty: it holds no tasks")
     name = sniff_task(item) if item is not None else None
     if name is None:
-        raise ValueError(f"cannot detect the task format of {path}: {_describe(item)}; pass fmt= one of {', '.join(TASK_FORMATS)}")
+        raise UsageError("--task-format", f"cannot detect the task format of {path}: {_describe(item)}; name the format", TASK_FORMATS)
     return name
 
 
@@ -85,7 +91,7 @@ def _detect_bundle(path: Source, limits: Limits) -> tuple[str | None, dict[str, 
     name = sniff_bundle(head, None)
     if name is not None or not _looks_like_json(head):
         return name, None
-    first = _first_object(path, limits)
+    first, _ = _first_object(path, limits)
     return (sniff_bundle(head, first) if first is not None else None), first
 
 
@@ -93,9 +99,13 @@ def detect_trajectory_format(path: str | os.PathLike) -> str:
     """The trajectory format of ``path``: a bundle from the file's first bytes (and first object),
     else a streaming format from its first readable object."""
     name, item = _detect_bundle(path, Limits())
+    if name is None and item is None:
+        item, seen = _first_object(path, Limits())
+        if not seen:
+            raise UsageError("--trajectories", f"{path} is empty: it holds no trajectories")
     name = name or (sniff_trajectory(item) if item is not None else None)
     if name is None:
-        raise ValueError(f"cannot detect the trajectory format of {path}: {_describe(item)}; pass fmt= one of {', '.join(TRAJECTORY_FORMATS)}")
+        raise UsageError("--format", f"cannot detect the trajectory format of {path}: {_describe(item)}; name the format", TRAJECTORY_FORMATS)
     return name
 
 
@@ -104,12 +114,19 @@ def load_tasks(
 ) -> TaskSet:
     """All tasks of ``path`` (joined with ``reference`` for formats that keep the gold apart).
 
-    Item-level problems are collected in ``TaskSet.errors``; a ValueError means the call itself
-    cannot work (unknown format name, undetectable format, a reference file missing or superfluous).
+    Item-level problems are collected in ``TaskSet.errors``; a ``UsageError`` (a ValueError) means
+    the call itself cannot work (unknown format name, undetectable format, an empty file, a
+    reference file missing or superfluous) and names the option to fix.
     ``strict``: a task carrying a field the schema does not know is an error, not a warning.
     """
     chosen = task_format(fmt) if fmt is not None else task_format(detect_task_format(path))
+    if reference is not None and chosen.reference == "none":
+        raise UsageError("--reference", f"{chosen.name} tasks carry their own reference calls and gold answers: they take no reference file")
+    if reference is None and chosen.reference == "required":
+        raise UsageError("--reference", f"{chosen.name} tasks need their reference file ({chosen.description})")
     taskset = chosen.load(str(path), None if reference is None else str(reference), limits)
+    if not (taskset.tasks or taskset.errors or taskset.ambiguous or taskset.invalid):
+        raise UsageError("--tasks", f"{path} holds no tasks")
     return _strict_tasks(taskset) if strict else taskset
 
 
@@ -214,10 +231,10 @@ class _Stream:
             if self.fmt is None and self.undetected is None:
                 if raw.error is None and isinstance(raw.value, dict):
                     detected = sniff_trajectory(raw.value)
-                    if detected is None:
-                        self.undetected = f"cannot detect the trajectory format: {_describe(raw.value)}; pass fmt= one of {', '.join(TRAJECTORY_FORMATS)}"
-                    else:
-                        self.fmt = TRAJECTORY_REGISTRY[detected]
+                    if detected is None:  # nothing in the file can be graded: a usage error, before any row
+                        message = f"cannot detect the trajectory format of {self.name}: {_describe(raw.value)} (line {raw.line}); name the format"
+                        raise UsageError("--format", message, TRAJECTORY_FORMATS)
+                    self.fmt = TRAJECTORY_REGISTRY[detected]
                     for earlier in held:
                         yield self._load(earlier)
                     held.clear()

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from judge import BadInputError, InputErrorInfo, InputWarning, SourceRef, Task, ToolSpec, Trajectory, content_hash, field_path
+from judge import MAX_DEPTH, BadInputError, InputErrorInfo, InputWarning, SourceRef, Task, ToolSpec, Trajectory, content_hash, field_path
 from pipelines.ingest._store import SourceIndex, TaskStore
 
 
@@ -24,6 +24,7 @@ class Limits:
 
     max_line_bytes: int = 32 * 2**20  # a line (or JSON-array item) larger than this -> too_large
     max_string_bytes: int = 8 * 2**20  # any single string field larger -> too_large naming the field
+    max_depth: int = MAX_DEPTH  # containers nested deeper -> too_deep (recursive walkers stay safe)
 
 
 @dataclass

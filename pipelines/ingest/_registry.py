@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pipelines.ingest import _anthropic, _bfcl, _bfcl_results, _inspect, _native, _openai, _otel, _tau2, _vakra
 from pipelines.ingest._base import BundleFormat, TaskFormat, TrajectoryFormat
+from pipelines.ingest._usage import UsageError
 
 TASK_REGISTRY: dict[str, TaskFormat] = {f.name: f for f in (_native.TASKS, _vakra.TASKS, _bfcl.TASKS)}
 TRAJECTORY_REGISTRY: dict[str, TrajectoryFormat] = {
@@ -27,13 +28,13 @@ def task_format(name: str) -> TaskFormat:
     try:
         return TASK_REGISTRY[name]
     except KeyError:
-        raise ValueError(f"unknown task format {name!r}; known: {', '.join(TASK_FORMATS)}") from None
+        raise UsageError("--task-format", f"unknown task format {name!r}", TASK_FORMATS) from None
 
 
 def trajectory_format(name: str) -> TrajectoryFormat | BundleFormat:
     found = TRAJECTORY_REGISTRY.get(name) or BUNDLE_REGISTRY.get(name)
     if found is None:
-        raise ValueError(f"unknown trajectory format {name!r}; known: {', '.join(TRAJECTORY_FORMATS)}")
+        raise UsageError("--format", f"unknown trajectory format {name!r}", TRAJECTORY_FORMATS)
     return found
 
 

@@ -39,6 +39,7 @@ from pipelines.ingest._base import (
 )
 from pipelines.ingest._join import index_by_id, object_or_error
 from pipelines.ingest._reader import read_items
+from pipelines.ingest._usage import UsageError
 
 _LABEL_REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)(?:\.[^$]*)?\$")
 _CASE_META = ("capability", "hop_types", "hop_type", "hop_count", "num_hops", "policy_condition")
@@ -239,8 +240,9 @@ def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
         if case is None:
             continue
         if "output" in case and "dialogue" not in case:
-            raise ValueError(
-                f"{path} holds ground truth (items with 'output'), not input cases; pass the input cases as the task file and the ground truth as reference"
+            raise UsageError(
+                "--tasks",
+                f"{path} holds ground truth (items with 'output'), not input cases; pass the input cases as --tasks and the ground truth as --reference",
             )
         try:
             uid = _uuid(case)
@@ -284,7 +286,7 @@ def _load_ground_truth_only(path: str, limits: Limits, collector: TaskCollector)
         if gt is None:
             continue
         if "dialogue" in gt and "output" not in gt:
-            raise ValueError(f"{path} holds VAKRA input cases, which carry no reference: pass the ground-truth file as reference")
+            raise UsageError("--reference", f"{path} holds VAKRA input cases, which carry no reference: pass the ground-truth file as --reference")
         try:
             task = build_task(gt, None)
         except ItemError as err:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,9 +18,10 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
+from text_to_num import alpha2digit
 
-from judge import AnswerLabel, parse_json_text
-from pipelines.matching.normalize import normalize_answer_text, normalize_ascii, tokens
+from judge import AnswerLabel, parse_json_text, strip_instructions
+from pipelines.matching.normalize import is_cjk, normalize_answer_text, normalize_ascii, tokens
 
 __all__ = [
     "AnswerLabel",
@@ -28,6 +31,7 @@ __all__ = [
     "compare_answer",
     "is_missing",
     "numbers_in",
+    "shares_content",
     "value_in_text",
 ]
 
@@ -47,6 +51,7 @@ class AnswerMatch:
     label: AnswerLabel | None  # None = inconclusive: escalate to a judge, never guess
     reason: str
     gold_index: int | None = None
+    instructions: tuple[str, ...] = ()  # instruction-like sentences found in the prediction (addressed to the grader)
 
 
 # ---------------------------------------------------------------- numbers in text
@@ -311,6 +316,118 @@ class _Ctx:
 
 _Decision = tuple[AnswerLabel | None, str]
 
+# ---------------------------------------------------------------- shared content
+
+# Function words carry no content: sharing only these is sharing nothing.
+_STOPWORDS = frozenset(
+    {"a", "an", "the", "and", "or", "but", "if", "then", "than", "so", "of", "in", "on", "at", "to", "for", "from", "by", "with",
+     "about", "as", "into", "over", "after", "before", "between", "under", "is", "are", "was", "were", "be", "been", "being", "am",
+     "do", "does", "did", "has", "have", "had", "it", "its", "itself", "this", "that", "these", "those", "there", "here", "which",
+     "who", "whom", "whose", "what", "when", "where", "why", "how", "i", "me", "my", "we", "our", "you", "your", "he", "him",
+     "his", "she", "her", "they", "them", "their", "not", "no", "yes", "all", "any", "some", "each", "both", "more", "most",
+     "other", "such", "only", "own", "same", "very", "can", "will", "would", "should", "could", "may", "might", "must", "just",
+     "also", "answer", "final", "result", "total", "value", "number", "one", "ones", "per", "s", "t", "i'm", "im", "it's",
+     "的", "了", "是", "在", "和", "与", "及", "或", "也", "都", "就", "而", "其", "这", "那", "个", "之", "为", "以", "于", "把",
+     "被", "对", "从", "向", "等", "吗", "呢", "吧", "啊", "我", "你", "他", "她", "它", "们", "有", "没", "不", "很", "答", "案"}
+)  # fmt: skip
+_POLAR = frozenset({"yes", "no", "true", "false", "correct", "incorrect", "right", "wrong", "是", "否", "对", "错", "不是", "没有"})
+
+
+def _english_digits(text: str) -> str:
+    """English number words as digits ("twenty-one" -> "21"); other text unchanged."""
+    try:
+        return str(alpha2digit(text, "en", threshold=0))
+    except Exception:  # the converter is a third-party parser: never let it decide
+        return text
+
+
+def _chinese_digits(text: str) -> str:
+    """Chinese numerals as digits ("十二" -> "12"); only for finding shared values, where a false
+    conversion ("一起" -> "1起") can only keep a case open, never decide it."""
+    if not any(is_cjk(ch) for ch in text):
+        return text
+    import cn2an  # heavy import (~80 ms): only for text with CJK characters
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return str(cn2an.transform(text, "cn2an"))
+        except Exception:
+            return text
+
+
+def _scripts(text: str) -> set[str]:
+    """Writing systems of the letters in ``text`` (LATIN, CJK, CYRILLIC, ...)."""
+    out = set()
+    for ch in text:
+        if ch.isalpha():
+            out.add("CJK" if is_cjk(ch) else unicodedata.name(ch, "OTHER").split(" ")[0])
+    return out
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ies", "es", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def _content(text: str) -> tuple[list[str], list[str], list[tuple[float, ...]]]:
+    """(all word tokens, content words, number readings) of a text, number words counted as numbers."""
+    digits = _chinese_digits(_english_digits(text))
+    toks = tokens(digits)
+    words = [t for t in toks if t not in _STOPWORDS and not any(c.isdigit() for c in t)]
+    return toks, words, [m.readings for m in _mentions(digits)]
+
+
+def _initials(toks: list[str]) -> set[str]:
+    """Acronyms a run of words can be written as ("united states" -> "us")."""
+    words = [t for t in toks if t not in _STOPWORDS and t.isalpha()]
+    return {"".join(w[0] for w in words[i:j]) for i in range(len(words)) for j in range(i + 2, min(len(words), i + 6) + 1)}
+
+
+def _words_meet(a: str, b: str) -> bool:
+    if a == b or _stem(a) == _stem(b):
+        return True
+    short, long = sorted((a, b), key=len)
+    return len(short) >= 4 and long.startswith(short)  # Japan / Japanese, medal / medallist
+
+
+def shares_content(gold: str, prediction: str, rel: float = 1e-6) -> bool | None:
+    """Whether the prediction shares any content word or value with the gold; None when that cannot
+    be told by words alone.
+
+    None (so the case stays open for a judge) when either side has no content word and no value,
+    when the two are written in different scripts (a translation can be right: 巴黎 / Paris), or
+    when the gold is a yes/no answer (many words affirm). Values include numbers written as words
+    (English, and Chinese numerals), words meet by stem or a shared prefix of four letters, and an
+    acronym meets the words it abbreviates (US / United States).
+    """
+    gold_toks, gold_words, gold_values = _content(gold)
+    pred_toks, pred_words, pred_values = _content(prediction)
+    if not (gold_words or gold_values) or not (pred_words or pred_values):
+        return None
+    if all(t in _POLAR for t in gold_toks) or normalize_answer_text(gold) in _POLAR:
+        return None
+    gold_scripts, pred_scripts = _scripts(gold), _scripts(prediction)
+    if gold_scripts and pred_scripts and not gold_scripts & pred_scripts:
+        return None
+    if any(_any_close(g, p, rel) for g in gold_values for p in pred_values):
+        return True
+    if any(_words_meet(g, p) for g in gold_words for p in pred_words):
+        return True
+    acronyms_gold, acronyms_pred = _initials(gold_toks), _initials(pred_toks)
+    return any(w in acronyms_gold for w in pred_words) or any(w in acronyms_pred for w in gold_words)
+
+
+_NO_SHARE = "the prediction shares no content word or value with the gold"
+
+
+def _no_content(text: str) -> bool:
+    _, words, values = _content(text)
+    return not words and not values
+
+
 # ---------------------------------------------------------------- scalar golds
 
 _NEGATION_WORDS = frozenset(
@@ -355,9 +472,12 @@ def _judge_numeric(readings: tuple[float, ...], pred: Any, ctx: _Ctx) -> _Decisi
         ok = _any_close(readings, (float(pred),), ctx.rel)
         return (AnswerLabel.CORRECT, "same number") if ok else (AnswerLabel.INCORRECT, f"{_text(pred)} is not {gold_text}")
     found = _mentions(_text(pred))
-    if not found:
-        if _NUMBER_WORDS.search(_text(pred)):
+    if not found and _NUMBER_WORDS.search(_text(pred)):
+        converted = _english_digits(_text(pred))  # "twenty-one" -> "21"
+        found = _mentions(converted)
+        if not found or _NUMBER_WORDS.search(converted):  # "a dozen", "twice", 三个: words no parser reads for certain
             return None, f"the prediction writes its number in words; gold is {gold_text}"
+    if not found:
         return AnswerLabel.INCORRECT, f"the prediction states no number; gold is {gold_text}"
     hits = [_any_close(readings, m.readings, ctx.rel) for m in found]
     if len(found) == 1:
@@ -388,8 +508,14 @@ def _judge_text(gold: str, pred: str, ctx: _Ctx) -> _Decision:
     reject = ctx.th.reject_similarity
     if reject is not None and len(pred_toks) <= ctx.th.short_answer_tokens and similarity <= reject:
         return AnswerLabel.INCORRECT, f"short prediction, token F1 {similarity:.2f} <= {reject}"
+    if shares_content(gold, pred, ctx.rel) is False:
+        return AnswerLabel.INCORRECT, _NO_SHARE
     why = "negation or alternatives in the prediction" if negated else f"token F1 {similarity:.2f}"
     return None, f"text differs from the gold ({why})"
+
+
+def _text_only(text: str) -> bool:
+    return not any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
 
 
 def _judge_scalar(gold: Any, pred: Any, ctx: _Ctx) -> _Decision:
@@ -404,11 +530,14 @@ def _judge_scalar(gold: Any, pred: Any, ctx: _Ctx) -> _Decision:
             return AnswerLabel.INCORRECT, "no listed value equals the gold"
         return None, "a list of values for a single-value gold"
     readings = _as_number(gold)
+    if readings is None and isinstance(gold, str) and _NUMBER_WORDS.search(gold):
+        readings = _as_number(_english_digits(gold))  # a gold written in words ("twenty-one") is a number
     if readings is not None:
         return _judge_numeric(readings, pred, ctx)
     gold_text = _text(gold)
-    if _as_number(pred) is not None and not any(c.isdigit() for c in gold_text) and any(c.isalpha() for c in gold_text):
-        return AnswerLabel.INCORRECT, f"a bare number for a gold that is text ({gold_text!r})"
+    bare = _as_number(pred)
+    if bare is not None and _text_only(gold_text) and not any(_any_close(values, bare, ctx.rel) for values in _content(gold_text)[2]):
+        return AnswerLabel.INCORRECT, f"a bare number for a gold that is text ({gold_text!r})"  # unless it says the number: "team of three"
     return _judge_text(gold_text, _text(pred), ctx)
 
 
@@ -461,6 +590,8 @@ def _judge_list(gold: list, pred: Any, ctx: _Ctx) -> _Decision:
         for item in extra:
             toks = tokens(item)
             if len(toks) > ctx.th.short_answer_tokens or any(_contains_run(toks, run) for run in gold_runs):
+                if all(shares_content(_text(g), _text(pred), ctx.rel) is False for g in gold):
+                    return AnswerLabel.INCORRECT, _NO_SHARE
                 return None, f"cannot read the prediction as a clean list (item {item!r})"
     detail = f"missing {lost!r}, unexpected {extra!r}" if (lost or extra) else "items in a different order"
     return AnswerLabel.INCORRECT, f"list differs: {detail}"[:300]
@@ -470,6 +601,8 @@ def _judge_table(gold: list[list], pred: Any, ctx: _Ctx) -> _Decision:
     if not _is_table(pred):
         if len(gold) == 1:  # one row: its cells are the parts of the answer
             return _judge_list(gold[0], pred, ctx)
+        if all(shares_content(_text(cell), _text(pred), ctx.rel) is False for row in gold for cell in row):
+            return AnswerLabel.INCORRECT, _NO_SHARE
         return None, "the prediction is not a table (list of rows)"
 
     def rows_equal(g: list, p: list) -> bool:
@@ -535,6 +668,22 @@ def compare_answer(
         return AnswerMatch(AnswerLabel.MISSING, "the prediction gives no answer")
     rel = tolerance if tolerance is not None else thresholds.numeric_relative_tolerance
     ctx = _Ctx(ordered=ordered, rel=rel, th=thresholds)
+    match = _compare(gold_answers, prediction, ctx)
+    scan = strip_instructions(prediction) if isinstance(prediction, str) else None
+    if scan is None or not scan.flagged:
+        return match
+    # instruction-like text addressed to the grader: what the answer says without it decides
+    if match.label is None:
+        if _no_content(scan.text):
+            match = AnswerMatch(AnswerLabel.INCORRECT, "the answer is only instruction-like text addressed to the grader")
+        else:
+            without = _compare(gold_answers, scan.text, ctx)
+            if without.label is not None:
+                match = AnswerMatch(without.label, f"{without.reason} (once the instruction-like text is set aside)", without.gold_index)
+    return AnswerMatch(match.label, match.reason, match.gold_index, scan.removed)
+
+
+def _compare(gold_answers: list, prediction: Any, ctx: _Ctx) -> AnswerMatch:
     pred = _prepare(strip_lead_in(prediction) if isinstance(prediction, str) else prediction)
     decisions: list[_Decision] = []
     for index, gold in enumerate(gold_answers):

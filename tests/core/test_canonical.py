@@ -12,7 +12,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judge import canonical_json, content_hash, loads_json, response_key
+from judge import canonical_json, content_hash, loads_json, parse_json_bounded, response_key
 from judge.core import _canonical
 
 _TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12) | st.sampled_from(["\x00", "\x1f\x7f", "\u2028", '"\\', "é", "𝄞", "\ud800"])
@@ -58,6 +58,7 @@ def test_canonical_json_values_outside_plain_json_use_the_definition():
     assert canonical_json({1: "a", 10: "b", 9: "c"}) == '{"1":"a","10":"b","9":"c"}'
 
 
+_DEEP = st.integers(1, 1200).map(lambda n: "[" * n + "]" * n) | st.integers(90, 110).map(lambda n: '{"a":' * n + "1" + "}" * n)
 _JSON_TEXT = st.one_of(
     _VALUE.map(lambda v: json.dumps(v, default=str) if not isinstance(v, dict) or all(isinstance(k, str) for k in v) else "{}"),
     st.sampled_from(
@@ -79,17 +80,17 @@ _JSON_TEXT = st.one_of(
 )
 
 
-@given(_JSON_TEXT)
+@given(_JSON_TEXT | _DEEP)
 @settings(max_examples=1500, deadline=None)
-def test_loads_json_reads_what_json_loads_reads(text):
+def test_loads_json_reads_what_the_bounded_parser_reads(text):
     try:
-        expected = json.loads(text)
+        expected = parse_json_bounded(text)
     except ValueError:
         try:
             loads_json(text)
         except ValueError:
             return
-        raise AssertionError(f"loads_json accepted {text!r}, which json.loads rejects") from None
+        raise AssertionError(f"loads_json accepted {text!r}, which parse_json_bounded rejects") from None
     got = loads_json(text)
     assert _same(got, expected), text
     assert _same(loads_json(text.encode("utf-8", "surrogatepass")) if "\ud800" not in text else got, expected)

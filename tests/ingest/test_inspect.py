@@ -387,3 +387,10 @@ def test_tool_specs_do_not_replace_the_logs_own_definitions(tmp_path):
     task = with_tool_specs(tasks, load_tool_specs(specs)).tasks["1"]
     assert task.tool("search").description == "Search the web." and not task.is_write("search")  # a described tool: the log wins
     assert task.is_write("delete")  # a tool the log does not declare is added
+
+
+def test_an_oversize_string_in_a_member_is_too_large_naming_its_path(tmp_path):
+    wordy = sample(2, messages=[{"role": "user", "content": "y" * 5000}])
+    _, items = read(write_eval(tmp_path / "log.eval", [sample(), wordy]), Limits(max_line_bytes=1_000_000, max_string_bytes=3000))
+    (error,) = [i.error for i in items if i.error is not None]
+    assert error.kind == "too_large" and "messages[0].content" in error.message

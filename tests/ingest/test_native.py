@@ -10,6 +10,7 @@ from judge import Task, Trajectory
 from pipelines.ingest import (
     TASK_FORMATS,
     TRAJECTORY_FORMATS,
+    UsageError,
     check_task,
     detect_task_format,
     detect_trajectory_format,
@@ -64,9 +65,10 @@ def test_undetectable_file(write_jsonl):
         detect_trajectory_format(path)
     with pytest.raises(ValueError, match="cannot detect the task format"):
         load_tasks(path)
-    loaded = list(iter_trajectories(path))
-    assert [x.error.kind for x in loaded] == ["unsupported", "malformed_json", "unsupported"]
-    assert "pass fmt=" in loaded[0].error.message
+    with pytest.raises(UsageError, match=r"cannot detect the trajectory format .*keys \['foo'\] \(line 1\)") as caught:
+        list(iter_trajectories(path))  # nothing in it could be graded: the run must not start
+    assert caught.value.option == "--format" and "native" in caught.value.accepted
+    assert "fmt=" not in str(caught.value)
 
 
 def test_detection_skips_unreadable_first_items(write_jsonl):

@@ -442,3 +442,11 @@ def test_judge_grade_takes_the_tasks_from_the_results_file(tmp_path):
     # the agent cancelled a reservation tau2's reference leaves alone: a surplus write, as tau2's DB check says
     cancelled = rows["f2dfe6ed-8489-494a-8973-8bc83949e199"]
     assert (cancelled["verdict"], cancelled["failure_stage"]) == ("fail", "tool_selection")
+
+
+def test_an_oversize_string_field_is_too_large_naming_its_path(tmp_path):
+    big = _sim("s2", "t", [{"role": "user", "content": "x" * 3000}])
+    path = write_results(tmp_path, [_task("t")], [_sim("s1", "t", _dialogue()), big])
+    items = list(BUNDLE.read(str(path), Limits(max_line_bytes=1_000_000, max_string_bytes=2000)).items)
+    assert items[0].error is None
+    assert items[1].error.kind == "too_large" and items[1].error.field.startswith("simulations[1].messages[0]")

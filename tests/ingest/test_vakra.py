@@ -43,7 +43,7 @@ def test_ground_truth_alone_is_a_task_file(fixtures):
 
 
 def test_input_cases_need_the_ground_truth(fixtures):
-    with pytest.raises(ValueError, match="pass the ground-truth file as reference"):
+    with pytest.raises(ValueError, match="pass the ground-truth file as --reference"):
         load_tasks(fixtures / "vakra_input.jsonl")
 
 

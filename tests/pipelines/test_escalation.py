@@ -81,7 +81,7 @@ def test_decisive_cases_never_reach_the_judge(tmp_path):
 def test_calls_hinging_on_the_answer_ask_the_answer_first(tmp_path):
     # no call to the reference tool, another call made: the calls verdict depends on the answer
     panel = ScriptedPanel({"answer_correctness": ("incorrect", Outcome.MISMATCH)})
-    r = _run(tmp_path, panel, "Probably Carl Lewis or so", OTHER_CALL)
+    r = _run(tmp_path, panel, "Probably Carl Lewis, or Bolt", OTHER_CALL)  # names the gold among alternatives: open
     assert [q.rubric for q in panel.asked] == ["answer_correctness"]
     assert (r["verdict"], r["failure_stage"]) == ("fail", "tool_selection")
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from bench.conversations import generate as generate_conversations
 from bench.generate import generate
 from pipelines.grade_run import GradeOptions, run_grading
-from pipelines.ingest import Limits
+from pipelines.ingest import Limits, UsageError
 from pipelines.ingest._reader import read_items
 from pipelines.run_inputs import LineShards, ShardStream
 
@@ -76,6 +76,7 @@ def tricky(tmp_path) -> tuple[Path, Path]:
     lines = [traj(i) for i in range(5)]
     lines += [b"\n", b"   \n", pretty, traj(5), b"[1, 2]\n", traj(6), b'{"task_id": "t1", "trajectory_id": "half", \n', traj(7)]
     lines += [traj(2), traj(8), b"x" * 300 + b"\n", traj(9), b'{"task_id": "t1", "trajectory_id": "bytes\xff"}\n', traj(10, final_answer="2")]
+    lines += [traj(13)[:-1] + b"\r" + traj(14)[:-1] + b"\r\n", b"\r", traj(15)[:-1] + b"\r"]  # old Mac and Windows line ends
     lines += [pretty.replace(b"pretty", b"pretty2"), traj(1), b"\xc2\xa0\n", traj(11), traj(12)[:-1]]  # NBSP-only line; no final newline
     return tasks, _write(tmp_path / "traj.jsonl", lines)
 
@@ -88,6 +89,7 @@ def test_cuts_through_every_kind_of_line(tricky, tmp_path, max_line):
     rows = [json.loads(line) for line in reference["results.jsonl"].splitlines()]
     kinds = {r.get("error", {}).get("kind") for r in rows}
     assert {"duplicate_id", "malformed_json", "encoding"} <= kinds
+    assert {"r13", "r14", "r15"} <= {r["trajectory_id"] for r in rows}
     if max_line == 200:
         assert "too_large" in kinds
     else:  # a pretty-printed object spans a cut at every shard size below
@@ -109,8 +111,9 @@ def test_a_json_array_and_an_undetected_file_are_read_as_one_stream(tmp_path):
     _assert_same(reference, _run(tasks, array, tmp_path / "a2", shard_lines=2, workers=2))
     assert len(reference["results.jsonl"].splitlines()) == 6
     odd = _write(tmp_path / "odd.jsonl", [b'{"what": 1}\n'] * 5)
-    rows = [json.loads(line) for line in _run(tasks, odd, tmp_path / "odd", shard_lines=2, workers=2)["results.jsonl"].splitlines()]
-    assert [r["error"]["kind"] for r in rows] == ["unsupported"] * 5
+    with pytest.raises(UsageError, match="cannot detect"):  # a usage error before any row, whoever reads it
+        _run(tasks, odd, tmp_path / "odd", shard_lines=2, workers=2)
+    assert not (tmp_path / "odd").exists()  # and no folder (or run state) is left behind
 
 
 @pytest.mark.skipif(os.cpu_count() == 1, reason="one core")

@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
+import signal
 import subprocess
 import tempfile
 import threading
@@ -130,12 +132,15 @@ def inspect_page(
 ) -> PageReport:
     binary = find_chromium()
     assert binary is not None
-    with tempfile.TemporaryDirectory(prefix="report-cdp-") as profile:
+    # Chromium's helper processes may still write to the profile while it is removed: the whole
+    # process group is stopped first, and a leftover file never fails the test (a flake seen under load)
+    with tempfile.TemporaryDirectory(prefix="report-cdp-", ignore_cleanup_errors=True) as profile:
         proc = subprocess.Popen(
             [binary, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0", "--remote-allow-origins=*", "about:blank"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            start_new_session=True,
         )
         try:
             ws_url = None
@@ -151,9 +156,16 @@ def inspect_page(
             threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
             return asyncio.run(asyncio.wait_for(_inspect(ws_url, Path(html).resolve().as_uri(), expressions, actions or [], until), timeout))
         finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _stop_group(proc)
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    """Terminate Chromium and every helper process it started (they share its session)."""
+    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue

@@ -118,3 +118,14 @@ async def test_every_rubric_end_to_end_over_http(server, tmp_path, name, judge, 
     body = server.requests[0].body
     tool_schema = body["tools"][0]["function"]["parameters"] if judge.startswith("openai") else body["tools"][0]["input_schema"]
     assert tool_schema["properties"]["label"]["enum"] == rubric.labels
+
+
+def test_material_contracts_come_from_the_typed_models_and_their_samples_validate():
+    from judge import MATERIAL_FOR_RUBRIC, material_keys
+    from rubrics import CONTRACTS
+
+    assert {c.rubric for c in CONTRACTS.values()} == set(MATERIAL_FOR_RUBRIC)
+    for contract in CONTRACTS.values():
+        model = MATERIAL_FOR_RUBRIC[contract.rubric]
+        assert (contract.required, contract.optional) == material_keys(model)
+        model.model_validate(contract.sample)  # the sample rubric files are tested with is real material

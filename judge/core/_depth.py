@@ -1,0 +1,104 @@
+"""A bound on how deeply input values may nest, checked without recursion.
+
+Agent output is untrusted: a trajectory line nested 1,000 levels deep would crash every recursive
+walker downstream (the JSON parser, canonical JSON, value comparison, schema walking) with a
+``RecursionError``. Readers reject such an item as ``too_deep`` (one error row, never the run), so
+everything after reading may recurse over values: ``MAX_DEPTH`` levels at a few frames each stay
+far below Python's recursion limit. Real data nests far less (the deepest of the tau2, BFCL,
+Inspect and VAKRA samples in this project: 12 levels).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from judge.core._errors import BadInputError
+
+MAX_DEPTH = 100  # containers inside containers, the item itself being level 1
+
+__all__ = ["MAX_DEPTH", "TooDeep", "nesting_error", "parse_json_bounded"]
+
+
+class TooDeep(BadInputError):
+    """JSON text nested deeper than the bound (a ValueError too: callers that treat unparseable
+    JSON text as plain text keep doing so)."""
+
+    def __init__(self, limit: int, path: str | None = None):
+        where = f" at {path}" if path else ""
+        super().__init__(f"nested deeper than {limit} levels{where}")
+        self.limit = limit
+        self.path = path
+
+
+def nesting_error(value: Any, limit: int = MAX_DEPTH) -> str | None:
+    """The field path of the first container nested deeper than ``limit`` levels, else None.
+
+    Iterative (an explicit stack), so it measures values of any depth. The path is cut after a
+    few segments: ``metadata.x[0][0][0][0]...``.
+    """
+    if not isinstance(value, (dict, list)):
+        return None
+    stack: list[tuple[Any, int, tuple | None]] = [(value, 1, None)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, depth, link = pop()
+        if depth > limit:
+            return _render(link)
+        items = node.items() if type(node) is dict else enumerate(node)
+        for key, child in items:
+            kind = type(child)
+            if kind is dict or kind is list or isinstance(child, (dict, list)):
+                push((child, depth + 1, (link, key)))
+    return None
+
+
+def _render(link: tuple | None, keep: int = 6) -> str:
+    keys: list[Any] = []
+    while link is not None:
+        link, key = link
+        keys.append(key)
+    keys.reverse()
+    out = ""
+    for key in keys[:keep]:
+        out += f"[{key}]" if isinstance(key, int) else ("." if out else "") + str(key)
+    if len(keys) > keep:
+        out += "..."
+    return out or "<root>"
+
+
+def parse_json_bounded(text: str | bytes, limit: int = MAX_DEPTH) -> Any:
+    """``json.loads`` for untrusted text: a ``ValueError`` instead of anything a later step would
+    crash on. ``TooDeep`` for nesting beyond ``limit`` (never a ``RecursionError``); a plain
+    ``ValueError`` for an unpaired surrogate escape (``"\\ud800"`` decodes to a string no UTF-8
+    output can hold) or an integer over Python's 4,300-digit limit."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise TooDeep(limit) from None
+    # n nested containers need n opening brackets: text with fewer cannot be too deep
+    if isinstance(value, (dict, list)) and _openers(text) > limit:
+        path = nesting_error(value, limit)
+        if path is not None:
+            raise TooDeep(limit, path)
+    if _SURROGATE_ESCAPE.search(text if isinstance(text, str) else text.decode("utf-8", "replace")) and not _encodable(value):
+        raise BadInputError("a string holds an unpaired UTF-16 surrogate escape")
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _encodable(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, ValueError):
+        return False
+    return True
+
+
+def _openers(text: str | bytes) -> int:
+    if isinstance(text, str):
+        return text.count("[") + text.count("{")
+    return text.count(b"[") + text.count(b"{")

@@ -1,0 +1,140 @@
+"""What a judge is shown for each rubric: typed material, the contract between the grader (which
+builds it) and the rubrics (which render it inside data blocks).
+
+The wire form stays a plain JSON object (``model.model_dump()``): judge cache keys are content
+hashes of it, so these models add types without changing a single key. Extra fields are refused:
+a grader that sends something a rubric does not declare is a bug, not data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, model_serializer
+
+_Closed = ConfigDict(extra="forbid")
+
+
+class CallShown(BaseModel):
+    """A predicted call as a judge sees it (result clipped by the grader)."""
+
+    model_config = _Closed
+
+    name: str
+    arguments: dict[str, Any]
+    status: str
+    result: Any = None
+
+
+class ReferenceCallShown(BaseModel):
+    """A reference call, with its output when replay or the task provides one."""
+
+    model_config = _Closed
+
+    name: str
+    arguments: dict[str, Any]
+    output: Any = None
+
+    @model_serializer(mode="wrap")
+    def _omit_unknown_output(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("output") is None:
+            data.pop("output", None)
+        return data
+
+
+class ToolOutputShown(BaseModel):
+    model_config = _Closed
+
+    step: int
+    name: str
+    arguments: dict[str, Any]
+    result: Any = None
+
+
+class PolicyCallShown(BaseModel):
+    model_config = _Closed
+
+    step: int
+    turn_id: str
+    name: str
+    arguments: dict[str, Any]
+    status: str
+
+
+class AnswerMaterial(BaseModel):
+    """answer_correctness: the answer against the gold answers (CRAG)."""
+
+    model_config = _Closed
+
+    question: str
+    gold_answers: list[Any]
+    answer: Any  # required, may be null (the agent answered nothing)
+
+
+class OpenEndedMaterial(BaseModel):
+    """open_ended: the answer against the points a good answer covers."""
+
+    model_config = _Closed
+
+    question: str
+    criteria: list[str]
+    answer: Any  # required, may be null
+
+
+class SufficiencyMaterial(BaseModel):
+    """trajectory_sufficiency: did the calls made get what the reference calls get?"""
+
+    model_config = _Closed
+
+    question: str
+    reference_calls: list[ReferenceCallShown]
+    predicted_calls: list[CallShown]
+    gold_answers: list[Any] | None = None
+
+
+class GroundednessMaterial(BaseModel):
+    """groundedness: is the answer supported by what the tools returned?"""
+
+    model_config = _Closed
+
+    question: str
+    answer: Any
+    tool_outputs: list[ToolOutputShown]
+
+
+class PolicyMaterial(BaseModel):
+    """policy_adherence: the plain-text policy against the calls attempted."""
+
+    model_config = _Closed
+
+    policy: str
+    question: str
+    calls: list[PolicyCallShown]
+
+
+class StepEquivalenceMaterial(BaseModel):
+    """step_equivalence: would the tool treat the two calls the same?"""
+
+    model_config = _Closed
+
+    reference_call: dict[str, Any]
+    predicted_call: dict[str, Any]
+    tool: dict[str, Any] | None = None
+
+
+MATERIAL_FOR_RUBRIC: dict[str, type[BaseModel]] = {
+    "answer_correctness": AnswerMaterial,
+    "open_ended": OpenEndedMaterial,
+    "trajectory_sufficiency": SufficiencyMaterial,
+    "groundedness": GroundednessMaterial,
+    "policy_adherence": PolicyMaterial,
+    "step_equivalence": StepEquivalenceMaterial,
+}
+
+
+def material_keys(model: type[BaseModel]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(required, optional) top-level keys of a material model, in declaration order."""
+    required = tuple(name for name, f in model.model_fields.items() if f.is_required())
+    optional = tuple(name for name, f in model.model_fields.items() if not f.is_required())
+    return required, optional
