@@ -51,7 +51,7 @@ from judge.core._task import (
     dependency_order,
 )
 from judge.core._trajectory import ExternalLabel, Step, StepStatus, TokenUsage, Trajectory, TrajectoryTurn, label_passed, looks_like_error, normalise_status
-from judge.core._verdict import Evidence, EvidenceKind, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
+from judge.core._verdict import AbstainReason, Evidence, EvidenceKind, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
 
 __all__ = [
     "CHECK_DEFAULT_STAGE",
@@ -63,6 +63,7 @@ __all__ = [
     "RECOVERY_OUTCOMES",
     "REMOVED_MARK",
     "RUBRIC_FOR_CHECK",
+    "AbstainReason",
     "AnswerLabel",
     "AnswerMaterial",
     "ArgumentRule",
