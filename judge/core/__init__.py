@@ -11,6 +11,7 @@ from judge.core._errors import (
     ExternalCallError,
     InputError,
     InputErrorInfo,
+    InputErrorKind,
     InputWarning,
     SourceRef,
     TrajectoryJudgeError,
@@ -51,7 +52,7 @@ from judge.core._task import (
     dependency_order,
 )
 from judge.core._trajectory import ExternalLabel, Step, StepStatus, TokenUsage, Trajectory, TrajectoryTurn, label_passed, looks_like_error, normalise_status
-from judge.core._verdict import Evidence, EvidenceKind, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
+from judge.core._verdict import AbstainReason, Evidence, EvidenceKind, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
 
 __all__ = [
     "CHECK_DEFAULT_STAGE",
@@ -63,6 +64,7 @@ __all__ = [
     "RECOVERY_OUTCOMES",
     "REMOVED_MARK",
     "RUBRIC_FOR_CHECK",
+    "AbstainReason",
     "AnswerLabel",
     "AnswerMaterial",
     "ArgumentRule",
@@ -83,6 +85,7 @@ __all__ = [
     "GroundednessMaterial",
     "InputError",
     "InputErrorInfo",
+    "InputErrorKind",
     "InputWarning",
     "InstructionScan",
     "JudgeRequest",

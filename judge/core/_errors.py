@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from enum import StrEnum
+from typing import Annotated
 
-from pydantic import BaseModel
+from pydantic import AfterValidator, BaseModel
 
 _INDEX = re.compile(r"\[\d+\]")
 
@@ -17,8 +19,42 @@ class SourceRef(BaseModel):
     item: int | None = None  # 0-based index within the file
 
 
+class InputErrorKind(StrEnum):
+    """Every kind of input error, one closed list (README "Bad input" documents each)."""
+
+    MALFORMED_JSON = "malformed_json"  # not JSON, or a duplicate key in one object
+    ENCODING = "encoding"  # bytes that are not UTF-8 (with the offset), an unpaired surrogate
+    INVALID_FIELD = "invalid_field"  # a field of the wrong type or value (names the field path)
+    TOO_LARGE = "too_large"  # a line, item, member or string over its size limit
+    TOO_DEEP = "too_deep"  # nesting deeper than the limit
+    DUPLICATE_ID = "duplicate_id"  # an id already read (names the first place)
+    UNKNOWN_TASK = "unknown_task"  # a trajectory whose task is missing or unreadable
+    AMBIGUOUS_TASK = "ambiguous_task"  # a task id defined twice with different content
+    UNKNOWN_TURN = "unknown_turn"  # a dialogue whose turns cannot be matched to the task's
+    UNKNOWN_ITEM = "unknown_item"  # a label for an item the labelling set does not hold
+    CONFLICT = "conflict"  # one annotator gives one item two different labels
+    UNSUPPORTED = "unsupported"  # a format feature this reader does not grade (says which)
+    UNKNOWN_FORMAT = "unknown_format"  # a file that matches no known format
+    MALFORMED_ARCHIVE = "malformed_archive"  # a zip archive that cannot be read
+    MISSING_MEMBER = "missing_member"  # an archive member a format needs
+    MISSING_FILE = "missing_file"  # a file a result set refers to
+    UNLISTED_FILE = "unlisted_file"  # a file in a result folder that its index does not list
+    NO_SAMPLES = "no_samples"  # a log without a single sample
+    INCOMPLETE_LOG = "incomplete_log"  # a log whose run did not finish
+    NOT_FOUND = "not_found"  # a path that does not exist
+    CHANGED = "changed"  # an input that changed since the run that used it
+    EMPTY = "empty"  # a file holding no items
+    GRADING_ERROR = "grading_error"  # grading this item failed (an environment fault); the rest goes on
+
+
+def _known_kind(value: str) -> str:
+    if value not in InputErrorKind._value2member_map_:
+        raise ValueError(f"unknown input error kind {value!r}; add it to InputErrorKind with its meaning")
+    return value
+
+
 class InputErrorInfo(BaseModel):
-    kind: str  # malformed_json, invalid_field, unknown_task, duplicate_id, encoding, too_large, ...
+    kind: Annotated[str, AfterValidator(_known_kind)]  # an InputErrorKind value
     message: str
     file: str
     line: int | None = None

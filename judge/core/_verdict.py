@@ -53,6 +53,20 @@ class Evidence(BaseModel):
     actual: Any = None
 
 
+class AbstainReason(StrEnum):
+    """Why a judge gave no vote. An abstention is never a negative vote."""
+
+    RATE_LIMIT = "rate_limit"  # 429 after retries
+    SERVER = "server"  # 5xx / 408 after retries
+    TIMEOUT = "timeout"
+    CONNECTION = "connection"
+    ERROR = "error"  # any other failed call (a 4xx, an SDK error)
+    REFUSAL = "refusal"  # the model declined to give a verdict
+    UNPARSEABLE = "unparseable"  # no verdict the schema accepts
+    BUDGET = "budget"  # --max-cost reached before the call
+    OFFLINE_MISS = "offline_miss"  # --offline and no cached answer
+
+
 class Vote(BaseModel):
     """One judge's verdict on one escalated check. Abstentions are recorded, never counted as no."""
 
@@ -60,7 +74,7 @@ class Vote(BaseModel):
     label: str | None = None
     score: float | None = None
     abstained: bool = False
-    abstain_reason: str | None = None  # error, refusal, unparseable, timeout, budget, offline_miss
+    abstain_reason: AbstainReason | None = None
     rationale: str = ""
     evidence: list[str] = Field(default_factory=list)
     confidence: float | None = None

@@ -166,10 +166,6 @@ class JudgeCache:
         with self._lock:
             self._db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, self.claimant))
 
-    def release_all(self) -> None:
-        with self._lock:
-            self._db.execute("DELETE FROM claims WHERE owner = ?", (self.claimant,))
-
     def claims(self) -> list[tuple[str, str, float]]:
         """(key, owner, expires) of every claim: for tests and diagnostics."""
         with self._lock:

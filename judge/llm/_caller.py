@@ -36,6 +36,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from judge.core import AbstainReason
 from judge.core._verdict import Vote
 from judge.llm._cache import JudgeCache, KeyTemplate
 from judge.llm._limits import Budget, RateLimiter, RetryPolicy, cost_usd, price_for
@@ -361,7 +362,13 @@ class JudgeCaller:
             self.stats.budget_message = message
         cost = cost_usd(price_for(judge.name, judge.kind, self.prices), input_tokens, output_tokens)
         return Vote(
-            judge=judge.name, abstained=True, abstain_reason=reason, rationale=message, input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost
+            judge=judge.name,
+            abstained=True,
+            abstain_reason=AbstainReason(reason),
+            rationale=message,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=cost,
         )
 
     # --- plumbing -------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any
 
 import bm25s
 import jieba
@@ -60,7 +59,3 @@ class BM25Index:
         scores = self._bm25.get_scores(tokens)
         ranked = sorted(range(self.size), key=lambda i: (-float(scores[i]), i))
         return [Hit(i, round(float(scores[i]), 4)) for i in ranked[:k] if scores[i] > 0]
-
-
-def describe_hits(hits: list[Hit], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{**rows[h.index], "score": h.score} for h in hits]

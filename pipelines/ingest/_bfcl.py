@@ -33,10 +33,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judge import ArgumentRule, InputErrorInfo, InputWarning, ReferenceCall, SourceRef, Task, TaskMetadata, ToolSpec, Turn, canonical_json
+from judge import ArgumentRule, ReferenceCall, Task, TaskMetadata, ToolSpec, Turn, canonical_json
 from pipelines.ingest._base import ItemError, Limits, TaskCollector, TaskFormat, TaskSet, as_id, expect, short, validation_error
-from pipelines.ingest._join import index_by_id, object_or_error
-from pipelines.ingest._reader import read_items
+from pipelines.ingest._join import JoinSpec, join
 
 MAX_ALTERNATIVES = 256
 _TYPES = {"string": "string", "integer": "integer", "float": "number", "boolean": "boolean", "array": "array", "tuple": "array", "dict": "object", "any": None}
@@ -237,74 +236,35 @@ def _build_task(question: dict[str, Any], answer: dict[str, Any], warnings: list
     return Task.model_validate(data)
 
 
+def _multi_turn(question: dict[str, Any]) -> tuple[str, str] | None:
+    turns = question.get("question")
+    if (isinstance(turns, list) and len(turns) > 1) or "initial_config" in question or "involved_classes" in question:
+        return "multi-turn BFCL entries are not supported (only simple, multiple, parallel, parallel_multiple)", "question"
+    return None
+
+
+def _build(question: dict[str, Any], answer: dict[str, Any]) -> tuple[Task, list[tuple[str, str, str]]]:
+    warnings: list[tuple[str, str, str]] = []
+    return build_task(question, answer, warnings), warnings
+
+
+_JOIN = JoinSpec(
+    main_role="question",
+    ref_role="possible answer",
+    key=_id,
+    key_field="id",
+    build=_build,
+    from_main_file=lambda err: err.file != "<reference>",
+    not_graded=_multi_turn,
+    missing_hint=" (irrelevance/relevance categories have none and are not supported)",
+)
+
+
 def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
     if reference is None:
         raise ValueError("bfcl tasks need the possible-answer file as reference")
     collector = TaskCollector()
-    answers = index_by_id(reference, limits, collector, "possible answer id", _id, "id")
-    for raw in read_items(path, limits):
-        source = SourceRef(file=path, line=raw.line, item=raw.index)
-        question = object_or_error(raw, path, collector)
-        if question is None:
-            continue
-        try:
-            uid = _id(question)
-        except ItemError as err:
-            collector.add_error(err.info(path, raw.line), None)
-            continue
-        turns = question.get("question")
-        if (isinstance(turns, list) and len(turns) > 1) or "initial_config" in question or "involved_classes" in question:
-            collector.add_error(
-                InputErrorInfo(
-                    kind="unsupported",
-                    message="multi-turn BFCL entries are not supported (only simple, multiple, parallel, parallel_multiple)",
-                    file=path,
-                    line=raw.line,
-                    field="question",
-                ),
-                uid,
-            )
-            answer = answers.get(uid)
-            if answer is not None:
-                answer.used = True
-            continue
-        answer = answers.get(uid)
-        if answer is None:
-            collector.add_error(
-                InputErrorInfo(
-                    kind="unknown_task",
-                    message=f"question {uid!r} has no possible answer in {reference} (irrelevance/relevance categories have none and are not supported)",
-                    file=path,
-                    line=raw.line,
-                    field="id",
-                ),
-                uid,
-            )
-            continue
-        answer.used = True
-        warnings: list[tuple[str, str, str]] = []
-        try:
-            task = build_task(question, answer.value, warnings)
-        except ItemError as err:
-            if err.file == "<reference>":
-                err.file = None
-                info = err.info(reference, answer.source.line)
-                info.message += f" (possible answer for the question at {path}:{raw.line})"
-            else:
-                info = err.info(path, raw.line)
-            collector.add_error(info, uid)
-            continue
-        for kind, message, where in warnings:
-            collector.result.warnings.append(InputWarning(kind=kind, message=f"{message} (task {uid!r})", file=reference, line=answer.source.line, field=where))
-        collector.add(task, source)
-    for uid, entry in answers.items():
-        if not entry.used:
-            collector.add_error(
-                InputErrorInfo(
-                    kind="unknown_task", message=f"possible answer {uid!r} has no question in {path}", file=reference, line=entry.source.line, field="id"
-                ),
-                None,
-            )
+    join(path, reference, limits, collector, _JOIN)
     return collector.result
 
 

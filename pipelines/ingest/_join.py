@@ -1,16 +1,19 @@
-"""Reading a reference file (VAKRA ground truth, BFCL possible answers) into an index by id.
+"""Joining a task file with the reference file that holds its gold (VAKRA input cases with their
+ground truth, BFCL questions with their possible answers): one join for every such format.
 
 The reference side follows the same duplicate rules as tasks: a repeated id is a ``duplicate_id``
 error naming the first line; different content makes the id ambiguous. Each entry remembers
-whether a task used it, so that orphans on either side can be reported naming both files.
+whether a task used it, so that orphans on either side are reported naming both files. An error
+while building a task names the file its field came from (the format says which).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from judge import InputErrorInfo, SourceRef, canonical_json
+from judge import InputErrorInfo, InputWarning, SourceRef, Task, canonical_json
 from pipelines.ingest._base import ItemError, Limits, TaskCollector
 from pipelines.ingest._reader import RawItem, read_items
 
@@ -64,3 +67,69 @@ def index_by_id(path: str, limits: Limits, collector: TaskCollector, role: str, 
         if not same:
             collector.mark_ambiguous(uid, path, raw.line, f"defined at {where(first.source)} and again at {path}:{raw.line} with different content")
     return entries
+
+
+@dataclass(frozen=True)
+class JoinSpec:
+    """What a format tells the join. ``build`` returns the task and soft problems as (kind,
+    message, field in the reference item); ``from_main_file`` says whether a build error names a
+    field of the main item (else of the reference item); ``not_graded`` returns why an item is
+    not graded (an unsupported variant), else None; ``check_file`` may raise a usage error when the
+    file is plainly the wrong one."""
+
+    main_role: str  # "question", "input case"
+    ref_role: str  # "possible answer", "ground truth"
+    key: Callable[[dict[str, Any]], str]
+    key_field: str
+    build: Callable[[dict[str, Any], dict[str, Any]], tuple[Task, list[tuple[str, str, str]]]]
+    from_main_file: Callable[[ItemError], bool]
+    not_graded: Callable[[dict[str, Any]], tuple[str, str] | None] = lambda item: None  # (message, field)
+    check_file: Callable[[dict[str, Any]], None] = lambda item: None
+    missing_hint: str = ""
+
+
+def join(path: str, reference: str, limits: Limits, collector: TaskCollector, spec: JoinSpec) -> None:
+    """Every item of ``path`` joined with its reference item into one task (or one error)."""
+    refs = index_by_id(reference, limits, collector, f"{spec.ref_role} id", spec.key, spec.key_field)
+    for raw in read_items(path, limits):
+        source = SourceRef(file=path, line=raw.line, item=raw.index)
+        item = object_or_error(raw, path, collector)
+        if item is None:
+            continue
+        spec.check_file(item)
+        try:
+            uid = spec.key(item)
+        except ItemError as err:
+            collector.add_error(err.info(path, raw.line), None)
+            continue
+        entry = refs.get(uid)
+        skipped = spec.not_graded(item)
+        if skipped is not None:
+            message, field = skipped
+            collector.add_error(InputErrorInfo(kind="unsupported", message=message, file=path, line=raw.line, field=field), uid)
+            if entry is not None:
+                entry.used = True
+            continue
+        if entry is None:
+            message = f"{spec.main_role} {uid!r} has no {spec.ref_role} in {reference}{spec.missing_hint}"
+            collector.add_error(InputErrorInfo(kind="unknown_task", message=message, file=path, line=raw.line, field=spec.key_field), uid)
+            continue
+        entry.used = True
+        try:
+            task, soft = spec.build(item, entry.value)
+        except ItemError as err:
+            if spec.from_main_file(err):
+                info = err.info(path, raw.line)
+            else:
+                err.file = None
+                info = err.info(reference, entry.source.line)
+                info.message += f" ({spec.ref_role} of the {spec.main_role} at {path}:{raw.line})"
+            collector.add_error(info, uid)
+            continue
+        for kind, message, field in soft:
+            collector.result.warnings.append(InputWarning(kind=kind, message=f"{message} (task {uid!r})", file=reference, line=entry.source.line, field=field))
+        collector.add(task, source)
+    for uid, entry in refs.items():
+        if not entry.used:
+            message = f"{spec.ref_role} {uid!r} has no {spec.main_role} in {path}"
+            collector.add_error(InputErrorInfo(kind="unknown_task", message=message, file=reference, line=entry.source.line, field=spec.key_field), None)

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judge import InputErrorInfo, Policy, SourceRef, Task, Trajectory, parse_json_text
+from judge import Policy, SourceRef, Task, Trajectory, parse_json_text
 from pipelines.ingest._base import (
     ItemContext,
     ItemError,
@@ -37,7 +37,7 @@ from pipelines.ingest._base import (
     expect,
     validation_error,
 )
-from pipelines.ingest._join import index_by_id, object_or_error
+from pipelines.ingest._join import JoinSpec, join, object_or_error
 from pipelines.ingest._reader import read_items
 from pipelines.ingest._usage import UsageError
 
@@ -228,54 +228,34 @@ def _case_turns(case: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def _input_not_ground_truth(case: dict[str, Any], path: str) -> None:
+    if "output" in case and "dialogue" not in case:
+        raise UsageError(
+            "--tasks",
+            f"{path} holds ground truth (items with 'output'), not input cases; pass the input cases as --tasks and the ground truth as --reference",
+        )
+
+
+def _from_case(err: ItemError) -> bool:
+    """Errors in case fields point at the input file, the others at the ground-truth item."""
+    return (err.field or "").split(".")[0].split("[")[0] in ("dialogue", "num_turns", "additional_instructions")
+
+
 def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
     collector = TaskCollector()
     if reference is None:
         _load_ground_truth_only(path, limits, collector)
         return collector.result
-    gt_entries = index_by_id(reference, limits, collector, "ground-truth uuid", _uuid, "uuid")
-    for raw in read_items(path, limits):
-        source = SourceRef(file=path, line=raw.line, item=raw.index)
-        case = object_or_error(raw, path, collector)
-        if case is None:
-            continue
-        if "output" in case and "dialogue" not in case:
-            raise UsageError(
-                "--tasks",
-                f"{path} holds ground truth (items with 'output'), not input cases; pass the input cases as --tasks and the ground truth as --reference",
-            )
-        try:
-            uid = _uuid(case)
-        except ItemError as err:
-            collector.add_error(err.info(path, raw.line), None)
-            continue
-        entry = gt_entries.get(uid)
-        if entry is None:
-            collector.add_error(
-                InputErrorInfo(kind="unknown_task", message=f"input case {uid!r} has no ground truth in {reference}", file=path, line=raw.line, field="uuid"),
-                uid,
-            )
-            continue
-        entry.used = True
-        try:
-            task = build_task(entry.value, case)
-        except ItemError as err:
-            # errors in case fields point at the input file, the others at the ground-truth item
-            in_case = (err.field or "").split(".")[0].split("[")[0] in ("dialogue", "num_turns", "additional_instructions")
-            info = err.info(path, raw.line) if in_case else err.info(reference, entry.source.line)
-            if not in_case:
-                info.message += f" (ground truth of the input case at {path}:{raw.line})"
-            collector.add_error(info, uid)
-            continue
-        collector.add(task, source)
-    for uid, entry in gt_entries.items():
-        if not entry.used:
-            collector.add_error(
-                InputErrorInfo(
-                    kind="unknown_task", message=f"ground truth {uid!r} has no input case in {path}", file=reference, line=entry.source.line, field="uuid"
-                ),
-                None,
-            )
+    spec = JoinSpec(
+        main_role="input case",
+        ref_role="ground truth",
+        key=_uuid,
+        key_field="uuid",
+        build=lambda case, gt: (build_task(gt, case), []),
+        from_main_file=_from_case,
+        check_file=lambda case: _input_not_ground_truth(case, path),
+    )
+    join(path, reference, limits, collector, spec)
     return collector.result
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judge.core import ExternalCallError
+from judge.core import AbstainReason, ExternalCallError
 
 # Failure reasons that are transient by nature; a provider may still refuse to retry one
 # (e.g. an OpenAI 429 for an exhausted quota). The caller adds budget, offline_miss.
@@ -33,7 +33,7 @@ class JudgeCallError(ExternalCallError):
 
     def __init__(
         self,
-        reason: str,
+        reason: str,  # an AbstainReason value (checked)
         message: str,
         *,
         retry_after: float | None = None,
@@ -45,7 +45,7 @@ class JudgeCallError(ExternalCallError):
         server_retry: bool | None = None,
     ):
         super().__init__(f"{reason}: {message}")
-        self.reason = reason
+        self.reason = AbstainReason(reason)
         self.message = message
         self.retry_after = retry_after
         self.cacheable = cacheable
