@@ -14,7 +14,10 @@ Guarantees:
 - outputs are atomic, ``manifest.json`` comes last (``complete: true``), a directory never mixes
   runs, and an interrupted run can be resumed without regrading a decided trajectory or asking a
   judge again (see ``run_dir``);
-- escalation happens here, in one place, one round at a time, whoever graded the shards.
+- escalation happens here, in one place, one round at a time, whoever graded the shards; with
+  provider batches (``--judge-mode batch``) a round's questions go out as batches, the run stops
+  ``waiting`` (``RunOutcome.waiting``) and ``judge resume`` continues it, round by round, into the
+  outputs an online run with the same answers writes.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ __all__ = [
     "REPORT_MD",
     "RESULTS",
     "SUMMARY",
+    "BatchWait",
     "GradeOptions",
     "InputErrorsFound",
     "NoTasks",
@@ -111,6 +115,18 @@ class GradeOptions:
     resume: bool = False  # continue the interrupted run in ``out``
     shard_lines: int = 1000  # lines per shard (a shard is the unit of work of a worker)
     shard_bytes: int = 8 << 20
+    judge_settings: Any = None  # judge.llm.JudgeSettings the escalator was built from (recorded: judge resume rebuilds it)
+    rubrics_dir: Path | None = None  # --rubrics (recorded with the judge settings)
+
+
+@dataclass
+class BatchWait:
+    """A run that stopped to wait for provider batches (``--judge-mode batch``): the escalation
+    round they answer, each batch as last seen, how many this invocation submitted."""
+
+    round: int
+    batches: list[str]  # "<api> batch <id>: <state> (counts)"
+    submitted: int = 0
 
 
 @dataclass
@@ -119,6 +135,7 @@ class RunOutcome:
     out: Path
     files: list[Path]
     resumed: bool = False
+    waiting: BatchWait | None = None  # set: nothing published yet; resume the run when the batches end
 
 
 Progress = Callable[[int], None]
@@ -280,7 +297,9 @@ class _Run:
             data["resumed_at"].append(datetime.now(UTC).isoformat(timespec="seconds"))
             self.state.save()
         else:
-            self.state.start(self.identity(), self.started.isoformat(timespec="seconds"))
+            from pipelines.resume import recipe
+
+            self.state.start(self.identity(), self.started.isoformat(timespec="seconds"), recipe(self.opts))
         if self.inputs.whole:
             if self.resuming:
                 raise RunDirError(f"--resume: {self.name} is read as one stream (a JSON array, a bundle, an undetected format): start over with --overwrite")
@@ -300,6 +319,9 @@ class _Run:
             self.inputs.labels.used |= self.labels_used
         self.state.set_phase("judging")
         judged = self._escalate()
+        if isinstance(judged, BatchWait):
+            self.state.set_phase("waiting")
+            return RunOutcome(summary={}, out=self.opts.out, files=[], resumed=self.resuming, waiting=judged)
         self.state.set_phase("finishing")
         return self._finish(judged)
 
@@ -463,41 +485,90 @@ class _Run:
             raise RunDirError("--resume: the run state is inconsistent; start over with --overwrite")
 
     # ---- escalation -------------------------------------------------------------------------
-    def _escalate(self) -> dict[tuple[int, int], TrajectoryResult]:
+    def _escalate(self) -> dict[tuple[int, int], TrajectoryResult] | BatchWait:
         """Rounds in one event loop: each round asks every waiting case its next question, all in
         one concurrent batch (the panel's clients and rate limiters live across rounds). Each
-        round's decisions are journaled before the next, so a resumed run replays them."""
+        round's decisions are journaled before the next, so a resumed run replays them.
+
+        With provider batches (the escalator has a ``batch`` flow) a round whose questions the
+        cache cannot answer sends them as batches, journals their ids and returns a ``BatchWait``;
+        resumed, the round's batches are polled, and once every one has ended their answers are
+        collected and the round is decided again with them. A question the round still needs
+        then (a tie-breaker) goes out as a new batch of the same round."""
         escalator = self.opts.escalator
         cases = self.pending
+        waiting: list[dict[str, Any]] = []  # batches of the round in progress (journaled, not yet decided)
+        decided = 0  # rounds decided so far (= the index of the round in progress)
         for entry in self.state.rounds():
+            if "batches" in entry:
+                waiting.extend(entry["batches"])
+                continue
             for (shard, local, ti, check), decision in zip(entry["asks"], entry["decisions"], strict=True):
                 cases[(shard, local)].apply_decision(ti, Check(check), PanelDecision.model_validate(decision), entry["panel"])
+            waiting, decided = [], decided + 1
+        batch = getattr(escalator, "batch", None)
+        if waiting and batch is None:
+            raise RunDirError("--resume: this run waits for provider batches: resume it in batch mode (judge resume RUN_DIR)")
         if escalator is not None and cases:
 
-            async def rounds() -> None:
+            async def rounds() -> BatchWait | None:
+                nonlocal waiting, decided
                 try:
                     while True:
                         asks = [(ref, *nxt) for ref, case in cases.items() if (nxt := case.next_escalation()) is not None]
                         if not asks:
-                            return
+                            return None
                         requests = [cases[ref].request_for(ti, check) for ref, ti, check in asks]
+                        if waiting:
+                            wait = await self._collect(batch, waiting, decided)
+                            if wait is not None:
+                                return wait
                         decisions = await escalator.decide(requests)
+                        journal_asks = [[ref[0], ref[1], ti, check.value] for ref, ti, check in asks]
+                        if batch is not None and batch.deferred:
+                            return await self._submit(batch, escalator.name, journal_asks, decided)
+                        if batch is not None:
+                            batch.forget_answers()
                         for (ref, ti, check), decision in zip(asks, decisions, strict=True):
                             cases[ref].apply_decision(ti, check, decision, escalator.name)
-                        self.state.append_round(
-                            {
-                                "panel": escalator.name,
-                                "asks": [[ref[0], ref[1], ti, check.value] for ref, ti, check in asks],
-                                "decisions": [d.model_dump(mode="json") for d in decisions],
-                            }
-                        )
+                        self.state.append_round({"panel": escalator.name, "asks": journal_asks, "decisions": [d.model_dump(mode="json") for d in decisions]})
+                        waiting, decided = [], decided + 1
                 finally:
                     close = getattr(escalator, "aclose", None)
                     if close is not None:
                         await close()
 
-            asyncio.run(rounds())
+            wait = asyncio.run(rounds())
+            if wait is not None:
+                return wait
         return {ref: case.result() for ref, case in cases.items()}
+
+    async def _collect(self, batch: Any, journaled: list[dict[str, Any]], decided: int) -> BatchWait | None:
+        """Poll the round's batches; once every one has ended, load their answers for the round."""
+        from judge.llm import BatchRecord
+
+        statuses = await batch.poll([BatchRecord.from_json(r) for r in journaled])
+        if not all(s.ended for s in statuses):
+            return BatchWait(round=decided + 1, batches=[s.describe() for s in statuses])
+        await batch.collect(statuses, self.state.folder / "batches")
+        return None
+
+    async def _submit(self, batch: Any, panel: str, asks: list[list[Any]], decided: int) -> BatchWait:
+        """Send the round's deferred questions as provider batches and journal them (also those
+        that went out before a submission failed: they are paid for, and collected on resume)."""
+        from judge.llm import BatchSubmitError
+
+        failed: BatchSubmitError | None = None
+        try:
+            records = await batch.submit(f"{self.opts.out.name} round {decided + 1}")
+        except BatchSubmitError as exc:
+            records, failed = exc.records, exc
+        if records:
+            self.state.append_round({"panel": panel, "round": decided, "asks": asks, "batches": [r.to_json() for r in records]})
+        if failed is not None:
+            raise failed
+        lines = [f"{r.api} batch {r.id}: submitted ({len(r.keys)} requests for {', '.join(r.judges)})" for r in records]
+        return BatchWait(round=decided + 1, batches=lines, submitted=len(records))
 
     # ---- outputs --------------------------------------------------------------------------------
     def _finish(self, judged: dict[tuple[int, int], TrajectoryResult]) -> RunOutcome:
@@ -563,7 +634,7 @@ class _Run:
             "config": o.config.model_dump(mode="json"),
             "on_error": o.on_error,
             "strict": o.strict,
-            "judges": None if o.escalator is None else _describe(o.escalator, o.rubrics),
+            "judges": None if o.escalator is None else self._judges_described(),
             "judge_answers": _answers_note(votes),
             "replay": None if o.replayer is None else self._replay_description(),
             "grading": {
@@ -576,6 +647,19 @@ class _Run:
             "started_at": self.state.data.get("started_at", self.started.isoformat(timespec="seconds")),
             "resumed_at": self.state.data.get("resumed_at", []),
         }
+
+    def _judges_described(self) -> Any:
+        """The panel as ``_describe`` gives it, and every provider batch the run sent (by round)."""
+        described = _describe(self.opts.escalator, self.opts.rubrics)
+        batches = [
+            {"round": entry["round"] + 1, "api": b["api"], "id": b["id"], "judges": b["judges"], "requests": len(b["keys"]), "submitted_at": b["submitted_at"]}
+            for entry in self.state.rounds()
+            if "batches" in entry
+            for b in entry["batches"]
+        ]
+        if batches and isinstance(described, dict):
+            described["batches"] = batches
+        return described
 
     def _replay_description(self) -> Any:
         described = _describe(self.opts.replayer)
@@ -714,6 +798,7 @@ def _escalator_identity(escalator: Any) -> Any:
         "judges": getattr(stats, "judges", None),
         "rule": getattr(stats, "rule", None),
         "tie_breaker": getattr(stats, "tie_breaker", None),
+        "mode": getattr(stats, "mode", None),  # batch answers are collected only by a run in batch mode
     }
 
 

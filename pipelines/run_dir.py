@@ -11,11 +11,16 @@ Guarantees:
   trajectory or asking a judge again (see ``RunState``); it is removed when the run completes.
 
 Files of the run state, all append-only or replaced atomically:
-- ``state.json``: what the run is (its identity: inputs, options) and how far it got;
+- ``state.json``: what the run is (its identity: inputs, options), how far it got (``phase``:
+  grading -> judging -> finishing, or ``waiting`` for provider batches) and how to start it again
+  (``recipe``: the options as given, for ``judge resume``);
 - ``results.partial``: decided result lines in input order, a placeholder per waiting case;
 - ``shards.pkl``: per merged shard, its partial aggregate, the ids it read and its pending cases'
   item indices (length-prefixed pickles, truncated to the last checkpoint on resume);
-- ``decisions.jsonl``: per escalation round, the questions and the panel's decisions.
+- ``decisions.jsonl``: per escalation round, the questions and the panel's decisions; a round
+  that waits for provider batches has entries with the batches' ids (``batches``) and no decisions
+  until it is decided;
+- ``batches/``: result files of ended provider batches, downloaded once.
 """
 
 from __future__ import annotations
@@ -88,13 +93,14 @@ class RunState:
         self.data: dict[str, Any] = {}
 
     # -- lifecycle ------------------------------------------------------------------------------
-    def start(self, identity: dict[str, Any], started_at: str) -> None:
+    def start(self, identity: dict[str, Any], started_at: str, recipe: dict[str, Any] | None = None) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         for path in (self.partial_path, self.shards_path, self.decisions_path):
             path.write_bytes(b"")
         self.data = {
             "version": STATE_VERSION,
             "identity": identity,
+            "recipe": recipe,
             "started_at": started_at,
             "resumed_at": [],
             "phase": "grading",
@@ -161,6 +167,13 @@ class RunState:
     def rounds(self) -> list[dict[str, Any]]:
         with open(self.decisions_path, "rb") as fh:
             return [json.loads(line) for line in fh if line.strip()]
+
+    def waiting_batches(self) -> list[dict[str, Any]]:
+        """The provider batches of the round in progress: journaled after the last decided round."""
+        waiting: list[dict[str, Any]] = []
+        for entry in self.rounds():
+            waiting = waiting + entry["batches"] if "batches" in entry else []
+        return waiting
 
     def set_phase(self, phase: str) -> None:
         self.data["phase"] = phase

@@ -65,6 +65,10 @@ class AbstainReason(StrEnum):
     UNPARSEABLE = "unparseable"  # no verdict the schema accepts
     BUDGET = "budget"  # --max-cost reached before the call
     OFFLINE_MISS = "offline_miss"  # --offline and no cached answer
+    PENDING = "pending"  # sent in a provider batch that has not answered yet (never published)
+    BATCH_EXPIRED = "batch_expired"  # the provider batch expired before answering this request
+    BATCH_CANCELLED = "batch_cancelled"  # the provider batch was cancelled before answering it
+    BATCH_FAILED = "batch_failed"  # the provider rejected the whole batch (validation failed)
 
 
 class Vote(BaseModel):

@@ -1,13 +1,15 @@
 """LLM judging: provider clients (one module per provider), structured output via instructor,
 one caller for every judge call (cache, single flight across tasks and runs, limits, retries,
-cost), the panel that fans out, votes and breaks ties, and vote weights.
+cost), the panel that fans out, votes and breaks ties, vote weights, and provider batch APIs
+(``--judge-mode batch``: questions deferred, submitted, polled and collected by a ``BatchFlow``).
 
 Import this only where judges are used: it loads the provider SDKs.
 """
 
+from judge.llm._batches import BatchFlow, BatchRecord, BatchStatus, BatchSubmitError, Collected
 from judge.llm._cache import Claim, JudgeCache, cache_key
-from judge.llm._caller import JudgeCall, JudgeCaller, Transport, complete_online
-from judge.llm._limits import Budget, RateLimiter, RetryPolicy, cost_usd, price_for
+from judge.llm._caller import BatchPort, JudgeCall, JudgeCaller, Transport, complete_online
+from judge.llm._limits import BATCH_DISCOUNT, Budget, RateLimiter, RetryPolicy, batch_price, cost_usd, price_for
 from judge.llm._panel import Panel, PanelStats, build_panel, majority_of
 from judge.llm._providers import (
     Completion,
@@ -27,9 +29,16 @@ from judge.llm._voting import Tally, tally
 from judge.llm._weights import JudgeWeight, VoteWeights, load_weights
 
 __all__ = [
+    "BATCH_DISCOUNT",
+    "BatchFlow",
+    "BatchPort",
+    "BatchRecord",
+    "BatchStatus",
+    "BatchSubmitError",
     "Budget",
     "CallStats",
     "Claim",
+    "Collected",
     "Completion",
     "ConfigFile",
     "JudgeCache",
@@ -54,6 +63,7 @@ __all__ = [
     "Tally",
     "Transport",
     "VoteWeights",
+    "batch_price",
     "build_panel",
     "cache_key",
     "classify_sdk_error",

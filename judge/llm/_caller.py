@@ -4,8 +4,10 @@ The panel decides *what* to ask (which judges, which rubric, when a tie-breaker)
 decides *how* one judge is asked one question. The steps, each of which may answer without the
 next:
 
+0. batch mode: an answer collected from a provider batch of this round (see below);
 1. the cache, by content key: a cached answer is free;
-2. offline: a miss abstains ``offline_miss``; a spent budget abstains ``budget``;
+2. offline: a miss abstains ``offline_miss``; a spent budget abstains ``budget``; batch mode: a
+   miss is deferred to a provider batch and abstains ``pending``;
 3. single flight: the same question already being asked in this process shares that answer;
    one being asked by another run sharing the cache file is waited for (a claim, see ``_cache``);
 4. limits: the global and the provider's concurrency slots, the provider's request rate;
@@ -20,8 +22,11 @@ a negative vote and never an exception); a question is paid for at most once per
 once across processes asking it at the same time while claims hold; tokens and cost of every
 attempt, failed ones included, are counted exactly once.
 
-The transport is the seam for other ways of completing requests (a provider batch API would
-complete a ``JudgeCall`` from a collected batch instead of a live request).
+The transport is the seam for other ways of completing one live request. A provider batch is
+not a live request: with a ``batch`` port (``judge.llm._batches.BatchFlow``) a miss for a judge
+whose provider has a batch API is deferred before limits (nothing is sent yet), and an answer
+collected from a batch is taken before the cache (it was paid for by this run) and recorded as a live answer of this run at batch prices, so a run decided from batch answers
+records the votes an online run records from the same answers.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import sqlite3
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -63,6 +68,16 @@ class JudgeCall:
 
 
 Transport = Callable[[JudgeCall], Awaitable[Completion]]
+
+
+class BatchPort(Protocol):
+    """What the caller needs of a provider batch flow (``judge.llm._batches.BatchFlow``)."""
+
+    def takes(self, judge: JudgeClient) -> bool: ...
+
+    def defer(self, call: JudgeCall) -> None: ...
+
+    async def answer(self, call: JudgeCall) -> Completion | JudgeCallError | None: ...
 
 
 async def complete_online(call: JudgeCall) -> Completion:
@@ -109,6 +124,7 @@ class JudgeCaller:
         prices: Mapping[str, PriceConfig] | None = None,
         timeout_s: float = 60.0,
         transport: Transport = complete_online,
+        batch: BatchPort | None = None,
         claim_lease_s: float = 30.0,
         claim_poll_s: tuple[float, float] = (0.05, 1.0),
     ):
@@ -123,6 +139,7 @@ class JudgeCaller:
         self.prices = dict(prices or {})
         self.timeout_s = timeout_s
         self.transport = transport
+        self.batch = batch
         self.claim_lease_s = claim_lease_s
         self.claim_poll_s = claim_poll_s
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
@@ -148,8 +165,13 @@ class JudgeCaller:
         return JudgeCall(judge, rubric, messages, keys.key(messages))
 
     async def vote(self, call: JudgeCall) -> Vote:
-        """The judge's vote on the question: from the cache, a shared call, or a live call."""
+        """The judge's vote on the question: from a collected batch, the cache, a shared call, a
+        live call, or deferred to a provider batch."""
         judge = call.judge
+        if self.batch is not None:
+            collected = await self.batch.answer(call)
+            if collected is not None:
+                return self._record_collected(call, collected)
         use_cache = self.cache is not None and judge.cacheable
         if use_cache:
             assert self.cache is not None
@@ -161,6 +183,9 @@ class JudgeCaller:
             return self._abstain(judge, "offline_miss", "offline: no cached answer for this request")
         if not self.budget.can_launch():
             return self._abstain(judge, "budget", self.budget.message)
+        if self.batch is not None and self.batch.takes(judge):
+            self.batch.defer(call)
+            return self._abstain(judge, "pending", "asked in a provider batch: answered when the run resumes (judge resume)")
         if not use_cache:
             return await self._launch(call, self._state())
         return await self._single_flight(call, self._state())
@@ -308,9 +333,24 @@ class JudgeCaller:
         return self._abstain(judge, reason, message, input_tokens=last.input_tokens, output_tokens=last.output_tokens)
 
     # --- recording ------------------------------------------------------------------------------
-    def _record_success(self, call: JudgeCall, completion: Completion) -> Vote:
+    def _record_collected(self, call: JudgeCall, collected: Completion | JudgeCallError) -> Vote:
+        """A provider batch's answer to the question: a live call of this run, priced as a batch."""
         judge = call.judge
-        cost = self._account(judge, completion.input_tokens, completion.output_tokens)
+        self.stats.count_call(judge.name)
+        self.stats.count_attempt(judge.name)
+        if isinstance(collected, Completion):
+            return self._record_success(call, collected, batch=True)
+        self._account(judge, collected.input_tokens, collected.output_tokens, batch=True)
+        reason = ABSTAIN_REASON.get(collected.reason, collected.reason)
+        if self.cache is not None and judge.cacheable and collected.cacheable:
+            self._store(
+                call, {"abstain": reason, "message": collected.message, "input_tokens": collected.input_tokens, "output_tokens": collected.output_tokens}
+            )
+        return self._abstain(judge, reason, collected.message, input_tokens=collected.input_tokens, output_tokens=collected.output_tokens, batch=True)
+
+    def _record_success(self, call: JudgeCall, completion: Completion, *, batch: bool = False) -> Vote:
+        judge = call.judge
+        cost = self._account(judge, completion.input_tokens, completion.output_tokens, batch=batch)
         verdict = completion.verdict.model_dump(mode="json")
         if self.cache is not None and judge.cacheable:  # written the moment it arrives: an interrupted run never pays twice
             payload = {
@@ -322,8 +362,8 @@ class JudgeCaller:
             self._store(call, payload)
         return _vote_from_verdict(judge, call.rubric, verdict, completion.model_version, completion.input_tokens, completion.output_tokens, cost, cached=False)
 
-    def _account(self, judge: JudgeClient, input_tokens: int, output_tokens: int) -> float:
-        cost = cost_usd(price_for(judge.name, judge.kind, self.prices), input_tokens, output_tokens)
+    def _account(self, judge: JudgeClient, input_tokens: int, output_tokens: int, *, batch: bool = False) -> float:
+        cost = cost_usd(price_for(judge.name, judge.kind, self.prices, batch=batch), input_tokens, output_tokens)
         self.stats.add_cost(judge.name, input_tokens, output_tokens, cost)
         self.budget.add(cost)
         return cost
@@ -355,12 +395,12 @@ class JudgeCaller:
             self.stats.count_abstention(judge.name, vote.abstain_reason)
         return vote
 
-    def _abstain(self, judge: JudgeClient, reason: str, message: str, input_tokens: int = 0, output_tokens: int = 0) -> Vote:
+    def _abstain(self, judge: JudgeClient, reason: str, message: str, input_tokens: int = 0, output_tokens: int = 0, *, batch: bool = False) -> Vote:
         self.stats.count_abstention(judge.name, reason)
         if reason == "budget":
             self.stats.budget_exhausted = True
             self.stats.budget_message = message
-        cost = cost_usd(price_for(judge.name, judge.kind, self.prices), input_tokens, output_tokens)
+        cost = cost_usd(price_for(judge.name, judge.kind, self.prices, batch=batch), input_tokens, output_tokens)
         return Vote(
             judge=judge.name,
             abstained=True,

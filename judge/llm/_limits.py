@@ -32,16 +32,28 @@ DEFAULT_PRICES: dict[str, PriceConfig] = {
     "anthropic:claude-opus-4-1": PriceConfig(input_per_1m=15.00, output_per_1m=75.00),
 }
 FREE_KINDS = frozenset({"mock", "llamacpp"})
+# What OpenAI's Batch API and Anthropic's Message Batches take off the online price (both
+# document 50%); a configured ``batch_input_per_1m`` / ``batch_output_per_1m`` wins.
+BATCH_DISCOUNT = 0.5
 
 
-def price_for(judge: str, kind: str, prices: dict[str, PriceConfig]) -> PriceConfig | None:
-    """The configured price, else the default for ``kind:model``; None when unknown."""
+def price_for(judge: str, kind: str, prices: dict[str, PriceConfig], *, batch: bool = False) -> PriceConfig | None:
+    """The configured price, else the default for ``kind:model``; None when unknown.
+    ``batch``: the price of an answer collected from a provider batch."""
     if judge in prices:
-        return prices[judge]
-    if kind in FREE_KINDS:
-        return PriceConfig(input_per_1m=0.0, output_per_1m=0.0)
-    model = judge.partition(":")[2]
-    return DEFAULT_PRICES.get(f"{kind}:{model}")
+        price: PriceConfig | None = prices[judge]
+    elif kind in FREE_KINDS:
+        price = PriceConfig(input_per_1m=0.0, output_per_1m=0.0)
+    else:
+        price = DEFAULT_PRICES.get(f"{kind}:{judge.partition(':')[2]}")
+    return batch_price(price) if batch and price is not None else price
+
+
+def batch_price(price: PriceConfig) -> PriceConfig:
+    """The batch price of ``price``: its own batch fields, else the online price less ``BATCH_DISCOUNT``."""
+    inp = price.batch_input_per_1m if price.batch_input_per_1m is not None else price.input_per_1m * (1 - BATCH_DISCOUNT)
+    out = price.batch_output_per_1m if price.batch_output_per_1m is not None else price.output_per_1m * (1 - BATCH_DISCOUNT)
+    return PriceConfig(input_per_1m=inp, output_per_1m=out)
 
 
 def cost_usd(price: PriceConfig | None, input_tokens: int, output_tokens: int) -> float:

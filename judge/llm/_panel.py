@@ -8,7 +8,9 @@ cannot settle stays inconclusive and the case unresolved, with the reason.
 Invariants: decisions come back in request order; an abstention is recorded with its reason and
 never counted as a negative vote; fewer counted votes than ``min_votes`` (default: a majority of
 the panel) decide nothing, so a panel whose other judges all failed never lets one judge decide;
-every decision records the rubric version and each vote's model version.
+every decision records the rubric version and each vote's model version; a decision that waits
+for a vote still in a provider batch (``pending``) decides nothing and asks no tie-breaker (the
+run decides it again once the batch has answered).
 """
 
 from __future__ import annotations
@@ -16,13 +18,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
+from typing import Any
 
+from pydantic import Field
+
+from judge.core import AbstainReason
 from judge.core._escalation import JudgeRequest
 from judge.core._stages import Outcome
 from judge.core._verdict import PanelDecision, Vote
+from judge.llm._batches import BatchFlow
 from judge.llm._cache import JudgeCache
 from judge.llm._caller import JudgeCaller
-from judge.llm._limits import RetryPolicy
+from judge.llm._limits import BATCH_DISCOUNT, RetryPolicy, price_for
 from judge.llm._providers import JudgeClient, create_client
 from judge.llm._rubric import Rubric, registered_rubrics, verdict_labels
 from judge.llm._settings import ConfigFile, JudgeConfigError, JudgeSettings, RetryConfig, load_config_file
@@ -41,6 +48,8 @@ class PanelStats(CallStats):
     judges: list[str]
     tie_breaker: str | None = None
     min_votes: int = 1
+    mode: str = "online"  # online | batch (--judge-mode)
+    prices: dict[str, Any] = Field(default_factory=dict)  # judge -> the USD per 1M tokens its answers are charged at (None: unknown)
     requests: int = 0
     decided: int = 0
     inconclusive: int = 0
@@ -97,6 +106,13 @@ class Panel:
             **self.caller.stats.model_dump(),
         )
         self.caller.stats = self.stats
+        batch = self.caller.batch is not None
+        self.stats.mode = "batch" if batch else "online"
+        for client in self._all_clients():
+            price = price_for(client.name, client.kind, self.caller.prices, batch=batch and self.caller.batch.takes(client))  # type: ignore[union-attr]
+            self.stats.prices[client.name] = None if price is None else price.model_dump()
+        if batch:
+            self.stats.note(f"batch prices: a judge's batch_input_per_1m / batch_output_per_1m, else its online price less {BATCH_DISCOUNT:.0%}")
         if weights is not None:
             missing = [n for n in names if n not in weights.judges]
             if missing:
@@ -107,6 +123,11 @@ class Panel:
     @property
     def cache(self) -> JudgeCache | None:
         return self.caller.cache
+
+    @property
+    def batch(self) -> BatchFlow | None:
+        """The provider batch flow (``--judge-mode batch``), or None for live calls."""
+        return self.caller.batch  # type: ignore[return-value]
 
     def rubric(self, name: str) -> Rubric:
         table = self._rubrics if self._rubrics is not None else registered_rubrics()
@@ -140,6 +161,9 @@ class Panel:
             votes = [await self._vote(self.judges[0], rubric, messages)]
         else:
             votes = list(await asyncio.gather(*(self._vote(j, rubric, messages) for j in self.judges)))
+        waiting = [v.judge for v in votes if v.abstain_reason == AbstainReason.PENDING]
+        if waiting:
+            return self._decision(rubric, outcome=Outcome.INCONCLUSIVE, votes=votes, reason=f"waiting for provider batch answers of {', '.join(waiting)}")
         result = tally(votes, verdict_labels(rubric), self.rule, rubric.name, self.weights, self.min_votes)
         label, reason = result.label, result.reason
         if label is None and len(result.tied) > 1:
@@ -219,6 +243,8 @@ def build_panel(settings: JudgeSettings, rubrics: Mapping[str, Rubric] | None = 
     if tie_name and tie_breaker is None:
         tie_breaker = create_client(tie_name, config.providers)
     clients = judges + ([tie_breaker] if tie_breaker is not None and tie_breaker not in judges else [])
+    if settings.mode == "batch" and settings.offline:
+        raise JudgeConfigError("--judge-mode batch sends questions to providers: it cannot run --offline")
     if not settings.offline:
         for client in clients:
             client.check_ready()
@@ -233,6 +259,7 @@ def build_panel(settings: JudgeSettings, rubrics: Mapping[str, Rubric] | None = 
         providers=config.providers,
         prices=config.prices,
         timeout_s=settings.timeout_s or config.timeout_s or 60.0,
+        batch=BatchFlow(clients) if settings.mode == "batch" else None,
     )
     try:
         return Panel(

@@ -27,6 +27,8 @@ Example config::
     [prices."openai:gpt-4.1-mini"]
     input_per_1m = 0.40
     output_per_1m = 1.60
+    batch_input_per_1m = 0.20      # --judge-mode batch; default: half the online price
+    batch_output_per_1m = 0.80
 
     [retry]
     max_attempts = 4
@@ -45,6 +47,7 @@ from judge.core import ConfigurationError
 from judge.core._errors import field_path
 
 VoteRule = Literal["majority", "unanimous", "weighted"]
+JudgeMode = Literal["online", "batch"]  # live requests, or provider batch APIs (see judge.llm._batches)
 
 
 class JudgeConfigError(ConfigurationError):
@@ -80,8 +83,13 @@ class RetryConfig(_Strict):
 
 
 class PriceConfig(_Strict):
+    """USD per 1M tokens. The batch prices apply to answers collected from a provider batch
+    (``--judge-mode batch``); unset, they are the online prices less ``BATCH_DISCOUNT``."""
+
     input_per_1m: float = Field(ge=0)
     output_per_1m: float = Field(ge=0)
+    batch_input_per_1m: float | None = Field(default=None, ge=0)
+    batch_output_per_1m: float | None = Field(default=None, ge=0)
 
 
 class PanelConfig(_Strict):
@@ -127,6 +135,7 @@ class JudgeSettings(BaseModel):
     timeout_s: float | None = Field(default=None, gt=0)  # per request; None: config, else 60
     retry: RetryConfig | None = None
     min_votes: int | None = Field(default=None, ge=1)  # counted votes needed to decide; None: the config's, else a majority
+    mode: JudgeMode = "online"  # batch: questions go out as provider batches, answered when the run resumes
 
     def resolved_cache_path(self) -> Path:
         return self.cache_path or default_cache_path()

@@ -2,7 +2,8 @@
 
 Exit codes: 0 the run completed (whatever the verdicts); 1 an unexpected internal error;
 2 bad usage (unknown option, missing file, undetectable format); 3 input errors (with
-``--on-error fail``, or when no input item could be used); 4 the judge configuration is invalid.
+``--on-error fail``, or when no input item could be used); 4 the judge configuration is invalid;
+5 the run waits for provider batches (``--judge-mode batch``): continue it with ``judge resume``.
 
 To add a command: write ``pipelines/cli/<name>.py`` with the command function (heavy imports
 inside the function, so ``judge --help`` stays fast) and register it below.
@@ -17,9 +18,10 @@ import typer
 from pipelines.cli import calibrate as _calibrate
 from pipelines.cli import grade as _grade
 from pipelines.cli import report as _report
+from pipelines.cli import resume as _resume
 from pipelines.cli import run as _run
 from pipelines.cli import schema as _schema
-from pipelines.cli._common import EXIT_INPUT_ERROR, EXIT_INTERNAL, EXIT_JUDGE_CONFIG, EXIT_USAGE, console
+from pipelines.cli._common import EXIT_INPUT_ERROR, EXIT_INTERNAL, EXIT_JUDGE_CONFIG, EXIT_USAGE, EXIT_WAITING, console
 from pipelines.cli.env import env_app
 from pipelines.cli.gold import gold_app
 from pipelines.cli.rubrics import rubrics_app
@@ -28,6 +30,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 app.command()(_grade.grade)
 app.command()(_grade.demo)
 app.command()(_report.report)
+app.command()(_resume.resume)
 app.command()(_run.run)
 app.command()(_calibrate.calibrate)
 app.command()(_schema.schema)
@@ -65,4 +68,4 @@ def main() -> None:  # pragma: no cover - the console script
         sys.exit(EXIT_INTERNAL)
 
 
-__all__ = ["EXIT_INPUT_ERROR", "EXIT_JUDGE_CONFIG", "EXIT_USAGE", "app", "main", "optional_values"]
+__all__ = ["EXIT_INPUT_ERROR", "EXIT_JUDGE_CONFIG", "EXIT_USAGE", "EXIT_WAITING", "app", "main", "optional_values"]

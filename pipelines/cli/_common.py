@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 console = Console(stderr=True)
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_INPUT_ERROR, EXIT_JUDGE_CONFIG = 0, 1, 2, 3, 4
+EXIT_WAITING = 5  # the run waits for provider batches (--judge-mode batch): continue it with judge resume
 
 JudgeOpt = Annotated[Optional[list[str]], typer.Option("--judge", help="A judge as provider:model (repeat for a panel), e.g. openai:gpt-4.1-mini.")]
 JudgeConfigOpt = Annotated[
@@ -35,6 +36,13 @@ MinVotesOpt = Annotated[
     Optional[int],
     typer.Option("--min-votes", min=1, help="Counted (non-abstaining) judge votes needed to decide; fewer: unresolved. Default: a majority of the panel."),
 ]
+JudgeModeOpt = Annotated[
+    str,
+    typer.Option(
+        "--judge-mode",
+        help="online: ask judges live; batch: send the questions as provider batches (OpenAI Batch API, Anthropic Message Batches), exit 5, finish with `judge resume`.",
+    ),
+]
 ReplayOpt = Annotated[bool, typer.Option("--replay/--no-replay", help="Re-execute calls in the task's environment when it has one.")]
 
 
@@ -50,12 +58,32 @@ def build_escalator(
     tie_breaker: str | None,
     rubrics: Mapping[str, Any] | None = None,
     min_votes: int | None = None,
+    mode: str = "online",
 ) -> Escalator | None:
     """The judge panel the options describe, or None when no judge is configured (exit 4 if invalid).
     ``rubrics``: the table from ``--rubrics`` (``pipelines.cli.rubrics.load_rubric_table``); None: built-ins."""
+    settings = judge_settings(judges, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, min_votes, mode)
+    return None if settings is None else escalator_from(settings, rubrics)
+
+
+def judge_settings(
+    judges: list[str] | None,
+    config: Path | None,
+    cache: Path | None,
+    no_cache: bool,
+    offline: bool,
+    max_cost: float | None,
+    vote: str | None,
+    weights: Path | None,
+    tie_breaker: str | None,
+    min_votes: int | None = None,
+    mode: str = "online",
+) -> Any:
+    """The ``judge.llm.JudgeSettings`` the options describe, or None when no judge is configured
+    (exit 4 if invalid)."""
     if not judges and config is None:
         return None
-    from judge.llm import JudgeSettings, build_panel
+    from judge.llm import JudgeSettings
 
     fields: dict[str, Any] = {
         "judges": judges or [],
@@ -68,9 +96,20 @@ def build_escalator(
         "weights_path": weights,
         "tie_breaker": tie_breaker,
         "min_votes": min_votes,
+        "mode": mode,
     }
     try:
-        settings = JudgeSettings(**{k: v for k, v in fields.items() if v is not None})
+        return JudgeSettings(**{k: v for k, v in fields.items() if v is not None})
+    except Exception as exc:
+        console.print(f"[red]invalid judge configuration: {exc}[/red]")
+        raise typer.Exit(EXIT_JUDGE_CONFIG) from exc
+
+
+def escalator_from(settings: Any, rubrics: Mapping[str, Any] | None = None) -> Escalator | None:
+    """The judge panel of ``settings`` (exit 4 if invalid)."""
+    from judge.llm import build_panel
+
+    try:
         return build_panel(settings, rubrics)
     except Exception as exc:
         console.print(f"[red]invalid judge configuration: {exc}[/red]")

@@ -13,9 +13,12 @@ from rich.console import Console
 from pipelines.cli import _usage as usage
 from pipelines.cli._common import (
     EXIT_INPUT_ERROR,
+    EXIT_INTERNAL,
     EXIT_USAGE,
+    EXIT_WAITING,
     CacheOpt,
     JudgeConfigOpt,
+    JudgeModeOpt,
     JudgeOpt,
     MaxCostOpt,
     MinVotesOpt,
@@ -28,6 +31,8 @@ from pipelines.cli._common import (
     build_escalator,
     build_replayer,
     console,
+    escalator_from,
+    judge_settings,
 )
 from pipelines.cli.rubrics import RubricsOpt, load_rubric_table
 
@@ -60,6 +65,7 @@ def run_and_print(opts: GradeOptions) -> dict[str, Any]:
     """Run the grading with a progress bar, print the summary table, return summary.json's content."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    from judge import ExternalCallError
     from pipelines.grade_run import InputErrorsFound, NoTasks, RunDirError, run_grading
     from pipelines.ingest import ToolSpecError, UsageError
 
@@ -80,6 +86,12 @@ def run_and_print(opts: GradeOptions) -> dict[str, Any]:
     except (NoTasks, ToolSpecError, RunDirError) as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(EXIT_USAGE) from exc
+    except ExternalCallError as exc:  # a provider batch could not be submitted: the run stays resumable
+        console.print(f"[red]{exc}[/red]\nthe run is kept: `judge resume {opts.out}` submits what did not go out")
+        raise typer.Exit(EXIT_INTERNAL) from exc
+    if outcome.waiting is not None:
+        print_waiting(outcome.out, outcome.waiting)
+        raise typer.Exit(EXIT_WAITING)
     _print_summary(outcome.summary, outcome.out)
     stats = getattr(opts.escalator, "stats", None)
     if stats is not None and getattr(stats, "budget_exhausted", False):
@@ -89,6 +101,20 @@ def run_and_print(opts: GradeOptions) -> dict[str, Any]:
         console.print(f"[red]every one of the {counts['errors']} trajectories is an input error: nothing was graded[/red]")
         raise typer.Exit(EXIT_INPUT_ERROR)
     return outcome.summary
+
+
+def print_waiting(out: Path, wait: Any) -> None:
+    """What a run waiting for provider batches says: which batches, and how to go on."""
+    verb = f"submitted {wait.submitted} provider batch(es)" if wait.submitted else "provider batches still running"
+    console.print(f"[yellow]waiting for batch: escalation round {wait.round}, {verb}[/yellow]")
+    for line in wait.batches:
+        console.print(f"  {line}", highlight=False)
+    console.print(
+        f"everything decided deterministically is kept in {out}/.judge-run; when the batches have ended (providers allow up to 24 h), "
+        f"finish with: judge resume {out}   (--wait polls until then; exit code {EXIT_WAITING} means still waiting)",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 _SHOWN_ERRORS = 5
@@ -173,6 +199,7 @@ def grade(
     weights: WeightsOpt = None,
     tie_breaker: TieOpt = None,
     min_votes: MinVotesOpt = None,
+    judge_mode: JudgeModeOpt = "online",
     replay: ReplayOpt = True,
     turns: Annotated[
         Optional[str],
@@ -215,6 +242,10 @@ def grade(
     if len(piped) > 1:
         console.print(f"[red]standard input (-) can feed one input only, not {' and '.join(piped)}[/red]")
         raise typer.Exit(EXIT_USAGE)
+    if judge_mode not in ("online", "batch"):
+        usage.fail("--judge-mode", f"must be online or batch, not {judge_mode!r}")
+    if judge_mode == "batch" and piped:
+        usage.fail("--judge-mode", f"batch runs finish later (judge resume) and read their inputs again: {piped[0]} cannot come from standard input")
     grading = usage.load_grading_config(config)
     usage.check_out_dir(out)
     if turns is not None:
@@ -223,6 +254,7 @@ def grade(
             raise typer.Exit(EXIT_USAGE)
         grading = grading.model_copy(update={"turns": turns})
     rubric_table = load_rubric_table(rubrics)
+    settings = judge_settings(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, min_votes, judge_mode)
     opts = GradeOptions(
         tasks=tasks,
         trajectories=trajectories,
@@ -232,8 +264,10 @@ def grade(
         out=out,
         on_error=on_error.value,
         config=grading,
-        escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table, min_votes=min_votes),
+        escalator=None if settings is None else escalator_from(settings, rubric_table),
         rubrics=rubric_table,
+        rubrics_dir=rubrics,
+        judge_settings=settings,
         replayer=build_replayer(replay),
         command=["judge", *sys.argv[1:]],
         strict=strict,

@@ -6,7 +6,9 @@ the model's default action), and every request is recorded so tests can count ca
 
 Routes: ``POST /v1/chat/completions`` (OpenAI wire, ``tool_calls``) and ``POST /v1/messages``
 (Anthropic wire, ``tool_use`` blocks). The tool name in a reply is the one the request declared, as
-a real model does under a forced ``tool_choice``.
+a real model does under a forced ``tool_choice``. The batch endpoints of both wire formats (files,
+batches, message batches) are ``tests/servers/batches.py`` (``srv.batches``); a request inside a
+batch is answered by the same scripted actions.
 """
 
 from __future__ import annotations
@@ -96,6 +98,7 @@ class RecordedRequest:
     model: str | None
     body: dict[str, Any] | None
     headers: dict[str, str] = field(default_factory=dict)
+    method: str = "POST"
 
 
 class LoopbackServer:
@@ -113,6 +116,9 @@ class LoopbackServer:
         self.max_in_flight = 0  # most requests being answered at once (checks concurrency limits)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        from tests.servers.batches import BatchBook
+
+        self.batches = BatchBook(self)
 
     # --- scripting -------------------------------------------------------------------------
     def script(self, model: str, *actions: Any) -> LoopbackServer:
@@ -201,6 +207,23 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         return
 
+    def do_GET(self) -> None:
+        path = self.path.split("?")[0]
+        with self.owner._lock:
+            self.owner.requests.append(RecordedRequest(path=path, model=None, body=None, headers={k.lower(): v for k, v in self.headers.items()}, method="GET"))
+        self._batch_route("GET", path, b"") or self._send(404, {"error": {"message": f"no route {path}"}})
+
+    def _batch_route(self, method: str, path: str, raw: bytes) -> bool:
+        answer = self.owner.batches.handle(method, path, self.headers, raw)
+        if answer is None:
+            return False
+        code, payload, ctype = answer
+        if isinstance(payload, bytes):
+            self._send_raw(code, payload, ctype)
+        else:
+            self._send(code, payload)
+        return True
+
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -213,6 +236,8 @@ class _Handler(BaseHTTPRequestHandler):
         with self.owner._lock:
             self.owner.requests.append(RecordedRequest(path=path, model=model, body=body, headers={k.lower(): v for k, v in self.headers.items()}))
         if path not in ("/v1/chat/completions", "/v1/messages"):
+            if self._batch_route("POST", path, raw):
+                return
             self._send(404, {"error": {"message": f"no route {path}"}})
             return
         action = self.owner._next_action(model, body)

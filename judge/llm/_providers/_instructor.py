@@ -164,11 +164,50 @@ class SDKJudge(JudgeClient):
             return sdk.DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout_s)
 
     async def complete(self, messages: list[dict[str, str]], response_model: type[BaseModel]) -> Completion:
+        return await self._structured(self._for_loop().create, messages, response_model, self.config.validation_retries)
+
+    # --- provider batches (judge.llm._batches) ---------------------------------------------------
+    def batch_body(self, messages: list[dict[str, str]], response_model: type[BaseModel]) -> dict[str, Any]:
+        """The request body ``complete`` would send for ``messages``, built by the same instructor
+        handlers (tool schema, tool choice, message conversion), for a line of a provider batch."""
+        from instructor import Mode
+        from instructor.v2 import Provider
+        from instructor.v2.core.registry import mode_registry
+
+        handlers = mode_registry.get_handlers(Provider(self.instructor_provider), Mode.TOOLS)
+        kwargs: dict[str, Any] = {"messages": [dict(m) for m in messages], "model": self.model, **self.sampling()}
+        _, body = handlers.request_handler(response_model=prepared_schema(response_model), kwargs=kwargs)
+        if handlers.message_converter and "messages" in body:
+            body["messages"] = handlers.message_converter(body["messages"], autodetect_images=False)
+        return dict(body)  # no templating step: online calls pass no template context either
+
+    async def answer_from_batch(self, messages: list[dict[str, str]], response_model: type[BaseModel], response: Any) -> Completion:
+        """The verdict in a provider's batch answer to ``messages`` (an SDK response object), read
+        by instructor as ``complete`` reads a live answer. No validation re-ask: a batch answer
+        the schema rejects is final (``unparseable``)."""
+        import instructor
+        from instructor.v2 import Provider
+
+        async def answered(**_: Any) -> Any:
+            return response
+
+        create = instructor.patch(create=answered, mode=instructor.Mode.TOOLS, provider=Provider(self.instructor_provider))
+        return await self._structured(create, messages, response_model, 0)
+
+    def batch_client(self) -> Any:
+        """An SDK client for the provider's batch endpoints (files, batches): the judge's base URL
+        and key, the SDK's own retries on (batch management calls are few and idempotent to poll)."""
+        sdk = self.sdk()
+        return self.make_sdk_client(self._api_key(), sdk.DefaultAsyncHttpxClient()).with_options(max_retries=3, timeout=max(self.timeout_s, 300.0))
+
+    async def _structured(
+        self, create: Callable[..., Awaitable[Any]], messages: list[dict[str, str]], response_model: type[BaseModel], retries: int
+    ) -> Completion:
         try:
-            verdict = await self._for_loop().create(
+            verdict = await create(
                 response_model=prepared_schema(response_model),
                 messages=[dict(m) for m in messages],
-                max_retries=self.config.validation_retries,
+                max_retries=retries,
                 model=self.model,
                 **self.sampling(),
             )
