@@ -301,9 +301,14 @@ class _Run:
 
             self.state.start(self.identity(), self.started.isoformat(timespec="seconds"), recipe(self.opts))
         if self.inputs.whole:
-            if self.resuming:
-                raise RunDirError(f"--resume: {self.name} is read as one stream (a JSON array, a bundle, an undetected format): start over with --overwrite")
-            self._grade_whole(progress)
+            if not self.resuming:
+                self._grade_whole(progress)
+            elif self.state.data["phase"] == "grading":
+                raise RunDirError(
+                    f"--resume: {self.name} is read as one stream (a JSON array, a bundle, an undetected format) and was interrupted while grading: start over with --overwrite"
+                )
+            else:
+                self._restore_whole()
         else:
             path = self.inputs.trajectories.path
             total = path.stat().st_size
@@ -437,8 +442,10 @@ class _Run:
     def _grade_whole(self, progress: Progress | None) -> None:
         """Read the trajectories as one stream here (a JSON array, a bundle, an undetected
         format: nothing to cut), merged in batches as they come. Not resumable: such a run
-        starts over."""
+        starts over; one past grading (judging, waiting for provider batches) is resumed by
+        ``_restore_whole``."""
         self.state.data["whole_input"] = True
+        self.state.data["whole_sha256"] = self.inputs.trajectories.hash()
         self.ctx = ctx = self._context(None)
         grader = ShardGrader(ctx, 0, 0)
         for loaded in self.inputs.whole_items():
@@ -483,6 +490,38 @@ class _Run:
         progress = self.state.data["trajectories"]
         if (self.bytes, self.items) != (progress["bytes"], progress["items"]):
             raise RunDirError("--resume: the run state is inconsistent; start over with --overwrite")
+
+    def _restore_whole(self) -> None:
+        """A run of an input read as one stream, past grading: check the input holds the same
+        bytes, rebuild the merged state from the records and, reading the input again, the cases
+        that wait for a judge (only those are graded again)."""
+        if self.state.data.get("whole_sha256") != self.inputs.trajectories.hash():
+            raise RunDirError(f"--resume: {self.name} does not hold the bytes the interrupted run graded; start over with --overwrite")
+        refs: list[tuple[int, int]] = []
+        items: list[int] = []
+        for record in self.state.shard_records():
+            self.agg.merge(record.aggregate)
+            for key in record.keys:
+                self.seen.setdefault(key[:2], key[2])
+            self._tally(record.replay, record.labels_used)
+            pending_at = [len(self.report_rows) + i for i, row in enumerate(record.report_rows) if row is None]
+            self.report_rows.extend(record.report_rows)
+            for local, item in enumerate(record.pending_items):
+                refs.append((record.index, local))
+                items.append(item)
+                self.pending_rows[(record.index, local)] = pending_at[local]
+            self.items = record.first_item + record.items
+            self.shards = record.index + 1
+        if self.items != self.state.data["trajectories"]["items"]:
+            raise RunDirError("--resume: the run state is inconsistent; start over with --overwrite")
+        if refs:
+            grader = ShardGrader(self._context(None), 0, 0)
+            wanted = frozenset(items)
+            for loaded in self.inputs.whole_items():
+                grader.add(loaded, wanted)
+            if grader.pending_items != items:
+                raise RunDirError(f"--resume: {self.name} no longer reads as the interrupted run read it; start over with --overwrite")
+            self.pending.update(zip(refs, grader.pending, strict=True))
 
     # ---- escalation -------------------------------------------------------------------------
     def _escalate(self) -> dict[tuple[int, int], TrajectoryResult] | BatchWait:

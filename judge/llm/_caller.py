@@ -77,7 +77,7 @@ class BatchPort(Protocol):
 
     def defer(self, call: JudgeCall) -> None: ...
 
-    async def answer(self, call: JudgeCall) -> Completion | JudgeCallError | None: ...
+    async def answer(self, call: JudgeCall) -> tuple[Completion | JudgeCallError, bool] | None: ...
 
 
 async def complete_online(call: JudgeCall) -> Completion:
@@ -171,7 +171,8 @@ class JudgeCaller:
         if self.batch is not None:
             collected = await self.batch.answer(call)
             if collected is not None:
-                return self._record_collected(call, collected)
+                answer, shared = collected
+                return self._shared_collected(call, answer) if shared else self._record_collected(call, answer)
         use_cache = self.cache is not None and judge.cacheable
         if use_cache:
             assert self.cache is not None
@@ -347,6 +348,17 @@ class JudgeCaller:
                 call, {"abstain": reason, "message": collected.message, "input_tokens": collected.input_tokens, "output_tokens": collected.output_tokens}
             )
         return self._abstain(judge, reason, collected.message, input_tokens=collected.input_tokens, output_tokens=collected.output_tokens, batch=True)
+
+    def _shared_collected(self, call: JudgeCall, collected: Completion | JudgeCallError) -> Vote:
+        """A batch answer another asker in this round got first: free, as a shared online call."""
+        judge = call.judge
+        if isinstance(collected, JudgeCallError):
+            reason = ABSTAIN_REASON.get(collected.reason, collected.reason)
+            vote = self._abstain(judge, reason, collected.message, input_tokens=collected.input_tokens, output_tokens=collected.output_tokens)
+            return vote.model_copy(update={"cost_usd": 0.0})
+        self.stats.count_cache_hit(judge.name)
+        verdict = collected.verdict.model_dump(mode="json")
+        return _vote_from_verdict(judge, call.rubric, verdict, collected.model_version, collected.input_tokens, collected.output_tokens, cost=0.0, cached=True)
 
     def _record_success(self, call: JudgeCall, completion: Completion, *, batch: bool = False) -> Vote:
         judge = call.judge

@@ -87,7 +87,9 @@ def run_and_print(opts: GradeOptions) -> dict[str, Any]:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(EXIT_USAGE) from exc
     except ExternalCallError as exc:  # a provider batch could not be submitted: the run stays resumable
-        console.print(f"[red]{exc}[/red]\nthe run is kept: `judge resume {opts.out}` submits what did not go out")
+        console.print(
+            f"{exc}\nthe run is kept: `judge resume {opts.out}` submits what did not go out", style="red", markup=False, highlight=False, soft_wrap=True
+        )
         raise typer.Exit(EXIT_INTERNAL) from exc
     if outcome.waiting is not None:
         print_waiting(outcome.out, outcome.waiting)

@@ -87,7 +87,7 @@ def resume(
                         raise
             time.sleep(poll_interval)  # a new round went out as batches: wait for it too
     except RunDirError as exc:
-        console.print(f"[red]{exc}[/red]")
+        console.print(str(exc), style="red", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from exc
 
 

@@ -72,12 +72,19 @@ class BatchBook:
         self.default_plan = BatchPlan()
         self.answered: Counter[str] = Counter()  # model -> requests answered inside batches
         self.created: list[str] = []  # batch ids, in creation order
+        self.refuse: deque[int] = deque()  # HTTP statuses the next batch creations answer with
 
     # --- scripting ----------------------------------------------------------------------------
     def plan(self, *plans: BatchPlan) -> BatchBook:
         """The plans of the next batches created, in order (then ``default_plan``)."""
         with self._lock:
             self.plans.extend(plans)
+        return self
+
+    def refuse_next(self, *statuses: int) -> BatchBook:
+        """The next batch creations (either wire format) fail with these HTTP statuses."""
+        with self._lock:
+            self.refuse.extend(statuses)
         return self
 
     def request_count(self, batch_id: str) -> int:
@@ -94,6 +101,11 @@ class BatchBook:
         if method == "GET" and len(parts) == 4 and parts[:2] == ["v1", "files"] and parts[3] == "content":
             data = self.files.get(parts[2])
             return (200, data, "application/octet-stream") if data is not None else _not_found(path)
+        creating = method == "POST" and parts in (["v1", "batches"], ["v1", "messages", "batches"])
+        with self._lock:
+            refused = self.refuse.popleft() if creating and self.refuse else None
+        if refused is not None:
+            return refused, {"type": "error", "error": {"type": "invalid_request_error", "message": f"scripted refusal ({refused})"}}, "application/json"
         if method == "POST" and parts == ["v1", "batches"]:
             return self._create_openai(_json(raw))
         if parts[:2] == ["v1", "batches"] and len(parts) >= 3:

@@ -109,9 +109,8 @@ def register_batch_api(api: BatchAPI) -> None:
 
 def batch_api(kind: str) -> BatchAPI | None:
     """The batch API of judges of ``kind``; None when the provider has none (those judges are
-    asked online even in batch mode: mock, llama.cpp)."""
-    if not _APIS:
-        from judge.llm._batches import anthropic, openai  # noqa: F401  (register on import)
+    asked online even in batch mode: mock, llama.cpp). The built-in ones register when the
+    package is imported."""
     return _APIS.get(kind)
 
 

@@ -17,10 +17,11 @@ How a question travels (``--judge-mode batch``):
    answers, and a later run finds every answer in the cache;
 4. a question the re-decided round still needs (a tie-breaker) is deferred again: a new batch.
 
-Invariants: a question is sent at most once per run (deferrals are keyed); an answer is handed
-out once per decision pass (a second asker of the same question gets the cache, as a second
-online asker shares the first's answer); a request the provider never answered (expired,
-cancelled, failed batch) is a failure with that reason, an abstention, never a negative vote.
+Invariants: a question is sent at most once per round (deferrals are keyed); a collected answer
+answers every asker of its question in the round, the first as the live call and the others as
+sharers (as a second online asker shares the first's answer), so a question once answered is
+never deferred again; a request the provider never answered (expired, cancelled, failed batch) is
+a failure with that reason, an abstention, never a negative vote.
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ class BatchFlow:
     def __init__(self, clients: Sequence[JudgeClient]):
         self.clients = {c.name: c for c in clients}
         self._deferred: dict[str, JudgeCall] = {}  # cache key -> the question, in the order deferred
-        self._answers: dict[str, Answer] = {}  # cache key -> collected answer, until handed out
+        self._answers: dict[str, Answer] = {}  # cache key -> collected answer (this round's batches)
+        self._handed: dict[str, Completion | JudgeCallError] = {}  # cache key -> what its first asker got
 
     # --- the caller's side ----------------------------------------------------------------------
     def takes(self, judge: JudgeClient) -> bool:
@@ -79,19 +81,23 @@ class BatchFlow:
     def defer(self, call: JudgeCall) -> None:
         self._deferred.setdefault(call.key, call)
 
-    async def answer(self, call: JudgeCall) -> Completion | JudgeCallError | None:
-        """The collected answer to ``call`` (read as the online call reads one), or None when
-        no batch of this round answered it. Handed out once."""
+    async def answer(self, call: JudgeCall) -> tuple[Completion | JudgeCallError, bool] | None:
+        """The collected answer to ``call`` (read as the online call reads one) and whether an
+        earlier asker of the same question got it first (then this asker shares it); None when
+        no batch of this round holds the question."""
+        if call.key in self._handed:
+            return self._handed[call.key], True
         found = self._answers.pop(call.key, None)
         if found is None:
             return None
-        if isinstance(found, JudgeCallError):
-            return found
-        try:
-            completion: Completion = await call.judge.answer_from_batch(call.messages, call.rubric.verdict_schema, found)  # type: ignore[attr-defined]
-        except JudgeCallError as err:
-            return err
-        return completion
+        answer: Completion | JudgeCallError = found
+        if not isinstance(found, JudgeCallError):
+            try:
+                answer = await call.judge.answer_from_batch(call.messages, call.rubric.verdict_schema, found)  # type: ignore[attr-defined]
+            except JudgeCallError as err:
+                answer = err
+        self._handed[call.key] = answer
+        return answer, False
 
     # --- the run's side -------------------------------------------------------------------------
     @property
@@ -102,8 +108,10 @@ class BatchFlow:
         return list(self._deferred)
 
     def forget_answers(self) -> None:
-        """Drop collected answers nobody asked for (a round decided with them is over)."""
+        """Drop the round's collected answers (the round is decided: a later round asking the
+        same question finds it in the cache, as an online run would)."""
         self._answers.clear()
+        self._handed.clear()
 
     async def submit(self, label: str) -> list[BatchRecord]:
         """Send every deferred question as provider batches (one per judge group, split at the

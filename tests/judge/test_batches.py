@@ -1,0 +1,282 @@
+"""Provider batch APIs over real HTTP: the openai and anthropic SDKs and instructor talk to the
+loopback server's files / batches / message-batches endpoints (``tests/servers/batches.py``).
+
+What is held: a batch request is the online request (same body, the cache key as custom_id); a
+batch answers over several polls; an expired or cancelled batch answers what it did and the rest
+abstain with the reason; a failed batch abstains every request; answers land in the cache under
+the online keys (an online panel then asks nothing); batch prices; limits split batches; results
+are downloaded once; a judge without a batch API answers online."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from judge.llm import batch_price, price_for
+from judge.llm._batches.openai import OpenAIBatches
+from judge.llm._settings import PriceConfig
+from tests.judge.helpers import answer_request, make_panel
+from tests.servers import BatchPlan, Reply, Status
+
+JUDGES = ["openai:judge-a", "anthropic:judge-b", "openai:judge-c"]
+
+
+def _panel(tmp_path, judges=JUDGES, **kw):
+    return make_panel(tmp_path, judges, mode="batch", **kw)
+
+
+async def _first_pass(panel, requests):
+    decisions = await panel.decide(requests)
+    records = await panel.batch.submit("test")
+    return decisions, records
+
+
+async def _poll_until_ended(panel, records, limit=10):
+    for _ in range(limit):
+        statuses = await panel.batch.poll(records)
+        if all(s.ended for s in statuses):
+            return statuses
+    raise AssertionError("batches never ended")
+
+
+async def _collect_and_decide(panel, records, requests, folder):
+    try:
+        statuses = await _poll_until_ended(panel, records)
+        found = await panel.batch.collect(statuses, folder)
+        return statuses, found, await panel.decide(requests)
+    finally:
+        await panel.aclose()
+
+
+def _run_batch(tmp_path, requests, judges=JUDGES, **kw):
+    first = _panel(tmp_path, judges, **kw)
+    decisions, records = asyncio.run(_first_pass(first, requests))
+    asyncio.run(first.aclose())
+    second = _panel(tmp_path, judges, **kw)
+    statuses, found, final = asyncio.run(_collect_and_decide(second, records, requests, tmp_path / "batches"))
+    return decisions, records, statuses, found, final
+
+
+def test_a_batch_request_is_the_online_request_keyed_by_the_cache_key(server, tmp_path):
+    request = answer_request(0)
+    online = make_panel(tmp_path, ["openai:judge-a", "anthropic:judge-b"], cache_path=tmp_path / "online.sqlite3")
+    asyncio.run(online.decide([request]))
+    asyncio.run(online.aclose())
+    sent = {r.model: r.body for r in server.requests if r.path in ("/v1/chat/completions", "/v1/messages")}
+    server.reset_log()
+    _, records, *_ = _run_batch(tmp_path, [request], ["openai:judge-a", "anthropic:judge-b"])
+    openai_lines = [json.loads(line) for line in server.batches.files["file-0001"].splitlines()]
+    anthropic_body = next(r.body for r in server.requests if r.path == "/v1/messages/batches")
+    assert [line["body"] for line in openai_lines] == [sent["judge-a"]]
+    assert [item["params"] for item in anthropic_body["requests"]] == [sent["judge-b"]]
+    keys = {r.api: r.keys for r in records}
+    assert [line["custom_id"] for line in openai_lines] == keys["openai"]
+    assert [item["custom_id"] for item in anthropic_body["requests"]] == keys["anthropic"]
+    # the custom_id is the judge-cache key of the online call: the online cache holds exactly those keys
+    online_cache = make_panel(tmp_path, ["openai:judge-a", "anthropic:judge-b"], cache_path=tmp_path / "online.sqlite3").cache
+    assert all(online_cache.get(k) is not None for k in keys["openai"] + keys["anthropic"])
+    online_cache.close()
+
+
+def test_first_pass_defers_and_decides_nothing(server, tmp_path):
+    panel = _panel(tmp_path)
+    decisions, records = asyncio.run(_first_pass(panel, [answer_request(i) for i in range(3)]))
+    asyncio.run(panel.aclose())
+    assert server.calls(path="/v1/chat/completions") == server.calls(path="/v1/messages") == 0
+    assert all(d.outcome.value == "inconclusive" and d.label is None for d in decisions)
+    assert {v.abstain_reason for d in decisions for v in d.votes} == {"pending"}
+    assert "waiting for provider batch answers" in decisions[0].reason
+    # one batch per OpenAI model, one per Anthropic provider; every request once
+    assert sorted((r.api, tuple(r.judges), len(r.keys)) for r in records) == [
+        ("anthropic", ("anthropic:judge-b",), 3),
+        ("openai", ("openai:judge-a",), 3),
+        ("openai", ("openai:judge-c",), 3),
+    ]
+
+
+def test_a_batch_that_completes_over_several_polls(server, tmp_path):
+    server.set_default("judge-c", Reply("incorrect", input_tokens=300, output_tokens=40))
+    server.batches.default_plan = BatchPlan(polls=3)
+    requests = [answer_request(i) for i in range(2)]
+    first = _panel(tmp_path)
+    _, records = asyncio.run(_first_pass(first, requests))
+    asyncio.run(first.aclose())
+    second = _panel(tmp_path)
+    seen = []
+
+    async def poll_and_decide():
+        try:
+            while True:
+                statuses = await second.batch.poll(records)
+                seen.append([s.state for s in statuses])
+                if all(s.ended for s in statuses):
+                    break
+            await second.batch.collect(statuses, tmp_path / "batches")
+            return await second.decide(requests)
+        finally:
+            await second.aclose()
+
+    final = asyncio.run(poll_and_decide())
+    assert len(seen) == 4 and seen[0] == ["in_progress", "in_progress", "in_progress"]
+    assert seen[-1] == ["ended", "completed", "completed"]
+    for d in final:
+        assert (d.label, d.outcome.value) == ("correct", "match")
+        votes = {v.judge: v for v in d.votes}
+        assert [votes[j].label for j in JUDGES] == ["correct", "correct", "incorrect"]
+        assert not any(v.cached for v in d.votes) and all(v.model_version for v in d.votes)
+        assert (votes["openai:judge-c"].input_tokens, votes["openai:judge-c"].output_tokens) == (300, 40)
+    assert second.stats.calls == 6 and second.stats.cache_hits == 0
+    # the answers are in the cache under the online keys: an online panel asks nothing
+    server.reset_log()
+    online = make_panel(tmp_path, JUDGES)
+    again = asyncio.run(online.decide(requests))
+    asyncio.run(online.aclose())
+    assert len(server.requests) == 0
+    assert [d.label for d in again] == ["correct", "correct"] and all(v.cached for d in again for v in d.votes)
+
+
+def test_an_expired_batch_answers_what_it_did_and_the_rest_abstain_batch_expired(server, tmp_path):
+    server.batches.plan(BatchPlan(end="expired", answer=1), BatchPlan(end="expired", answer=2), BatchPlan())
+    requests = [answer_request(i) for i in range(3)]
+    _, _, statuses, found, final = _run_batch(tmp_path, requests)
+    assert [s.state for s in statuses] == ["ended", "expired", "completed"]  # anthropic, openai:a, openai:c
+    assert found.answered == 1 + 2 + 3 and found.failed == {"batch_expired": 2 + 1}
+    reasons = [[v.abstain_reason for v in d.votes] for d in final]
+    # request 0: all three answered; request 1: judge-b expired; request 2: judge-a and judge-b expired
+    assert reasons == [[None, None, None], [None, "batch_expired", None], ["batch_expired", "batch_expired", None]]
+    assert [d.outcome.value for d in final] == ["match", "match", "inconclusive"]
+    assert "1 counted vote(s), 2 needed" in final[2].reason  # an expiry never counts as a vote, for or against
+    assert all(v.label is None and v.cost_usd == 0.0 for d in final for v in d.votes if v.abstained)
+
+
+def test_an_expired_answer_is_not_cached(server, tmp_path):
+    server.batches.plan(BatchPlan(end="expired", answer=0))
+    _run_batch(tmp_path, [answer_request(0)], ["openai:judge-a"])
+    cache = make_panel(tmp_path, ["openai:judge-a"]).cache
+    assert len(cache) == 0  # a later run asks again
+    cache.close()
+
+
+def test_a_failed_batch_abstains_every_request(server, tmp_path):
+    server.batches.plan(BatchPlan(end="failed", failure="scripted: bad input"), BatchPlan(end="failed", failure="scripted: bad input"), BatchPlan())
+    _, _, statuses, found, final = _run_batch(tmp_path, [answer_request(i) for i in range(2)])
+    assert [s.state for s in statuses] == ["ended", "failed", "completed"]
+    # anthropic has no failed batch: each request errored (api_error, a server failure; its vote abstains "error" as online)
+    assert found.failed == {"server": 2, "batch_failed": 2}
+    for d in final:
+        votes = {v.judge: v for v in d.votes}
+        assert votes["openai:judge-a"].abstain_reason == "batch_failed" and "scripted: bad input" in votes["openai:judge-a"].rationale
+        assert votes["anthropic:judge-b"].abstain_reason == "error"
+        assert d.outcome.value == "inconclusive"
+
+
+def test_a_request_the_provider_answered_with_an_error_abstains_with_its_reason(server, tmp_path):
+    server.set_default("judge-a", Status(400, message="bad request"))
+    _, _, _, found, final = _run_batch(tmp_path, [answer_request(0)], ["openai:judge-a", "anthropic:judge-b"], min_votes=1)
+    assert found.failed == {"error": 1}
+    votes = {v.judge: v for v in final[0].votes}
+    assert votes["openai:judge-a"].abstain_reason == "error" and "HTTP 400" in votes["openai:judge-a"].rationale
+    assert final[0].label == "correct"
+
+
+def test_a_cancelled_batch(server, tmp_path):
+    server.batches.default_plan = BatchPlan(polls=5, answer=1)
+    requests = [answer_request(i) for i in range(2)]
+    first = _panel(tmp_path, ["openai:judge-a", "anthropic:judge-b"])
+    _, records = asyncio.run(_first_pass(first, requests))
+    asyncio.run(first.aclose())
+    second = _panel(tmp_path, ["openai:judge-a", "anthropic:judge-b"])
+    asyncio.run(second.batch.cancel(records))
+    statuses, found, final = asyncio.run(_collect_and_decide(second, records, requests, tmp_path / "b"))
+    assert sorted(s.state for s in statuses) == ["cancelled", "ended"]
+    assert found.answered == 2 and found.failed == {"batch_cancelled": 2}
+    assert [[v.abstain_reason for v in d.votes] for d in final] == [[None, None], ["batch_cancelled", "batch_cancelled"]]
+
+
+def test_results_are_downloaded_once(server, tmp_path):
+    _, records, *_ = _run_batch(tmp_path, [answer_request(0)])
+    downloads = sum(1 for r in server.requests if r.path.endswith("/content") or r.path.endswith("/results"))
+    assert downloads == 3
+    again = _panel(tmp_path)
+    asyncio.run(_collect_and_decide(again, records, [answer_request(0)], tmp_path / "batches"))
+    assert sum(1 for r in server.requests if r.path.endswith("/content") or r.path.endswith("/results")) == downloads
+
+
+def test_batches_are_split_at_the_providers_limits(server, tmp_path, monkeypatch):
+    monkeypatch.setattr(OpenAIBatches, "max_requests", 2)
+    _, records, _, found, final = _run_batch(tmp_path, [answer_request(i) for i in range(5)], ["openai:judge-a"])
+    assert [len(r.keys) for r in records] == [2, 2, 1]
+    assert found.answered == 5 and all(d.label == "correct" for d in final)
+
+
+def test_a_judge_without_a_batch_api_answers_online(server, tmp_path):
+    panel = _panel(tmp_path, ["mock:always-correct", "openai:judge-a"], min_votes=1)
+    decisions, records = asyncio.run(_first_pass(panel, [answer_request(0)]))
+    asyncio.run(panel.aclose())
+    votes = {v.judge: v for v in decisions[0].votes}
+    assert votes["mock:always-correct"].label == "correct" and votes["openai:judge-a"].abstain_reason == "pending"
+    assert [r.judges for r in records] == [["openai:judge-a"]]
+
+
+def test_a_question_asked_twice_in_a_round_is_sent_once_and_shared(server, tmp_path):
+    same = [answer_request(0), answer_request(0)]
+    _, records, _, found, final = _run_batch(tmp_path, same, ["openai:judge-a"])
+    assert [len(r.keys) for r in records] == [1] and found.answered == 1
+    first, second = (d.votes[0] for d in final)
+    assert (first.cached, second.cached, second.cost_usd) == (False, True, 0.0)
+    assert first.label == second.label == "correct"
+
+
+def test_collected_answers_cost_batch_prices(server, tmp_path):
+    config = """
+[prices."openai:judge-a"]
+input_per_1m = 2.0
+output_per_1m = 8.0
+
+[prices."anthropic:judge-b"]
+input_per_1m = 1.0
+output_per_1m = 5.0
+batch_input_per_1m = 0.4
+batch_output_per_1m = 2.0
+"""
+    _, _, _, _, final = _run_batch(tmp_path, [answer_request(0)], ["openai:judge-a", "anthropic:judge-b"], config=config)
+    votes = {v.judge: v for v in final[0].votes}
+    assert votes["openai:judge-a"].cost_usd == pytest.approx((100 * 1.0 + 20 * 4.0) / 1e6)  # half the online price by default
+    assert votes["anthropic:judge-b"].cost_usd == pytest.approx((100 * 0.4 + 20 * 2.0) / 1e6)  # the configured batch price
+
+
+def test_batch_price_rules():
+    online = PriceConfig(input_per_1m=3.0, output_per_1m=15.0)
+    assert batch_price(online).model_dump() == {"input_per_1m": 1.5, "output_per_1m": 7.5, "batch_input_per_1m": None, "batch_output_per_1m": None}
+    assert price_for("anthropic:claude-sonnet-4-5", "anthropic", {}, batch=True).input_per_1m == 1.5
+    assert price_for("mock:x", "mock", {}, batch=True).input_per_1m == 0.0
+    assert price_for("openai:unknown-model", "openai", {}, batch=True) is None
+
+
+def test_a_refused_submission_keeps_the_questions_deferred(server, tmp_path):
+    from judge.llm import BatchSubmitError
+
+    server.batches.refuse_next(400)
+    panel = _panel(tmp_path, ["anthropic:judge-b", "openai:judge-a"])
+
+    async def go():
+        await panel.decide([answer_request(0)])
+        with pytest.raises(BatchSubmitError) as info:
+            await panel.batch.submit("test")
+        return info.value
+
+    error = asyncio.run(go())
+    assert error.records == [] and "scripted refusal" in str(error)
+    assert panel.batch.deferred == 2  # nothing lost: the next submit sends both
+    records = asyncio.run(panel.batch.submit("test"))
+    asyncio.run(panel.aclose())
+    assert sorted(r.api for r in records) == ["anthropic", "openai"]
+
+
+def test_batch_mode_cannot_run_offline(tmp_path):
+    from judge.llm import JudgeConfigError
+
+    with pytest.raises(JudgeConfigError, match="offline"):
+        _panel(tmp_path, offline=True)
