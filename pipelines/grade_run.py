@@ -563,14 +563,19 @@ class _Run:
                             if wait is not None:
                                 return wait
                         decisions = await escalator.decide(requests)
-                        journal_asks = [[ref[0], ref[1], ti, check.value] for ref, ti, check in asks]
                         if batch is not None and batch.deferred:
-                            return await self._submit(batch, escalator.name, journal_asks, decided)
+                            return await self._submit(batch, escalator.name, len(asks), decided)
                         if batch is not None:
                             batch.forget_answers()
                         for (ref, ti, check), decision in zip(asks, decisions, strict=True):
                             cases[ref].apply_decision(ti, check, decision, escalator.name)
-                        self.state.append_round({"panel": escalator.name, "asks": journal_asks, "decisions": [d.model_dump(mode="json") for d in decisions]})
+                        self.state.append_round(
+                            {
+                                "panel": escalator.name,
+                                "asks": [[ref[0], ref[1], ti, check.value] for ref, ti, check in asks],
+                                "decisions": [d.model_dump(mode="json") for d in decisions],
+                            }
+                        )
                         waiting, decided = [], decided + 1
                 finally:
                     close = getattr(escalator, "aclose", None)
@@ -592,20 +597,17 @@ class _Run:
         await batch.collect(statuses, self.state.folder / "batches")
         return None
 
-    async def _submit(self, batch: Any, panel: str, asks: list[list[Any]], decided: int) -> BatchWait:
-        """Send the round's deferred questions as provider batches and journal them (also those
-        that went out before a submission failed: they are paid for, and collected on resume)."""
-        from judge.llm import BatchSubmitError
+    async def _submit(self, batch: Any, panel: str, questions: int, decided: int) -> BatchWait:
+        """Send the round's deferred questions as provider batches, journaling each as it is
+        created (also those that went out before a submission failed: they are paid for, and
+        collected on resume)."""
 
-        failed: BatchSubmitError | None = None
-        try:
-            records = await batch.submit(f"{self.opts.out.name} round {decided + 1}")
-        except BatchSubmitError as exc:
-            records, failed = exc.records, exc
-        if records:
-            self.state.append_round({"panel": panel, "round": decided, "asks": asks, "batches": [r.to_json() for r in records]})
-        if failed is not None:
-            raise failed
+        def journal(record: Any) -> None:  # each batch the moment it exists: it is paid for
+            self.state.append_round({"panel": panel, "round": decided, "questions": questions, "batches": [record.to_json()]})
+
+        # a failed submission raises (BatchSubmitError) with the batches that went out journaled:
+        # judge resume collects those and sends the rest
+        records = await batch.submit(f"{self.opts.out.name} round {decided + 1}", journal)
         lines = [f"{r.api} batch {r.id}: submitted ({len(r.keys)} requests for {', '.join(r.judges)})" for r in records]
         return BatchWait(round=decided + 1, batches=lines, submitted=len(records))
 

@@ -23,6 +23,7 @@ Example config::
     [providers.vllm]               # an alias of an OpenAI-compatible server
     kind = "openai"
     base_url = "http://localhost:8000/v1"
+    batch = false                  # no batch endpoints there: asked live even with --judge-mode batch
 
     [prices."openai:gpt-4.1-mini"]
     input_per_1m = 0.40
@@ -68,6 +69,7 @@ class ProviderConfig(_Strict):
     max_tokens: int = Field(default=1024, ge=16)
     seed: int | None = 0  # sent where the provider supports it
     validation_retries: int = Field(default=1, ge=0, le=5)  # instructor's re-asks on a bad verdict
+    batch: bool = True  # --judge-mode batch uses the provider's batch API; false: asked live (a server without one)
     # llama.cpp only
     n_ctx: int = Field(default=4096, ge=256)
     n_gpu_layers: int = 0

@@ -280,3 +280,18 @@ def test_batch_mode_cannot_run_offline(tmp_path):
 
     with pytest.raises(JudgeConfigError, match="offline"):
         _panel(tmp_path, offline=True)
+
+
+def test_a_provider_marked_without_batches_is_asked_live(server, tmp_path):
+    config = f"""
+[providers.local]
+kind = "openai"
+base_url = "{server.openai_base_url}"
+batch = false
+"""
+    panel = _panel(tmp_path, ["local:judge-l", "openai:judge-a"], config=config, min_votes=1)
+    decisions, records = asyncio.run(_first_pass(panel, [answer_request(0)]))
+    asyncio.run(panel.aclose())
+    votes = {v.judge: v for v in decisions[0].votes}
+    assert votes["local:judge-l"].label == "correct" and votes["openai:judge-a"].abstain_reason == "pending"
+    assert server.calls("judge-l") == 1 and [r.judges for r in records] == [["openai:judge-a"]]

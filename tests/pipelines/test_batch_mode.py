@@ -108,7 +108,8 @@ def test_a_batch_run_waits_then_resume_writes_what_an_online_run_writes(server, 
     state = json.loads((out / ".judge-run" / "state.json").read_text())
     assert state["phase"] == "waiting"
     journal = [json.loads(line) for line in (out / ".judge-run" / "decisions.jsonl").read_text().splitlines()]
-    assert [sorted(b["id"] for b in e["batches"]) for e in journal] == [sorted(server.batches.created)]
+    assert [b["id"] for e in journal for b in e["batches"]] == server.batches.created  # each journaled as it was created
+    assert {e["questions"] for e in journal} == {1}
     for batch_id in server.batches.created:
         assert batch_id in res.output
 
@@ -216,7 +217,7 @@ def test_resume_cancel_keeps_what_was_answered(server, tmp_path):
     assert para["turns"][0]["checks"][2]["decision"]["votes"][0]["abstain_reason"] == "batch_cancelled"
 
 
-def test_a_refused_submission_exits_and_resume_submits_it(server, tmp_path):
+def test_a_refused_submission_exits_and_resume_sends_what_did_not_go_out(server, tmp_path):
     server.batches.refuse_next(400)
     server.batches.default_plan = BatchPlan(polls=0)
     files = _write(tmp_path, TRAJECTORIES)
@@ -228,6 +229,23 @@ def test_a_refused_submission_exits_and_resume_submits_it(server, tmp_path):
     assert len(server.batches.created) == 1
     _resume(out)
     assert (out / "manifest.json").exists()
+
+
+def test_a_submission_refused_part_way_keeps_the_batches_that_went_out(server, tmp_path):
+    server.set_default("judge-a", Reply("correct")).set_default("judge-b", Reply("correct")).set_default("judge-c", Reply("incorrect"))
+    server.batches.default_plan = BatchPlan(polls=0)
+    files = _write(tmp_path, TRAJECTORIES)
+    _grade(files, tmp_path / "online", *THREE, "--cache", str(tmp_path / "online.sqlite3"))
+    server.batches.refuse.extend([None, 400])  # anthropic's batch goes out, then openai:judge-a's is refused
+    out = tmp_path / "batch"
+    _grade(files, out, *THREE, "--cache", str(tmp_path / "batch.sqlite3"), "--judge-mode", "batch", code=1)
+    journal = [json.loads(line) for line in (out / ".judge-run" / "decisions.jsonl").read_text().splitlines()]
+    assert [b["api"] for e in journal for b in e["batches"]] == ["anthropic"]
+    _resume(out, code=EXIT_WAITING)  # collects anthropic's answers, sends the two OpenAI batches
+    assert server.batches.created == ["msgbatch_0001", "batch_0002", "batch_0003"]
+    assert server.batches.answered["judge-b"] == 1  # never asked twice
+    _resume(out)
+    _same_outputs(tmp_path / "online", out)
 
 
 def test_a_json_array_input_resumes_too(server, tmp_path):
@@ -297,3 +315,15 @@ def test_resume_says_why_there_is_nothing_to_resume(server, tmp_path):
     assert "holds a complete run" in _said(res)
     (tmp_path / "empty").mkdir()
     assert "holds no interrupted or waiting run" in _said(_resume(tmp_path / "empty", code=2))
+
+
+def test_grade_resume_continues_a_waiting_run_too(server, tmp_path):
+    server.batches.default_plan = BatchPlan(polls=0)
+    files = _write(tmp_path, TRAJECTORIES)
+    out = tmp_path / "batch"
+    args = ["--judge", "openai:judge-a", "--judge-mode", "batch"]
+    _grade(files, out, *args, code=EXIT_WAITING)
+    changed = _grade(files, out, "--judge", "openai:judge-a", "--resume", code=2)  # online mode cannot collect the batches
+    assert "judges" in _said(changed)
+    _grade(files, out, *args, "--resume")
+    assert (out / "manifest.json").exists()

@@ -72,7 +72,7 @@ class BatchBook:
         self.default_plan = BatchPlan()
         self.answered: Counter[str] = Counter()  # model -> requests answered inside batches
         self.created: list[str] = []  # batch ids, in creation order
-        self.refuse: deque[int] = deque()  # HTTP statuses the next batch creations answer with
+        self.refuse: deque[int | None] = deque()  # HTTP statuses the next batch creations answer with (None: accept)
 
     # --- scripting ----------------------------------------------------------------------------
     def plan(self, *plans: BatchPlan) -> BatchBook:
@@ -103,7 +103,7 @@ class BatchBook:
             return (200, data, "application/octet-stream") if data is not None else _not_found(path)
         creating = method == "POST" and parts in (["v1", "batches"], ["v1", "messages", "batches"])
         with self._lock:
-            refused = self.refuse.popleft() if creating and self.refuse else None
+            refused = self.refuse.popleft() if creating and self.refuse else None  # None: this one is accepted
         if refused is not None:
             return refused, {"type": "error", "error": {"type": "invalid_request_error", "message": f"scripted refusal ({refused})"}}, "application/json"
         if method == "POST" and parts == ["v1", "batches"]:

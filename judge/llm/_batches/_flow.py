@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -75,8 +75,10 @@ class BatchFlow:
 
     # --- the caller's side ----------------------------------------------------------------------
     def takes(self, judge: JudgeClient) -> bool:
-        """Is ``judge`` asked through a batch? (its provider has a batch API and it can build the body)"""
-        return batch_api(judge.kind) is not None and hasattr(judge, "batch_body")
+        """Is ``judge`` asked through a batch? Its provider kind has a batch API, its client can
+        build the request body, and its provider config does not say ``batch = false`` (an
+        OpenAI-compatible server without the batch endpoints)."""
+        return batch_api(judge.kind) is not None and hasattr(judge, "batch_body") and judge.config.batch
 
     def defer(self, call: JudgeCall) -> None:
         self._deferred.setdefault(call.key, call)
@@ -113,10 +115,11 @@ class BatchFlow:
         self._answers.clear()
         self._handed.clear()
 
-    async def submit(self, label: str) -> list[BatchRecord]:
+    async def submit(self, label: str, submitted: Callable[[BatchRecord], None] | None = None) -> list[BatchRecord]:
         """Send every deferred question as provider batches (one per judge group, split at the
-        provider's limits) and forget them; the records, in submission order. Raises
-        ``BatchSubmitError`` (with the records that did go out) when a submission fails."""
+        provider's limits) and forget them; the records, in submission order. ``submitted`` is
+        told each batch the moment it exists (to journal it: a batch is paid for once created).
+        Raises ``BatchSubmitError`` (with the records that did go out) when a submission fails."""
         groups: dict[tuple[str, str], list[JudgeCall]] = {}
         for call in self._deferred.values():
             api = batch_api(call.judge.kind)
@@ -131,18 +134,19 @@ class BatchFlow:
                 try:
                     for chunk, data in _chunks(api, calls):
                         batch_id, file_id = await api.create(client, data, label)
-                        records.append(
-                            BatchRecord(
-                                id=batch_id,
-                                api=kind,
-                                provider=chunk[0].judge.provider,
-                                judges=sorted({c.judge.name for c in chunk}),
-                                keys=[c.key for c in chunk],
-                                submitted_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                                bytes=len(data),
-                                input_file_id=file_id,
-                            )
+                        record = BatchRecord(
+                            id=batch_id,
+                            api=kind,
+                            provider=chunk[0].judge.provider,
+                            judges=sorted({c.judge.name for c in chunk}),
+                            keys=[c.key for c in chunk],
+                            submitted_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                            bytes=len(data),
+                            input_file_id=file_id,
                         )
+                        records.append(record)
+                        if submitted is not None:
+                            submitted(record)
                         log.info("submitted %s batch %s: %d requests", kind, batch_id, len(chunk))
                 finally:
                     await _close(client)
