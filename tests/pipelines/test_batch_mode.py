@@ -327,3 +327,28 @@ def test_grade_resume_continues_a_waiting_run_too(server, tmp_path):
     assert "judges" in _said(changed)
     _grade(files, out, *args, "--resume")
     assert (out / "manifest.json").exists()
+
+
+def test_judge_resume_continues_an_interrupted_online_run_from_its_folder(server, tmp_path, monkeypatch):
+    from pipelines.run_dir import RunState
+
+    for model in ("judge-a", "judge-b"):
+        server.set_responder(model, _by_rubric)
+    judges = ["--judge", "openai:judge-a", "--judge", "anthropic:judge-b"]
+    files = _write(tmp_path, ROUNDS)
+    _grade(files, tmp_path / "online", *judges, "--cache", str(tmp_path / "online.sqlite3"))
+    server.reset_log()
+    original = RunState.append_round
+
+    def dying(self, entry):
+        original(self, entry)
+        raise KeyboardInterrupt  # killed right after the first round was journaled
+
+    out = tmp_path / "run"
+    with monkeypatch.context() as m:
+        m.setattr(RunState, "append_round", dying)
+        killed = runner.invoke(app, ["grade", "--tasks", str(files[0]), "--trajectories", str(files[1]), "--out", str(out), "--workers", "1", *judges])
+    assert killed.exit_code != 0 and _chat_calls(server) == 2
+    _resume(out)
+    assert _chat_calls(server) == 6  # the journaled round is never asked again
+    _same_outputs(tmp_path / "online", out)
