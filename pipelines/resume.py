@@ -76,6 +76,11 @@ class Recipe:
             raise RunDirError(
                 f"judge resume: {run_dir} records no way to start it again (a run of an older version): continue it with judge grade --resume and its options"
             )
+        if (state.get("identity") or {}).get("judges") is not None and self.data.get("judges") is None:
+            raise RunDirError(
+                f"judge resume: {run_dir} was graded with judges whose settings were not recorded (a run started by judge run, or from Python): "
+                "continue it with judge grade --resume and the same options"
+            )
         piped = [name for name, given in self.data["inputs"].items() if given == "-"]
         if piped:
             raise RunDirError(

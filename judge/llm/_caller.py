@@ -25,8 +25,9 @@ attempt, failed ones included, are counted exactly once.
 The transport is the seam for other ways of completing one live request. A provider batch is
 not a live request: with a ``batch`` port (``judge.llm._batches.BatchFlow``) a miss for a judge
 whose provider has a batch API is deferred before limits (nothing is sent yet), and an answer
-collected from a batch is taken before the cache (it was paid for by this run) and recorded as a live answer of this run at batch prices, so a run decided from batch answers
-records the votes an online run records from the same answers.
+collected from a batch is taken before the cache (this run paid for it) and recorded as a live
+answer at batch prices (the first asker; later askers of the same question share it), so a run
+decided from batch answers records the votes an online run records from the same answers.
 """
 
 from __future__ import annotations
