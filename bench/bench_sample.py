@@ -48,8 +48,8 @@ def main() -> None:
                 GradeOptions(tasks=sample / "tasks.jsonl", trajectories=sample / "trajectories.jsonl", out=Path(tmp) / f"r{i}", replayer=replayer)
             )
             best = min(best, time.perf_counter() - start)
-        n = outcome.summary["counts"]["graded"]
-        unresolved = outcome.summary["counts"]["unresolved"]
+        n = outcome.summary.counts.graded
+        unresolved = outcome.summary.counts.unresolved
         print(f"graded {n} sample trajectories with replay in {best:.2f} s (best of 3, environments warm): {n / best:,.0f} trajectories/s")
         print(f"left inconclusive without a judge: {unresolved} ({100 * unresolved / n:.1f}%; target <= 20%)")
         run_grading(

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from calibration import cluster_bootstrap_ci
-from judge import FAILURE_STAGE_ORDER, InputErrorInfo, InputWarning, Scores, TrajectoryResult
+from judge import FAILURE_STAGE_ORDER, InputErrorInfo, InputWarning, RunSummary, Scores, TrajectoryResult
 from pipelines.config import GradingConfig
 from pipelines.orchestration import OrchestrationTally
 
@@ -104,7 +104,7 @@ class Aggregator:
             self.external.setdefault(label.source, _External()).add(r, label)
 
     # -----------------------------------------------------------------------------------------
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> RunSummary:
         orchestration = self.orchestration.start(self.config.seed)  # clustering runs meanwhile (a child process in large runs)
         rows = self.rows
         n = len(rows["verdict"])
@@ -144,7 +144,7 @@ class Aggregator:
             col = np.array(rows[key], dtype=object)
             out["by"][key] = {value: self._group(col == value, verdict, tasks, with_scores=False) for value in sorted(set(rows[key]), key=_natural)}
         out["orchestration"] = orchestration.result()
-        return out
+        return RunSummary.model_validate(out)
 
     def _group(self, mask: np.ndarray, verdict: np.ndarray, tasks: np.ndarray, with_scores: bool) -> dict[str, Any]:
         cfg = self.config

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import rubrics
-from judge import BadInputError, Check, ConfigurationError, Escalator, InputErrorInfo, InputWarning, PanelDecision, TrajectoryResult
+from judge import BadInputError, Check, ConfigurationError, Escalator, InputErrorInfo, InputWarning, PanelDecision, RunSummary, TrajectoryResult
 from pipelines.aggregate import Aggregator
 from pipelines.config import GradingConfig
 from pipelines.executors import Executor, make_executor
@@ -131,7 +131,7 @@ class BatchWait:
 
 @dataclass
 class RunOutcome:
-    summary: dict[str, Any]
+    summary: RunSummary
     out: Path
     files: list[Path]
     resumed: bool = False
@@ -631,10 +631,10 @@ class _Run:
             self.report_rows[self.pending_rows[ref]] = to_row(result, pool)
         if self.inputs.labels is not None and self.opts.labels is not None:
             self.agg.add_warnings(self.inputs.labels.unused(display_name(self.opts.labels)))
-        text = json.dumps(self.agg.summary(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        text = self.agg.summary().to_json()
         self.agg = Aggregator(self.opts.config)  # the report reads results.jsonl itself: free the rows
         (staging / SUMMARY).write_text(text, encoding="utf-8")
-        summary = json.loads(text)  # reports see exactly what summary.json holds, whoever renders them
+        summary = RunSummary.model_validate_json(text)  # reports see exactly what summary.json holds, whoever renders them
         manifest = self._manifest(summary, _vote_origins(judged.values()))
         # the report needs none of the tasks, ids or cases: free them (and what still points at them) first
         del self.taskset
@@ -653,7 +653,7 @@ class _Run:
         files.insert(2, out / MANIFEST)
         return RunOutcome(summary=summary, out=out, files=files, resumed=self.resuming)
 
-    def _manifest(self, summary: dict[str, Any], votes: dict[str, int]) -> dict[str, Any]:
+    def _manifest(self, summary: RunSummary, votes: dict[str, int]) -> dict[str, Any]:
         o = self.opts
         digests = self.inputs.digests
         inputs: list[dict[str, Any]] = [
@@ -684,7 +684,7 @@ class _Run:
                 "shards": self.shards,
                 "note": "results.jsonl, summary.json and report.md do not depend on the executor or the number of workers",
             },
-            "counts": summary["counts"],
+            "counts": summary.counts.model_dump(mode="json"),
             "started_at": self.state.data.get("started_at", self.started.isoformat(timespec="seconds")),
             "resumed_at": self.state.data.get("resumed_at", []),
         }
@@ -892,7 +892,7 @@ def _malloc_trim() -> Any:
         return None
 
 
-def _write_reports(summary: dict[str, Any], out: Path, rows: list[Any]) -> list[Path]:
+def _write_reports(summary: RunSummary, out: Path, rows: list[Any]) -> list[Path]:
     from reports import write_reports
 
     return write_reports(summary, out, rows=rows)

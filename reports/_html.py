@@ -111,12 +111,12 @@ def _hops_chart(hops: pd.DataFrame, dim: str) -> str:
 
 def _headline_cards(rep: RunReport) -> str:
     s = rep.run.summary
-    c = s["counts"]
+    c = s.counts
     cards = [
-        ("pass rate (95% CI)", f"{pct(s['pass_rate'])}", pct_ci(s.get("pass_rate_ci95"))),
-        ("VAKRA leaderboard score", pct(s["leaderboard"].get("score")), "mean of capability scores"),
-        ("CRAG score", num(s.get("crag_score")), "correct 1 / missing 0 / incorrect -1"),
-        ("graded", str(c["graded"]), f"{c['pass']} pass, {c['fail']} fail, {c['unresolved']} unresolved, {c['errors']} errors"),
+        ("pass rate (95% CI)", f"{pct(s.pass_rate)}", pct_ci(s.pass_rate_ci95)),
+        ("VAKRA leaderboard score", pct(s.leaderboard.score), "mean of capability scores"),
+        ("CRAG score", num(s.crag_score), "correct 1 / missing 0 / incorrect -1"),
+        ("graded", str(c.graded), f"{c.passed} pass, {c.fail} fail, {c.unresolved} unresolved, {c.errors} errors"),
     ]
     cf = rep.calibration_facts
     if cf and cf.get("corrected_pass_rate") is not None:
@@ -341,8 +341,8 @@ def render_run(rep: RunReport, anchor: str) -> str:
         f"(${vf['cost_per_100_trajectories']:.4f} per 100 trajectories). Panel decisions: {vf['panel_decisions']} ({vf['panel_inconclusive']} inconclusive); "
         f"mean panel agreement {pct(vf['mean_panel_agreement'])}.</p>"
     )
-    if s.get("unresolved_stages"):
-        parts.append("<p>Unresolved stages: " + escape(", ".join(f"{k} {v}" for k, v in s["unresolved_stages"].items())) + "</p>")
+    if s.unresolved_stages:
+        parts.append("<p>Unresolved stages: " + escape(", ".join(f"{k} {v}" for k, v in s.unresolved_stages.items())) + "</p>")
     parts.append("<h3>Judges</h3>" + (_table(t["judge_votes"]) if not t["judge_votes"].empty else '<p class="note">no judge votes in this run</p>'))
     parts.append("<h3>Calibration (agreement with human gold)</h3>")
     if t["calibration"].empty:
@@ -351,7 +351,7 @@ def render_run(rep: RunReport, anchor: str) -> str:
         parts.append(_table(t["calibration"]))
     cf = rep.calibration_facts
     if cf:
-        parts.append("<p>" + escape(calibration_sentence(cf, s["pass_rate"])) + "</p>")
+        parts.append("<p>" + escape(calibration_sentence(cf, s.pass_rate)) + "</p>")
     parts.append("</section>")
 
     parts.append(f'<section id="{anchor}-repeats"><h2>Repeated runs (pass@k, pass^k)</h2>')
@@ -382,15 +382,15 @@ def render_run(rep: RunReport, anchor: str) -> str:
             + _table(t["external_disagreements"])
             + "</section>"
         )
-    if s.get("input_warnings"):
+    if s.input_warnings:
         warn = pd.DataFrame(
-            [{"kind": k, "field": f, **w} for k, fields in s["input_warnings"].items() for f, w in fields.items()],
+            [{"kind": k, "field": f, **w.model_dump()} for k, fields in s.input_warnings.items() for f, w in fields.items()],
             columns=["kind", "field", "count", "first", "message"],
         )
         parts.append(f'<section id="{anchor}-warnings"><h2>Input warnings (read, graded, worth a look)</h2>' + _table(warn) + "</section>")
-    if s.get("errors"):
+    if s.errors:
         err = pd.DataFrame(
-            [{k: e.get(k) for k in ("file", "line", "field", "kind", "message")} for e in s["errors"]], columns=["file", "line", "field", "kind", "message"]
+            [{k: getattr(e, k) for k in ("file", "line", "field", "kind", "message")} for e in s.errors], columns=["file", "line", "field", "kind", "message"]
         )
         parts.append(f'<section id="{anchor}-errors"><h2>Input errors (listed, not graded)</h2>' + _table(err) + "</section>")
     if rep.notes:

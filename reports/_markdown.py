@@ -15,18 +15,18 @@ from reports._tables import STAGES
 
 def _headline(rep: RunReport) -> list[str]:
     s = rep.run.summary
-    c = s["counts"]
+    c = s.counts
     lines = [
-        f"**{c['graded']}** trajectories graded ({c['errors']} input errors): **{c['pass']} pass**, {c['fail']} fail, {c['unresolved']} unresolved.",
+        f"**{c.graded}** trajectories graded ({c.errors} input errors): **{c.passed} pass**, {c.fail} fail, {c.unresolved} unresolved.",
         "",
-        f"- Pass rate: **{pct(s['pass_rate'])}** {pct_ci(s.get('pass_rate_ci95'))} (95% cluster-bootstrap CI over tasks; "
-        f"{pct(s.get('pass_rate_if_unresolved_pass'))} if every unresolved case passed)",
+        f"- Pass rate: **{pct(s.pass_rate)}** {pct_ci(s.pass_rate_ci95)} (95% cluster-bootstrap CI over tasks; "
+        f"{pct(s.pass_rate_if_unresolved_pass)} if every unresolved case passed)",
     ]
-    lb = s["leaderboard"]
-    if lb.get("score") is not None:
-        caps = ", ".join(f"cap {md_text(str(k))}: {pct(v)}" for k, v in lb["capabilities"].items())
-        lines.append(f"- VAKRA leaderboard score: **{pct(lb['score'])}** ({caps}; {lb['rule']})")
-    lines.append(f"- CRAG score: {num(s.get('crag_score'))} (accuracy minus hallucination rate)")
+    lb = s.leaderboard
+    if lb.score is not None:
+        caps = ", ".join(f"cap {md_text(str(k))}: {pct(v)}" for k, v in lb.capabilities.items())
+        lines.append(f"- VAKRA leaderboard score: **{pct(lb.score)}** ({caps}; {lb.rule})")
+    lines.append(f"- CRAG score: {num(s.crag_score)} (accuracy minus hallucination rate)")
     cf = rep.calibration_facts
     if cf and cf.get("corrected_pass_rate") is not None:
         lines.append(
@@ -59,7 +59,7 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
     lines += ["", f"{level} Accuracy by hop depth and hop type (with / without policy)", ""]
     lines += md_table(hops) if not hops.empty else ["_no hop metadata_"]
     for key in ("hop_count", "hop_pattern", "policy_condition", "agent"):
-        groups = s["by"].get(key, {})
+        groups = s.by.get(key, {})
         if not groups or list(groups) == ["unknown"]:
             continue
         lines += [
@@ -70,8 +70,8 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
             "|---|---:|---:|---|---:|" + "---:|" * len(STAGES),
         ]
         for value, g in groups.items():
-            stages = " | ".join(str(g["failure_stages"].get(st, 0)) for st in STAGES)
-            lines.append(f"| {md_text(str(value))} | {g['n']} | {pct(g['pass_rate'])} | {pct_ci(g.get('pass_rate_ci95'))} | {g['unresolved']} | {stages} |")
+            stages = " | ".join(str(g.failure_stages.get(st, 0)) for st in STAGES)
+            lines.append(f"| {md_text(str(value))} | {g.n} | {pct(g.pass_rate)} | {pct_ci(g.pass_rate_ci95)} | {g.unresolved} | {stages} |")
     lines += ["", f"{level} Scores", ""] + md_table(t["scores"], percent=set())
     lines += _section("Seed metrics per agent, with recovery (radar in report.html)", t["seed_metrics"])
     lines += ["", f"{level} Per-tool bottlenecks (conditional failure rate of each reference step)", ""]
@@ -88,13 +88,13 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
         f"(${vf['cost_per_100_trajectories']:.4f} per 100 trajectories)",
         f"- Panel decisions: {vf['panel_decisions']} ({vf['panel_inconclusive']} inconclusive); mean panel agreement {pct(vf['mean_panel_agreement'])}",
     ]
-    if s.get("unresolved_stages"):
-        lines.append("- Unresolved stages: " + ", ".join(f"{k} {v}" for k, v in s["unresolved_stages"].items()))
+    if s.unresolved_stages:
+        lines.append("- Unresolved stages: " + ", ".join(f"{k} {v}" for k, v in s.unresolved_stages.items()))
     lines += _section("Judges", t["judge_votes"], empty="no judge votes in this run")
     lines += _section("Calibration of the judges (agreement with human gold)", t["calibration"], empty="no calibration.json for this run")
     cf = rep.calibration_facts
     if cf:
-        lines += ["", calibration_sentence(cf, s["pass_rate"])]
+        lines += ["", calibration_sentence(cf, s.pass_rate)]
     lines += ["", f"{level} Repeated runs of the same agent on the same task", ""]
     if t["pass_at_k"].empty:
         lines.append("_no agent ran any task more than once_")
@@ -109,16 +109,16 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
         ]
         lines += md_table(t["external_agreement"], percent={"agreement"})
         lines += _section("Disagreements", t["external_disagreements"], empty="none")
-    if s.get("input_warnings"):
+    if s.input_warnings:
         lines += ["", f"{level} Input warnings (read, graded, worth a look)", "", "| kind | field | count | first seen | message |", "|---|---|---:|---|---|"]
-        for kind, fields in s["input_warnings"].items():
+        for kind, fields in s.input_warnings.items():
             for pattern, w in fields.items():
-                msg = str(w["message"]).replace("|", "\\|").replace("\n", " ")
-                lines.append(f"| {kind} | {pattern} | {w['count']} | {w['first']} | {msg} |")
-    if s.get("errors"):
+                msg = str(w.message).replace("|", "\\|").replace("\n", " ")
+                lines.append(f"| {kind} | {pattern} | {w.count} | {w.first} | {msg} |")
+    if s.errors:
         lines += ["", f"{level} Input errors (listed, not graded)", "", "| file | line | field | kind | message |", "|---|---:|---|---|---|"]
-        for e in s["errors"]:
-            cells = [e.get("file"), e.get("line") or "", e.get("field") or "", e.get("kind"), e.get("message", "")]
+        for e in s.errors:
+            cells = [e.file, e.line or "", e.field or "", e.kind, e.message]
             lines.append("| " + " | ".join(md_text(str(c)) for c in cells) + " |")
     if rep.notes:
         lines += ["", f"{level} Notes", ""] + [f"- {md_text(n)}" for n in rep.notes]

@@ -37,7 +37,7 @@ def _r(x: Any) -> Any:
 
 
 def section(run: RunData) -> dict[str, Any] | None:
-    orch = run.summary.get("orchestration")
+    orch = run.summary.orchestration
     return orch if isinstance(orch, dict) else None
 
 
@@ -104,23 +104,23 @@ def loops_table(run: RunData) -> pd.DataFrame:
 def tiers_table(run: RunData) -> pd.DataFrame:
     """Pass rate (cluster-bootstrap CI) and earliest failing stages per difficulty tier."""
     cols = ["tier", "n", "pass", "pass_rate", "ci_low", "ci_high", *STAGES, "unresolved"]
-    groups = run.summary.get("by", {}).get("tier", {})
+    groups = run.summary.by.get("tier", {})
     rows = []
     for tier in [*DIFFICULTY_TIERS, *sorted(set(groups) - set(DIFFICULTY_TIERS))]:
         g = groups.get(tier)
         if g is None:
             continue
-        ci = g.get("pass_rate_ci95") or (None, None)
+        ci = g.pass_rate_ci95 or (None, None)
         rows.append(
             {
                 "tier": tier,
-                "n": g["n"],
-                "pass": g["pass"],
-                "pass_rate": _r(g["pass_rate"]),
+                "n": g.n,
+                "pass": g.passed,
+                "pass_rate": _r(g.pass_rate),
                 "ci_low": _r(ci[0]),
                 "ci_high": _r(ci[1]),
-                **{st: g["failure_stages"].get(st, 0) for st in STAGES},
-                "unresolved": g["unresolved"],
+                **{st: g.failure_stages.get(st, 0) for st in STAGES},
+                "unresolved": g.unresolved,
             }
         )
     return pd.DataFrame(rows, columns=cols)

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judge import BadInputError, Scores, Trajectory, TrajectoryResult, field_path
+from judge import BadInputError, RunSummary, Scores, Trajectory, TrajectoryResult, field_path
 
 DRILL_FIRST = 1000  # the first N trajectories of the file are always in the drill-down
 DRILL_EXTRA_FAILURES = 1000  # plus up to this many later non-passing ones
@@ -156,11 +156,22 @@ def to_row(r: TrajectoryResult, pool: dict[Any, Any] | None = None) -> Row:
     )
 
 
+def read_summary(path: Path) -> RunSummary:
+    """``summary.json`` as the typed model; a file that is not one is an error naming the field."""
+    data = _read_json(path)
+    try:
+        return RunSummary.model_validate(data)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        where = field_path(tuple(first["loc"]))
+        raise ReportInputError(f"{path}: field {where}: {first['msg']} (is this a trajectory-judge summary.json?)") from None
+
+
 @dataclass
 class RunData:
     name: str
     path: Path
-    summary: dict[str, Any]
+    summary: RunSummary
     rows: list[Row]
     drill: list[int]  # indices (file order) of the rows in the drill-down
     drill_note: str
@@ -177,7 +188,7 @@ class RunData:
 
 def load_run(
     run_dir: Path,
-    summary: dict[str, Any] | None = None,
+    summary: RunSummary | None = None,
     calibration: Path | None = None,
     name: str | None = None,
     drill_first: int = DRILL_FIRST,
@@ -195,10 +206,7 @@ def load_run(
     if not run_dir.is_dir():
         raise ReportInputError(f"{run_dir}: not a run directory")
     if summary is None:
-        summary = _read_json(run_dir / SUMMARY)
-    for key in ("counts", "pass_rate", "failure_stages", "by", "leaderboard"):
-        if key not in summary:
-            raise ReportInputError(f"{run_dir / SUMMARY}: field {key!r} missing (is this a trajectory-judge summary.json?)")
+        summary = read_summary(run_dir / SUMMARY)
     full: dict[int, TrajectoryResult] = {}
     later_failures = 0
     if rows is None:

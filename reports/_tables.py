@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from calibration import pass_at_k, pass_hat_k, wilson
-from judge import FAILURE_STAGE_ORDER
+from judge import FAILURE_STAGE_ORDER, GroupStats
 from reports._orchestration import recovery_axis
 from reports._run import ORCHESTRATION_COLUMNS, SCORE_NAMES, Row, RunData
 
@@ -52,37 +52,39 @@ def headline(run: RunData) -> pd.DataFrame:
     def add(metric: str, value: Any, ci: Any = None, n: Any = None, note: str = "") -> None:
         rows.append({"metric": metric, "value": _r(value), "ci_low": _r(ci[0]) if ci else None, "ci_high": _r(ci[1]) if ci else None, "n": n, "note": note})
 
-    c = s["counts"]
-    add("pass_rate", s["pass_rate"], s.get("pass_rate_ci95"), c["graded"], "unresolved counted as not passed; 95% cluster-bootstrap CI over tasks")
-    add("pass_rate_if_unresolved_pass", s.get("pass_rate_if_unresolved_pass"), None, c["graded"], "upper bound")
-    lb = s["leaderboard"]
-    add("vakra_leaderboard_score", lb.get("score"), None, c["graded"], lb.get("rule", ""))
-    for cap, v in lb.get("capabilities", {}).items():
-        add(f"vakra_capability_{cap}", v, None, s["by"].get("capability", {}).get(cap, {}).get("n"), "leaderboard capability score")
-    add("crag_score", s.get("crag_score"), None, c["graded"], "mean of correct 1 / missing 0 / incorrect -1")
-    for cap, g in s["by"].get("capability", {}).items():
-        add(f"pass_rate_capability_{cap}", g["pass_rate"], g.get("pass_rate_ci95"), g["n"], "")
-        add(f"crag_score_capability_{cap}", g.get("crag_score"), None, g["n"], "")
+    c = s.counts
+    add("pass_rate", s.pass_rate, s.pass_rate_ci95, c.graded, "unresolved counted as not passed; 95% cluster-bootstrap CI over tasks")
+    add("pass_rate_if_unresolved_pass", s.pass_rate_if_unresolved_pass, None, c.graded, "upper bound")
+    lb = s.leaderboard
+    by_capability = s.by.get("capability", {})
+    add("vakra_leaderboard_score", lb.score, None, c.graded, lb.rule)
+    for cap, v in lb.capabilities.items():
+        group = by_capability.get(cap)
+        add(f"vakra_capability_{cap}", v, None, group.n if group is not None else None, "leaderboard capability score")
+    add("crag_score", s.crag_score, None, c.graded, "mean of correct 1 / missing 0 / incorrect -1")
+    for cap, g in by_capability.items():
+        add(f"pass_rate_capability_{cap}", g.pass_rate, g.pass_rate_ci95, g.n, "")
+        add(f"crag_score_capability_{cap}", g.crag_score, None, g.n, "")
     return pd.DataFrame(rows, columns=["metric", "value", "ci_low", "ci_high", "n", "note"])
 
 
 def capabilities(run: RunData) -> pd.DataFrame:
     """Per capability: pass rate with CI, VAKRA capability score, CRAG (all from the summary)."""
     s = run.summary
-    lb = s["leaderboard"].get("capabilities", {})
+    lb = s.leaderboard.capabilities
     rows = []
-    for cap, g in s["by"].get("capability", {}).items():
-        ci = g.get("pass_rate_ci95") or (None, None)
+    for cap, g in s.by.get("capability", {}).items():
+        ci = g.pass_rate_ci95 or (None, None)
         rows.append(
             {
                 "capability": cap,
-                "n": g["n"],
-                "pass_rate": _r(g["pass_rate"]),
+                "n": g.n,
+                "pass_rate": _r(g.pass_rate),
                 "ci_low": _r(ci[0]),
                 "ci_high": _r(ci[1]),
                 "vakra_score": _r(lb.get(cap)),
-                "crag_score": _r(g.get("crag_score")),
-                "unresolved": g["unresolved"],
+                "crag_score": _r(g.crag_score),
+                "unresolved": g.unresolved,
             }
         )
     return pd.DataFrame(rows, columns=["capability", "n", "pass_rate", "ci_low", "ci_high", "vakra_score", "crag_score", "unresolved"])
@@ -91,18 +93,17 @@ def capabilities(run: RunData) -> pd.DataFrame:
 def waterfall(run: RunData, keys: tuple[str, ...] = ("capability", "domain")) -> pd.DataFrame:
     """Mutually exclusive outcome counts: pass, each earliest failing stage, unresolved."""
     s = run.summary
-    groups = [("overall", "all", s)]
+    groups: list[tuple[str, str, GroupStats]] = [("overall", "all", s)]
     for key in keys:
-        for value, g in s["by"].get(key, {}).items():
+        for value, g in s.by.get(key, {}).items():
             groups.append((key, value, g))
     rows = []
     for by, value, g in groups:
-        n = g["n"]
-        row = {"by": by, "group": value, "n": n, "pass": g["pass"]}
+        row: dict[str, Any] = {"by": by, "group": value, "n": g.n, "pass": g.passed}
         for st in STAGES:
-            row[st] = g["failure_stages"].get(st, 0)
-        row["unresolved"] = g["unresolved"]
-        row["pass_rate"] = _r(g["pass_rate"])
+            row[st] = g.failure_stages.get(st, 0)
+        row["unresolved"] = g.unresolved
+        row["pass_rate"] = _r(g.pass_rate)
         rows.append(row)
     return pd.DataFrame(rows, columns=["by", "group", "n", "pass", *STAGES, "unresolved", "pass_rate"])
 
@@ -144,22 +145,22 @@ def accuracy_by_hops(run: RunData) -> pd.DataFrame:
                 cell = cells[(value_of(r), pol)]
                 cell[0] += 1
                 cell[1] += r.verdict == "pass"
-        from_summary = run.summary["by"].get(dim, {})
+        from_summary = run.summary.by.get(dim, {})
         policies = {p for _, p in cells} - {"all"}
         for (value, pol), (n, k) in sorted(cells.items(), key=lambda kv: (kv[0][1] != "all", natural(kv[0][0]), kv[0][1])):
             if pol != "all" and len(policies) < 2:
                 continue  # a single policy condition equals the "all" rows
             g = from_summary.get(value) if pol == "all" else None
             if g is not None:
-                ci = g.get("pass_rate_ci95") or (None, None)
+                ci = g.pass_rate_ci95 or (None, None)
                 rows.append(
                     {
                         "dimension": dim,
                         "value": value,
                         "policy_condition": pol,
-                        "n": g["n"],
-                        "pass": g["pass"],
-                        "pass_rate": _r(g["pass_rate"]),
+                        "n": g.n,
+                        "pass": g.passed,
+                        "pass_rate": _r(g.pass_rate),
                         "ci_low": _r(ci[0]),
                         "ci_high": _r(ci[1]),
                         "ci_method": "cluster bootstrap (summary)",
@@ -229,17 +230,17 @@ def seed_metrics(run: RunData) -> pd.DataFrame:
             row[m] = _r(np.mean(vals)) if vals else None
         row["recovery"] = recovery.get(agent)
         rows.append(row)
-    scores = run.summary.get("scores", {})
-    overall = {m: _r(scores.get(m, {}).get("mean")) for m in SEED_METRICS}
-    rows.append({"agent": "all", "n": run.summary["counts"]["graded"], **overall, "recovery": recovery.get("all")})
+    scores = run.summary.scores
+    overall = {m: _r(scores[m].mean) if m in scores else None for m in SEED_METRICS}
+    rows.append({"agent": "all", "n": run.summary.counts.graded, **overall, "recovery": recovery.get("all")})
     return pd.DataFrame(rows, columns=["agent", "n", *RADAR_AXES])
 
 
 def scores_table(run: RunData) -> pd.DataFrame:
     rows = []
-    for key, sc in run.summary.get("scores", {}).items():
-        ci = sc.get("ci95") or (None, None)
-        rows.append({"metric": key, "mean": _r(sc.get("mean")), "ci_low": _r(ci[0]), "ci_high": _r(ci[1]), "n": sc.get("n", 0)})
+    for key, sc in run.summary.scores.items():
+        ci = sc.ci95 or (None, None)
+        rows.append({"metric": key, "mean": _r(sc.mean), "ci_low": _r(ci[0]), "ci_high": _r(ci[1]), "n": sc.n})
     return pd.DataFrame(rows, columns=["metric", "mean", "ci_low", "ci_high", "n"])
 
 
@@ -247,8 +248,8 @@ def scores_table(run: RunData) -> pd.DataFrame:
 def decisions(run: RunData) -> pd.DataFrame:
     """How verdicts were decided: one row per decided_by value (from the summary)."""
     s = run.summary
-    n = max(s["counts"]["graded"], 1)
-    rows = [{"decided_by": k, "count": v, "share": _r(v / n)} for k, v in s.get("decided_by", {}).items()]
+    n = max(s.counts.graded, 1)
+    rows = [{"decided_by": k, "count": v, "share": _r(v / n)} for k, v in s.decided_by.items()]
     return pd.DataFrame(rows, columns=["decided_by", "count", "share"])
 
 
@@ -270,34 +271,34 @@ def external_agreement(run: RunData) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Agreement with each source's own verdicts (summary ``external_agreement``), and every
     disagreement with both sides' reasons."""
     rows, disagreements = [], []
-    for source, ext in (run.summary.get("external_agreement") or {}).items():
-        kappa = ext["cohen_kappa"]
-        row = {
+    for source, ext in (run.summary.external_agreement or {}).items():
+        kappa = ext.cohen_kappa
+        row: dict[str, Any] = {
             "source": source,
-            "n": ext["n"],
-            "both_decided": ext["both_decided"],
-            "agreement": ext["agreement"],
-            "cohen_kappa": kappa["value"],
-            "kappa_ci95": None if kappa["ci95"] is None else f"{kappa['ci95'][0]:.3f} to {kappa['ci95'][1]:.3f}",
-            "unresolved_by_us": ext["unresolved_by_us"],
-            "disagreements": len(ext["disagreements"]),
+            "n": ext.n,
+            "both_decided": ext.both_decided,
+            "agreement": ext.agreement,
+            "cohen_kappa": kappa.value,
+            "kappa_ci95": None if kappa.ci95 is None else f"{kappa.ci95[0]:.3f} to {kappa.ci95[1]:.3f}",
+            "unresolved_by_us": ext.unresolved_by_us,
+            "disagreements": len(ext.disagreements),
         }
-        for ours, cells in ext["confusion"].items():
+        for ours, cells in ext.confusion.items():
             for theirs in ("pass", "fail"):
                 row[f"ours_{ours}_theirs_{theirs}"] = cells[theirs]
         rows.append(row)
-        for d in ext["disagreements"]:
+        for d in ext.disagreements:
             disagreements.append(
                 {
                     "source": source,
-                    "task_id": d["task_id"],
-                    "trajectory_id": d["trajectory_id"],
-                    "ours": d["ours"]["verdict"],
-                    "failure_stage": d["ours"]["failure_stage"],
-                    "our_reason": d["ours"]["reason"],
-                    "theirs": d["theirs"]["verdict"],
-                    "their_value": json.dumps(d["theirs"]["value"]),
-                    "their_reason": d["theirs"]["reason"],
+                    "task_id": d.task_id,
+                    "trajectory_id": d.trajectory_id,
+                    "ours": d.ours["verdict"],
+                    "failure_stage": d.ours["failure_stage"],
+                    "our_reason": d.ours["reason"],
+                    "theirs": d.theirs["verdict"],
+                    "their_value": json.dumps(d.theirs["value"]),
+                    "their_reason": d.theirs["reason"],
                 }
             )
     return pd.DataFrame(rows, columns=_AGREEMENT_COLUMNS), pd.DataFrame(disagreements, columns=_DISAGREEMENT_COLUMNS)
@@ -342,16 +343,16 @@ def judge_votes(run: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
             }
         )
     df = pd.DataFrame(rows, columns=["judge", "votes", "abstained", "abstain_reasons", "agrees_with_panel", "cached", "cost_usd"])
-    j = run.summary.get("judges", {})
-    graded = max(run.summary["counts"]["graded"], 1)
+    j = run.summary.judges
+    graded = max(run.summary.counts.graded, 1)
     facts = {
         "panel_decisions": decisions_n,
         "panel_inconclusive": inconclusive,
         "mean_panel_agreement": _r(np.mean(agreements)) if agreements else None,
-        "judge_calls": j.get("calls", 0),
-        "judge_cost_usd": j.get("cost_usd", 0.0),
-        "calls_per_100_trajectories": j.get("calls_per_100_trajectories", 0.0),
-        "cost_per_100_trajectories": round(100 * float(j.get("cost_usd", 0.0)) / graded, 6),
+        "judge_calls": j.calls,
+        "judge_cost_usd": j.cost_usd,
+        "calls_per_100_trajectories": j.calls_per_100_trajectories,
+        "cost_per_100_trajectories": round(100 * float(j.cost_usd) / graded, 6),
     }
     return df, facts
 
@@ -409,12 +410,12 @@ def calibration_tables(run: RunData) -> tuple[pd.DataFrame, dict[str, Any] | Non
     if source is None:
         return table, {"note": "calibration.json holds no judge or panel statistics"}
     tpr, tnr = _estimate(source, "tpr"), _estimate(source, "tnr")
-    n_graded = run.summary["counts"]["graded"]
+    n_graded = run.summary.counts.graded
     det_pass = sum(1 for r in run.graded if not r.decided_by.startswith("judge:") and r.verdict == "pass")
     facts: dict[str, Any] = {"rater": chosen, "tpr": _r(tpr), "tnr": _r(tnr), "judge_decided": len(judged), "source": _calibration_source(run)}
     if not judged or tpr is None or tnr is None:
         facts["note"] = "no judge-decided trajectories" if not judged else "TPR/TNR missing in calibration.json"
-        facts["corrected_pass_rate"] = _r(run.summary["pass_rate"]) if not judged else None
+        facts["corrected_pass_rate"] = _r(run.summary.pass_rate) if not judged else None
         return table, facts
     p_obs = sum(r.verdict == "pass" for r in judged) / len(judged)
     corrected = corrected_pass_rate(p_obs, tpr, tnr)
@@ -507,20 +508,21 @@ def comparison(runs: list[RunData]) -> pd.DataFrame:
     for pos, run in enumerate(runs):
         s = run.summary
         first = pos == 0  # the baseline: no delta against itself
+        ci = s.pass_rate_ci95 or (None, None)
         row: dict[str, Any] = {
             "run": run.name,
-            "graded": s["counts"]["graded"],
-            "pass_rate": _r(s["pass_rate"]),
-            "ci_low": _r((s.get("pass_rate_ci95") or [None])[0]),
-            "ci_high": _r((s.get("pass_rate_ci95") or [None, None])[1]),
-            "delta_pass_rate": _r(s["pass_rate"] - base["pass_rate"]) if not first and s["pass_rate"] is not None and base["pass_rate"] is not None else None,
-            "ci_overlaps_first": None if first else ci_overlap(s.get("pass_rate_ci95"), base.get("pass_rate_ci95")),
-            "vakra_score": _r(s["leaderboard"].get("score")),
-            "crag_score": _r(s.get("crag_score")),
-            "unresolved": s["counts"]["unresolved"],
+            "graded": s.counts.graded,
+            "pass_rate": _r(s.pass_rate),
+            "ci_low": _r(ci[0]),
+            "ci_high": _r(ci[1]),
+            "delta_pass_rate": _r(s.pass_rate - base.pass_rate) if not first and s.pass_rate is not None and base.pass_rate is not None else None,
+            "ci_overlaps_first": None if first else ci_overlap(s.pass_rate_ci95, base.pass_rate_ci95),
+            "vakra_score": _r(s.leaderboard.score),
+            "crag_score": _r(s.crag_score),
+            "unresolved": s.counts.unresolved,
         }
         for st in STAGES:
-            row[st] = s["failure_stages"].get(st, 0)
+            row[st] = s.failure_stages.get(st, 0)
         rows.append(row)
     cols = ["run", "graded", "pass_rate", "ci_low", "ci_high", "delta_pass_rate", "ci_overlaps_first", "vakra_score", "crag_score", "unresolved", *STAGES]
     return pd.DataFrame(rows, columns=cols)
@@ -528,22 +530,25 @@ def comparison(runs: list[RunData]) -> pd.DataFrame:
 
 def comparison_by(runs: list[RunData], key: str) -> pd.DataFrame:
     """Pass rate per group of ``key`` for every run; deltas and CI overlap against the first run."""
-    values = sorted({v for run in runs for v in run.summary["by"].get(key, {})}, key=natural)
+    values = sorted({v for run in runs for v in run.summary.by.get(key, {})}, key=natural)
     rows = []
     for v in values:
-        base = runs[0].summary["by"].get(key, {}).get(v)
+        base = runs[0].summary.by.get(key, {}).get(v)
         for pos, run in enumerate(runs):
-            g = run.summary["by"].get(key, {}).get(v)
-            comparable = pos > 0 and g is not None and base is not None and g["pass_rate"] is not None and base["pass_rate"] is not None
+            g = run.summary.by.get(key, {}).get(v)
+            both = g is not None and base is not None and g.pass_rate is not None and base.pass_rate is not None
+            comparable = pos > 0 and both
             rows.append(
                 {
                     "by": key,
                     "group": v,
                     "run": run.name,
-                    "n": g["n"] if g else 0,
-                    "pass_rate": _r(g["pass_rate"]) if g else None,
-                    "delta_pass_rate": _r(g["pass_rate"] - base["pass_rate"]) if comparable else None,
-                    "ci_overlaps_first": ci_overlap(g.get("pass_rate_ci95"), base.get("pass_rate_ci95")) if comparable else None,
+                    "n": g.n if g else 0,
+                    "pass_rate": _r(g.pass_rate) if g else None,
+                    "delta_pass_rate": _r(g.pass_rate - base.pass_rate)
+                    if comparable and g and base and g.pass_rate is not None and base.pass_rate is not None
+                    else None,
+                    "ci_overlaps_first": ci_overlap(g.pass_rate_ci95, base.pass_rate_ci95) if comparable and g and base else None,
                 }
             )
     return pd.DataFrame(rows, columns=["by", "group", "run", "n", "pass_rate", "delta_pass_rate", "ci_overlaps_first"])

@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
+from judge import RunSummary
 from reports import _tables as T
 from reports._analysis import RunReport, analyse
 from reports._escape import csv_safe
@@ -107,7 +107,7 @@ def render(reports: list[RunReport], out: Path, generated: str | None = None) ->
     return files
 
 
-def write_reports(summary: dict[str, Any], out: Path, calibration: Path | None = None, rows: list[Row] | None = None) -> list[Path]:
+def write_reports(summary: RunSummary, out: Path, calibration: Path | None = None, rows: list[Row] | None = None) -> list[Path]:
     """Every report format for one finished run in ``out`` (reads ``out/results.jsonl``; with
     ``rows``, the ``to_row`` of every result in order, only the drill-down's results)."""
     out = Path(out)

@@ -35,23 +35,30 @@ class TooDeep(BadInputError):
 def nesting_error(value: Any, limit: int = MAX_DEPTH) -> str | None:
     """The field path of the first container nested deeper than ``limit`` levels, else None.
 
-    Iterative (an explicit stack), so it measures values of any depth. The path is cut after a
-    few segments: ``metadata.x[0][0][0][0]...``.
+    Iterative, level by level: each level's containers are gathered with one comprehension per
+    container (no per-child bookkeeping), and a path is built only for a value that is too deep.
+    The path is cut after a few segments: ``metadata.x[0][0][0][0]...``.
     """
     if not isinstance(value, (dict, list)):
         return None
+    level: list[Any] = [value]
+    for _ in range(limit):
+        level = [c for node in level for c in (node.values() if isinstance(node, dict) else node) if isinstance(c, (dict, list))]
+        if not level:
+            return None
+    return _deep_path(value, limit)
+
+
+def _deep_path(value: Any, limit: int) -> str:
+    """The path of a container below level ``limit`` (only called when one exists)."""
     stack: list[tuple[Any, int, tuple | None]] = [(value, 1, None)]
-    pop, push = stack.pop, stack.append
     while stack:
-        node, depth, link = pop()
+        node, depth, link = stack.pop()
         if depth > limit:
             return _render(link)
-        items = node.items() if type(node) is dict else enumerate(node)
-        for key, child in items:
-            kind = type(child)
-            if kind is dict or kind is list or isinstance(child, (dict, list)):
-                push((child, depth + 1, (link, key)))
-    return None
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        stack.extend((child, depth + 1, (link, key)) for key, child in items if isinstance(child, (dict, list)))
+    return "<root>"
 
 
 def _render(link: tuple | None, keep: int = 6) -> str:

@@ -9,11 +9,25 @@ silently ignored either.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from functools import cache
+from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict
 
 Open = ConfigDict(extra="allow")  # the config of every input model
+
+
+@cache
+def _model_fields_of(cls: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of ``cls`` whose type can hold a model (others, e.g. a tool's JSON-schema
+    ``parameters`` dict, are never walked: the walk stays proportional to the models present)."""
+    return tuple(name for name, f in cls.model_fields.items() if _holds_model(f.annotation))
+
+
+def _holds_model(annotation: Any) -> bool:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    return any(_holds_model(arg) for arg in get_args(annotation))
 
 
 def extra_fields(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
@@ -25,7 +39,7 @@ def extra_fields(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
         where, node = stack.pop()
         if isinstance(node, BaseModel):
             children: list[tuple[str, Any]] = []
-            for name in type(node).model_fields:
+            for name in _model_fields_of(type(node)):
                 child = getattr(node, name, None)
                 if isinstance(child, (BaseModel, list, dict)):
                     children.append((f"{where}.{name}" if where else name, child))

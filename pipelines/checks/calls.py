@@ -114,10 +114,11 @@ class _CallMatcher:
         """In dependency order, each reference call takes the earliest matching unused call that
         comes after the calls satisfying its dependencies."""
         for ri in dependency_order(self.refs):
+            name = self.refs[ri].name
             deps = [self.id_to_index[d] for d in self.refs[ri].depends_on]
             after = max((s for d in deps if (s := self.status[d].satisfied_by) is not None), default=-1)
             for view in self.made:
-                if view.index in self.used or not self.diff(ri, view.index).matches:
+                if view.step.name != name or view.index in self.used or not self.diff(ri, view.index).matches:
                     continue
                 if view.index <= after:
                     self.order_violations.setdefault(ri, view.index)

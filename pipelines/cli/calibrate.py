@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional, cast
+from typing import TYPE_CHECKING, Annotated, Optional, cast
 
 import typer
 from rich.console import Console
@@ -25,7 +25,7 @@ from pipelines.cli._common import (
 from pipelines.cli.rubrics import RubricsOpt, load_rubric_table
 
 if TYPE_CHECKING:
-    from calibration import PromptVersion
+    from calibration import CalibrationReport, Estimate, PromptVersion
     from judge.llm import Rubric
 
 BUILTIN = "builtin"
@@ -135,50 +135,45 @@ def calibrate(
     except ValueError as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
-    _print_agreement(report.model_dump(mode="json"), gold)
+    _print_agreement(report, gold)
     for line in conclusions(report):
         Console().print(f"- {line}", markup=False)
     Console().print(f"outputs in {out}/ : {' '.join(report.files)}")
 
 
-def _value(stat: Any) -> Any:
-    return stat.get("value") if isinstance(stat, dict) else stat
-
-
-def _print_agreement(data: dict[str, Any], gold: Path) -> None:
+def _print_agreement(report: CalibrationReport, gold: Path) -> None:
     from rich.table import Table
+
+    from judge import fmt_num
 
     table = Table(title=f"agreement with human labels ({gold.name})")
     for col in ("rater", "kind", "n", "accuracy", "cohen_kappa"):
         table.add_column(col)
-    for kind in ("judges", "panels"):
-        for name, stats in (data.get(kind) or {}).items():
-            kappa, acc = _value(stats.get("cohen_kappa")), _value(stats.get("accuracy"))
-            table.add_row(str(name), kind[:-1], str(stats.get("n", "")), "" if acc is None else f"{acc:.4f}", "" if kappa is None else f"{kappa:.3f}")
+    for kind, raters in (("judge", report.judges), ("panel", report.panels)):
+        for name, stats in raters.items():
+            table.add_row(name, kind, str(stats.n), fmt_num(stats.accuracy.value, 4, none=""), fmt_num(stats.cohen_kappa.value, none=""))
     Console().print(table)
-    held = data.get("held_out") or {}
-    if held.get("rules"):
-        split = Table(title=f"held-out split ({held.get('n_held_out')} items; panels learned on {held.get('n_train')} train items)")
+    held = report.held_out
+    if held is not None and held.rules:
+        split = Table(title=f"held-out split ({held.n_held_out} items; panels learned on {held.n_train} train items)")
         split.add_column("vote rule")
         split.add_column("cohen_kappa")
-        for name, stats in held["rules"].items():
-            kappa = _value(stats.get("cohen_kappa"))
-            split.add_row(name, "n/a" if kappa is None else f"{kappa:.3f}")
+        for name, stats in held.rules.items():
+            split.add_row(name, fmt_num(stats.cohen_kappa.value))
         Console().print(split)
-    if data.get("probes"):
+    if report.probes:
         probes = Table(title="bias probes: flip rate [95% CI]")
         for col in ("probe", "attack / rater", "pairs", "flip rate", "to positive"):
             probes.add_column(col)
-        for pr in data["probes"]:
-            rows = [("pooled", pr["panel"])] + list(pr.get("variants", {}).items()) + list(pr.get("judges", {}).items())
-            for name, s in rows:
-                probes.add_row(pr["probe"], name, str(s["n"]), _est(s["flip_rate"]), _est(s["to_positive_rate"]))
+        for pr in report.probes:
+            for name, flips in [("pooled", pr.panel), *pr.variants.items(), *pr.judges.items()]:
+                probes.add_row(pr.probe, name, str(flips.n), _est(flips.flip_rate), _est(flips.to_positive_rate))
         Console().print(probes)
 
 
-def _est(e: dict[str, Any]) -> str:
-    if e.get("value") is None:
+def _est(e: Estimate) -> str:
+    if e.value is None:
         return "-"
-    if e.get("ci_low") is None:
-        return f"{e['value']:.3f}"
-    return f"{e['value']:.3f} [{e['ci_low']:.3f}, {e['ci_high']:.3f}]"
+    if e.ci_low is None:
+        return f"{e.value:.3f}"
+    return f"{e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}]"

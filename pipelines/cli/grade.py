@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -37,6 +37,7 @@ from pipelines.cli._common import (
 from pipelines.cli.rubrics import RubricsOpt, load_rubric_table
 
 if TYPE_CHECKING:
+    from judge import RunSummary
     from pipelines.grade_run import GradeOptions
 
 
@@ -61,7 +62,7 @@ def _input_or_folder(value: Optional[Path]) -> Optional[Path]:
     return value
 
 
-def run_and_print(opts: GradeOptions) -> dict[str, Any]:
+def run_and_print(opts: GradeOptions) -> RunSummary:
     """Run the grading with a progress bar, print the summary table, return summary.json's content."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -98,9 +99,9 @@ def run_and_print(opts: GradeOptions) -> dict[str, Any]:
     stats = getattr(opts.escalator, "stats", None)
     if stats is not None and getattr(stats, "budget_exhausted", False):
         console.print(f"[yellow]judge budget reached: {stats.budget_message}[/yellow]")
-    counts = outcome.summary["counts"]
-    if counts["graded"] == 0 and counts["errors"] > 0:
-        console.print(f"[red]every one of the {counts['errors']} trajectories is an input error: nothing was graded[/red]")
+    counts = outcome.summary.counts
+    if counts.graded == 0 and counts.errors > 0:
+        console.print(f"[red]every one of the {counts.errors} trajectories is an input error: nothing was graded[/red]")
         raise typer.Exit(EXIT_INPUT_ERROR)
     return outcome.summary
 
@@ -122,51 +123,49 @@ def print_waiting(out: Path, wait: Any) -> None:
 _SHOWN_ERRORS = 5
 
 
-def _print_problems(summary: dict[str, Any]) -> None:
+def _print_problems(summary: RunSummary) -> None:
     """Input errors of every scope (tasks, labels, trajectories) and each warning once per field."""
-    errors = summary.get("errors") or []
     for scope in ("task", "labels", "trajectory"):
-        mine = [e for e in errors if e["scope"] == scope]
+        mine = [e for e in summary.errors if e.scope == scope]
         for e in mine[:_SHOWN_ERRORS]:
-            where = e["file"] + (f":{e['line']}" if e.get("line") is not None else "")
-            field = f" field {e['field']}" if e.get("field") else ""
-            console.print(f"[red]{scope} error[/red] {where}:{field} {e['message']} [{e['kind']}]")
+            where = e.file + (f":{e.line}" if e.line is not None else "")
+            field = f" field {e.field}" if e.field else ""
+            console.print(f"[red]{scope} error[/red] {where}:{field} {e.message} [{e.kind}]")
         if len(mine) > _SHOWN_ERRORS:
             console.print(f"[red]... and {len(mine) - _SHOWN_ERRORS} more {scope} errors (all in summary.json)[/red]")
-    for kind, fields in (summary.get("input_warnings") or {}).items():
+    for kind, fields in summary.input_warnings.items():
         for pattern, w in fields.items():
-            console.print(f"[yellow]warning[/yellow] {kind} {pattern}: {w['message']} ({w['count']}x, first at {w['first']})")
+            console.print(f"[yellow]warning[/yellow] {kind} {pattern}: {w.message} ({w.count}x, first at {w.first})")
 
 
-def _print_summary(summary: dict[str, Any], out: Path) -> None:
+def _print_summary(summary: RunSummary, out: Path) -> None:
     from rich.table import Table
 
+    from judge import fmt_pct, fmt_pct_ci
+
     _print_problems(summary)
-    c = summary["counts"]
-    title = f"{c['graded']} graded, {c['errors']} trajectory input errors, {c['task_errors']} task input errors"
+    c = summary.counts
+    title = f"{c.graded} graded, {c.errors} trajectory input errors, {c.task_errors} task input errors"
     table = Table(title=title, show_header=True)
     table.add_column("verdict / stage")
     table.add_column("count", justify="right")
-    for key in ("pass", "fail", "unresolved"):
-        table.add_row(key, str(c[key]))
-    for stage, n in summary["failure_stages"].items():
+    for key, n in (("pass", c.passed), ("fail", c.fail), ("unresolved", c.unresolved)):
+        table.add_row(key, str(n))
+    for stage, n in summary.failure_stages.items():
         if n and stage != "none":
             table.add_row(f"  fail at {stage}", str(n))
     Console().print(table)
-    ci = summary["pass_rate_ci95"]
-    rate = summary["pass_rate"]
-    if rate is not None:
-        Console().print(f"pass rate {100 * rate:.1f}%" + (f" (95% CI {100 * ci[0]:.1f}-{100 * ci[1]:.1f})" if ci else ""))
-    lb = summary["leaderboard"]["score"]
-    if lb is not None:
-        Console().print(f"VAKRA leaderboard score {100 * lb:.1f}%")
-    for source, ext in (summary.get("external_agreement") or {}).items():
-        kappa = ext["cohen_kappa"]["value"]
-        agree = ext["agreement"]
+    if summary.pass_rate is not None:
+        ci = summary.pass_rate_ci95
+        Console().print(f"pass rate {fmt_pct(summary.pass_rate)}" + (f" (95% CI {fmt_pct_ci(ci)})" if ci else ""))
+    if summary.leaderboard.score is not None:
+        Console().print(f"VAKRA leaderboard score {fmt_pct(summary.leaderboard.score)}")
+    for source, ext in (summary.external_agreement or {}).items():
+        kappa, agree = ext.cohen_kappa.value, ext.agreement
         Console().print(
-            f"agreement with {source}: {ext['both_decided']} decided by both, "
-            + (f"{100 * agree:.1f}% agree, kappa {kappa:.3f}" if agree is not None and kappa is not None else "no kappa")
-            + f", {len(ext['disagreements'])} disagreements, {ext['unresolved_by_us']} unresolved by us"
+            f"agreement with {source}: {ext.both_decided} decided by both, "
+            + (f"{fmt_pct(agree)} agree, kappa {kappa:.3f}" if agree is not None and kappa is not None else "no kappa")
+            + f", {len(ext.disagreements)} disagreements, {ext.unresolved_by_us} unresolved by us"
         )
     Console().print(f"outputs in {out}/ : results.jsonl summary.json report.md manifest.json")
 
@@ -282,7 +281,7 @@ def grade(
         resume=resume,
     )
     summary = run_and_print(opts)
-    if summary["counts"].get("trajectories") == 0 and trajectories is not None:  # nothing was read: a mistake, not a result
+    if summary.counts.trajectories == 0 and trajectories is not None:  # nothing was read: a mistake, not a result
         usage.fail("--trajectories", f"{trajectories} is empty: it holds no trajectories")
 
 
@@ -303,6 +302,7 @@ def demo(
     """Grade the bundled sample benchmark end to end (replay included) and print the breakdown."""
     from rich.table import Table
 
+    from judge import fmt_pct
     from pipelines.executors import default_workers
     from pipelines.grade_run import GradeOptions
     from pipelines.resources import sample_dir
@@ -328,13 +328,13 @@ def demo(
     )
     summary = run_and_print(opts)
     for key in ("capability", "hop_count", "hop_pattern"):
-        groups = summary["by"][key]
+        groups = summary.by.get(key, {})
         if list(groups) == ["unknown"]:
             continue
         table = Table(title=f"by {key.replace('_', ' ')}")
         for col in (key, "n", "pass rate", "unresolved", "top failure stage"):
             table.add_column(col)
         for value, g in groups.items():
-            top = max(((k, v) for k, v in g["failure_stages"].items() if k != "none"), key=lambda kv: kv[1])
-            table.add_row(value, str(g["n"]), f"{100 * (g['pass_rate'] or 0):.1f}%", str(g["unresolved"]), f"{top[0]} ({top[1]})" if top[1] else "-")
+            top = max(((k, v) for k, v in g.failure_stages.items() if k != "none"), key=lambda kv: kv[1])
+            table.add_row(value, str(g.n), fmt_pct(g.pass_rate or 0), str(g.unresolved), f"{top[0]} ({top[1]})" if top[1] else "-")
         Console().print(table)

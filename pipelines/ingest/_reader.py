@@ -64,7 +64,18 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
 _WS = " \t\r\n"
-_EOL = re.compile(rb"\r\n|\r|\n")
+
+
+def _find_eol(buf: bytes, pos: int = 0) -> tuple[int, int] | None:
+    """(start, end) of the first line terminator at or after ``pos``: ``\\r\\n``, a bare ``\\r`` or
+    ``\\n``. Two memchr-speed ``find`` calls (a regex search cost 30 us on a 20 KB line)."""
+    nl = buf.find(b"\n", pos)
+    cr = buf.find(b"\r", pos, len(buf) if nl == -1 else nl)
+    if cr == -1:
+        return None if nl == -1 else (nl, nl + 1)
+    return (cr, cr + 2) if buf[cr + 1 : cr + 2] == b"\n" else (cr, cr + 1)
+
+
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # how an unpaired surrogate can get into JSON text
 
 
@@ -153,10 +164,10 @@ class _Lines:
         if self.pending:
             return self.pending.popleft()
         while True:
-            found = _EOL.search(self._buf, self._pos)
+            found = _find_eol(self._buf, self._pos)
             # a bare CR that ends what was read may be the first half of a CRLF: read on first
-            if found is not None and (self._eof or found.end() < len(self._buf) or found.group() != b"\r"):
-                return self._take(found.end(), found.end() - found.start())
+            if found is not None and (self._eof or found[1] < len(self._buf) or found[1] - found[0] == 2 or self._buf[found[0]] != 13):
+                return self._take(found[1], found[1] - found[0])
             if found is None and len(self._buf) - self._pos > self.limit:
                 return self._skip()
             if not self._fill() and found is None:
@@ -196,20 +207,20 @@ class _Lines:
             if not piece:
                 self._eof = True
                 break
-            found = _EOL.search(piece)
-            if found is not None and found.group() == b"\r" and found.end() == len(piece):
+            found = _find_eol(piece)
+            if found is not None and found[1] == len(piece) and piece[found[0] :] == b"\r":
                 more = self.handle.readline(1 << 20)  # the LF of a CRLF may start the next read
                 piece += more
-                found = _EOL.search(piece)
+                found = _find_eol(piece)
             if found is None:
                 size += len(piece)
                 if chunks is not None:
                     chunks.feed(piece)
                 continue
-            size += found.end()
+            size += found[1]
             if chunks is not None:
-                chunks.feed(piece[: found.start()])
-            self._buf = piece[found.end() :]
+                chunks.feed(piece[: found[0]])
+            self._buf = piece[found[1] :]
             break
         self.number += 1
         start = self.offset

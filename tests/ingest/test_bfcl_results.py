@@ -260,7 +260,8 @@ def _run(tmp_path, trajectories, tasks, reference, labels=None):
     out = tmp_path / "run"
     outcome = run_grading(GradeOptions(tasks=tasks, reference=reference, trajectories=trajectories, out=out, labels=labels))
     rows = {row["trajectory_id"]: row for row in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
-    return rows, outcome.summary
+    assert outcome.summary.counts.graded == len(rows) - outcome.summary.counts.errors
+    return rows, json.loads((out / "summary.json").read_text())
 
 
 def _grade(tmp_path, trajectories, tasks, reference):

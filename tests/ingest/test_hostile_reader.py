@@ -293,3 +293,14 @@ def test_integer_beyond_pythons_digit_limit_is_one_row(tmp_path, layout):
     items = read(path)
     assert [x.error.kind if x.error else x.value["trajectory_id"] for x in items] == ["r1", "malformed_json", "r3"]
     assert "4,300 digits" in items[1].error.message and "sys." not in items[1].error.message
+
+
+@given(st.binary(max_size=40).map(lambda b: bytes(x for x in b if x in b"ab\r\n") or b"a"), st.integers(0, 40))
+def test_find_eol_finds_what_the_terminator_regex_finds(buf, pos):
+    import re
+
+    from pipelines.ingest._reader import _find_eol
+
+    pos = min(pos, len(buf))
+    m = re.compile(rb"\r\n|\r|\n").search(buf, pos)
+    assert _find_eol(buf, pos) == (None if m is None else (m.start(), m.end()))

@@ -91,7 +91,8 @@ def test_bad_inputs_are_listed_not_lost(messy, tmp_path):
     for r in results[1:]:
         assert r["error"]["file"].endswith("trajectories.jsonl") and r["error"]["line"] == results.index(r) + 1
     assert results[5]["error"]["field"].startswith("turns[0].steps[0].arguments") or results[5]["error"]["field"].startswith("steps[0].arguments")
-    summary = outcome.summary
+    summary = json.loads((out / "summary.json").read_text())  # the file other tools read
+    assert outcome.summary.counts.errors == 5
     assert summary["counts"]["errors"] == 5 and summary["counts"]["graded"] == 1
     task_errors = [e for e in summary["errors"] if e.get("scope") == "task"]
     assert task_errors and task_errors[0]["line"] == 2 and "question" in (task_errors[0]["field"] or "")

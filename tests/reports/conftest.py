@@ -35,8 +35,8 @@ def write_run(run: Path, results: list[TrajectoryResult]) -> dict:
             fh.write(r.model_dump_json(exclude_none=True) + "\n")
             agg.add(r)
     summary = agg.summary()
-    (run / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return summary
+    (run / "summary.json").write_text(summary.to_json(), encoding="utf-8")
+    return json.loads(summary.to_json())  # tests read the file's content, as other tools would
 
 
 @pytest.fixture(scope="session")

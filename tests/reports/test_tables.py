@@ -196,3 +196,14 @@ def test_run_with_only_input_errors_still_renders(bench_inputs, tmp_path: Path):
     assert "**0** trajectories graded (2 input errors)" in md and "## Input errors (listed, not graded)" in md
     html = (tmp_path / "run" / "report.html").read_text()
     assert html.count('<details class="traj" data-verdict="error"') == 2 and "input error:" in html
+
+
+def test_a_summary_that_is_not_ours_is_refused_naming_the_field(tmp_path):
+    from reports import load_run
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.jsonl").write_text("")
+    (run / "summary.json").write_text('{"counts": {"graded": 1}, "pass_rate": 2.0}')
+    with pytest.raises(ReportInputError, match=r"summary\.json: field n: Field required \(is this a trajectory-judge summary\.json\?\)"):
+        load_run(run)
