@@ -16,7 +16,7 @@ Guarantees:
   judge again (see ``run_dir``);
 - escalation happens here, in one place, one round at a time, whoever graded the shards; with
   provider batches (``--judge-mode batch``) a round's questions go out as batches, the run stops
-  ``waiting`` (``RunOutcome.waiting``) and ``judge resume`` continues it, round by round, into the
+  ``waiting`` (``run_grading`` returns a ``BatchWait``) and ``judge resume`` continues it, round by round, into the
   outputs an online run with the same answers writes.
 """
 
@@ -127,6 +127,7 @@ class BatchWait:
     round: int
     batches: list[str]  # "<api> batch <id>: <state> (counts)"
     submitted: int = 0
+    out: Path | None = None
 
 
 @dataclass
@@ -135,19 +136,19 @@ class RunOutcome:
     out: Path
     files: list[Path]
     resumed: bool = False
-    waiting: BatchWait | None = None  # set: nothing published yet; resume the run when the batches end
 
 
 Progress = Callable[[int], None]
 
 
-def run_grading(opts: GradeOptions, progress: Progress | None = None, on_bytes: Callable[[int, int], None] | None = None) -> RunOutcome:
+def run_grading(opts: GradeOptions, progress: Progress | None = None, on_bytes: Callable[[int, int], None] | None = None) -> RunOutcome | BatchWait:
     """Grade ``opts.trajectories`` against ``opts.tasks`` into ``opts.out``.
 
     ``progress(n)`` is told the number of trajectories done; ``on_bytes(done, total)`` the bytes of
     the trajectories input read. Raises ``RunDirError`` (the output directory cannot take the
     run), ``InputErrorsFound`` (``on_error="fail"``), ``NoTasks`` and ``ValueError`` (a format
-    cannot be used).
+    cannot be used). With provider batches (``--judge-mode batch``) the run may stop to wait for
+    them: then it returns a ``BatchWait`` and publishes nothing (resume it: ``resume=True``).
     """
     started = datetime.now(UTC)
     rundir = RunDirectory(opts.out)
@@ -290,7 +291,7 @@ class _Run:
         }
 
     # ---- the run --------------------------------------------------------------------------------
-    def execute(self, progress: Progress | None, on_bytes: Callable[[int, int], None] | None) -> RunOutcome:
+    def execute(self, progress: Progress | None, on_bytes: Callable[[int, int], None] | None) -> RunOutcome | BatchWait:
         if self.resuming:
             data = self.state.load()
             _check_identity(data["identity"], self.identity())
@@ -326,7 +327,8 @@ class _Run:
         judged = self._escalate()
         if isinstance(judged, BatchWait):
             self.state.set_phase("waiting")
-            return RunOutcome(summary={}, out=self.opts.out, files=[], resumed=self.resuming, waiting=judged)
+            judged.out = self.opts.out
+            return judged
         self.state.set_phase("finishing")
         return self._finish(judged)
 

@@ -38,7 +38,7 @@ from pipelines.cli.rubrics import RubricsOpt, load_rubric_table
 
 if TYPE_CHECKING:
     from judge import RunSummary
-    from pipelines.grade_run import GradeOptions
+    from pipelines.grade_run import BatchWait, GradeOptions
 
 
 class OnError(StrEnum):
@@ -67,7 +67,7 @@ def run_and_print(opts: GradeOptions) -> RunSummary:
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from judge import ExternalCallError
-    from pipelines.grade_run import InputErrorsFound, NoTasks, RunDirError, run_grading
+    from pipelines.grade_run import BatchWait, InputErrorsFound, NoTasks, RunDirError, run_grading
     from pipelines.ingest import ToolSpecError, UsageError
 
     columns = (TextColumn("grading {task.fields[done]:,} trajectories"), BarColumn(), DownloadColumn(), TimeElapsedColumn(), TimeRemainingColumn())
@@ -92,8 +92,8 @@ def run_and_print(opts: GradeOptions) -> RunSummary:
             f"{exc}\nthe run is kept: `judge resume {opts.out}` submits what did not go out", style="red", markup=False, highlight=False, soft_wrap=True
         )
         raise typer.Exit(EXIT_INTERNAL) from exc
-    if outcome.waiting is not None:
-        print_waiting(outcome.out, outcome.waiting)
+    if isinstance(outcome, BatchWait):
+        print_waiting(opts.out, outcome)
         raise typer.Exit(EXIT_WAITING)
     _print_summary(outcome.summary, outcome.out)
     stats = getattr(opts.escalator, "stats", None)
@@ -106,7 +106,7 @@ def run_and_print(opts: GradeOptions) -> RunSummary:
     return outcome.summary
 
 
-def print_waiting(out: Path, wait: Any) -> None:
+def print_waiting(out: Path, wait: BatchWait) -> None:
     """What a run waiting for provider batches says: which batches, and how to go on."""
     verb = f"submitted {wait.submitted} provider batch(es)" if wait.submitted else "provider batches still running"
     console.print(f"[yellow]waiting for batch: escalation round {wait.round}, {verb}[/yellow]")
