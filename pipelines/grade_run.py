@@ -168,6 +168,8 @@ def run_grading(opts: GradeOptions, progress: Progress | None = None, on_bytes: 
             if created and Path(opts.out).is_dir() and not any(Path(opts.out).iterdir()):
                 Path(opts.out).rmdir()
             raise
+        finally:
+            rundir.state.release()
 
 
 class _Inputs:
@@ -292,6 +294,7 @@ class _Run:
 
     # ---- the run --------------------------------------------------------------------------------
     def execute(self, progress: Progress | None, on_bytes: Callable[[int, int], None] | None) -> RunOutcome | BatchWait:
+        self.state.hold()
         if self.resuming:
             data = self.state.load()
             _check_identity(data["identity"], self.identity())

@@ -20,7 +20,8 @@ Files of the run state, all append-only or replaced atomically:
 - ``decisions.jsonl``: per escalation round, the questions and the panel's decisions; a round
   that waits for provider batches has entries with the batches' ids (``batches``) and no decisions
   until it is decided;
-- ``batches/``: result files of ended provider batches, downloaded once.
+- ``batches/``: result files of ended provider batches, downloaded once;
+- ``lock``: locked by the one process working on the run (``RunState.hold``).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from judge import ConfigurationError
 
@@ -91,6 +92,7 @@ class RunState:
         self.shards_path = folder / "shards.pkl"
         self.decisions_path = folder / "decisions.jsonl"
         self.data: dict[str, Any] = {}
+        self._held: BinaryIO | None = None  # the open lock file while this process works on the run
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self, identity: dict[str, Any], started_at: str, recipe: dict[str, Any] | None = None) -> None:
@@ -112,6 +114,35 @@ class RunState:
         }
         self.save()
 
+    def hold(self) -> None:
+        """Make this process the only one working on the run (an exclusive lock on ``lock`` in the
+        folder, held until the process ends or the state is removed): two resumes of one run at
+        once would truncate each other's checkpoints and send a round's batches twice."""
+        import fcntl
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        handle = open(self.folder / "lock", "a+b")  # noqa: SIM115  (kept open: the lock lives as long as the handle)
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise RunDirError(f"{self.folder.parent}: another process is working on this run right now; wait for it to end") from None
+        self._held = handle
+
+    def release(self) -> None:
+        if self._held is not None:
+            self._held.close()
+            self._held = None
+
+    def peek(self) -> dict[str, Any]:
+        """The state as last checkpointed, read without touching any file (safe while another
+        process works on the run)."""
+        try:
+            self.data = json.loads(self.state_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RunDirError(f"{self.state_path}: the run's state cannot be read ({exc})") from exc
+        return self.data
+
     def load(self) -> dict[str, Any]:
         try:
             self.data = json.loads(self.state_path.read_text(encoding="utf-8"))
@@ -130,6 +161,7 @@ class RunState:
 
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+        self.release()
 
     # -- grading checkpoints --------------------------------------------------------------------
     def append_shard(self, rows: bytes, record: ShardRecord, progress: dict[str, Any]) -> None:
@@ -165,8 +197,10 @@ class RunState:
         self.save()
 
     def rounds(self) -> list[dict[str, Any]]:
+        """The journal up to the last checkpoint."""
         with open(self.decisions_path, "rb") as fh:
-            return [json.loads(line) for line in fh if line.strip()]
+            data = fh.read(int(self.data.get("decisions_bytes", -1)))
+        return [json.loads(line) for line in data.splitlines() if line.strip()]
 
     def waiting_batches(self) -> list[dict[str, Any]]:
         """The provider batches of the round in progress: journaled after the last decided round."""

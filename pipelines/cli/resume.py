@@ -55,7 +55,7 @@ def resume(
                     table = load_rubric_table(None if rubrics_dir is None else Path(rubrics_dir))
                     escalator = escalator_from(settings, table)
                 state = RunState(found.run_dir / ".judge-run")
-                state.load()
+                state.peek()  # read only: polling needs no lock
                 waiting = state.waiting_batches() if found.phase == "waiting" else []
                 batch = getattr(escalator, "batch", None)
                 if waiting and batch is not None:  # poll cheaply here; the full resume re-reads the inputs

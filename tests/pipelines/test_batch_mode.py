@@ -352,3 +352,20 @@ def test_judge_resume_continues_an_interrupted_online_run_from_its_folder(server
     _resume(out)
     assert _chat_calls(server) == 6  # the journaled round is never asked again
     _same_outputs(tmp_path / "online", out)
+
+
+def test_a_run_is_worked_on_by_one_process_at_a_time(server, tmp_path):
+    from pipelines.run_dir import RunState
+
+    server.batches.default_plan = BatchPlan(polls=0)
+    files = _write(tmp_path, TRAJECTORIES)
+    out = tmp_path / "batch"
+    _grade(files, out, "--judge", "openai:judge-a", "--judge-mode", "batch", code=EXIT_WAITING)
+    other = RunState(out / ".judge-run")
+    other.hold()  # another process resuming this run right now
+    try:
+        res = _resume(out, code=2)
+        assert "another process is working on this run" in _said(res) and server.batches.created == ["batch_0001"]
+    finally:
+        other.release()
+    _resume(out)
