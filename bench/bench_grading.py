@@ -39,7 +39,17 @@ def child(tasks: str, trajectories: str, out: str, workers: int) -> None:
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     peak_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(json.dumps({"elapsed_s": elapsed, "cpu_s": cpu, "peak_rss_mb": peak, "peak_child_rss_mb": peak_children, "counts": outcome.summary.counts.model_dump(by_alias=True)}))
+    print(
+        json.dumps(
+            {
+                "elapsed_s": elapsed,
+                "cpu_s": cpu,
+                "peak_rss_mb": peak,
+                "peak_child_rss_mb": peak_children,
+                "counts": outcome.summary.counts.model_dump(by_alias=True),
+            }
+        )
+    )
 
 
 def inputs(n: int, variant: str, synthetic: bool) -> tuple[Path, Path]:
