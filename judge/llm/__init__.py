@@ -23,7 +23,7 @@ from judge.llm._providers import (
     retry_after_seconds,
 )
 from judge.llm._rubric import JudgeVerdict, Rubric, register_rubric, registered_rubrics
-from judge.llm._settings import ConfigFile, JudgeConfigError, JudgeSettings, PanelConfig, PriceConfig, ProviderConfig, RetryConfig
+from judge.llm._settings import ConfigFile, JudgeConfigError, JudgeSettings, PanelConfig, PriceConfig, ProviderConfig, RetryConfig, load_config_file
 from judge.llm._usage import CallStats, JudgeUsage
 from judge.llm._voting import Tally, tally
 from judge.llm._weights import JudgeWeight, VoteWeights, load_weights
@@ -70,6 +70,7 @@ __all__ = [
     "complete_online",
     "cost_usd",
     "create_client",
+    "load_config_file",
     "load_weights",
     "majority_of",
     "parse_judge_name",

@@ -21,7 +21,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -29,10 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
 from judge import BadInputError, ConfigurationError, InputErrorInfo
-from judge.llm import Budget, ConfigFile, JudgeCache, JudgeSettings, RateLimiter, RetryPolicy, price_for
+from judge.llm import Budget, ConfigFile, JudgeCache, JudgeConfigError, JudgeSettings, RateLimiter, RetryPolicy, load_config_file, price_for
 from pipelines.ingest import Limits, TaskSet, load_tasks
 from pipelines.runner._caller import ModelCaller
 from pipelines.runner._faults import FaultPlan
@@ -143,21 +140,14 @@ def _sha256(path: Path | None) -> str | None:
 
 
 def load_agent_config(path: Path | None) -> ConfigFile:
-    """The config file's provider, price and retry sections (the judges read the same file)."""
+    """The config file's provider, price and retry sections (the judges read the same file, through
+    the same loader: one set of messages for a missing file, bad TOML or a bad field)."""
     if path is None:
         return ConfigFile()
     try:
-        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise AgentConfigError(f"{path}: config file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise AgentConfigError(f"{path}: not valid TOML: {exc}") from None
-    try:
-        return ConfigFile.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise AgentConfigError(f"{path}: field {where}: {first['msg']}") from None
+        return load_config_file(path)
+    except JudgeConfigError as exc:
+        raise AgentConfigError(str(exc)) from None
 
 
 def build_tool_source(opts: RunOptions) -> ToolSource:
