@@ -52,6 +52,7 @@ from judge.core._summary import (
     WarningCount,
 )
 from judge.core._task import (
+    SINGLE_TURN_KEYS,
     ArgumentRule,
     ArgumentSet,
     ForbiddenArgument,
@@ -77,6 +78,7 @@ __all__ = [
     "RECOVERY_OUTCOMES",
     "REMOVED_MARK",
     "RUBRIC_FOR_CHECK",
+    "SINGLE_TURN_KEYS",
     "AbstainReason",
     "AnswerLabel",
     "AnswerMaterial",

@@ -344,6 +344,19 @@ class TaskMetadata(BaseModel):
         return len({h.upper() for h in self.hop_types}) > 1
 
 
+# A turn's fields a one-turn task may write at its top level (with ``question``): the shorthand.
+SINGLE_TURN_KEYS = (
+    "reference_calls",
+    "gold_answer",
+    "gold_answers",
+    "gold_answer_pattern",
+    "answer_ordered",
+    "answer_tolerance",
+    "criteria",
+    "required_content",
+)
+
+
 class Task(BaseModel):
     """A benchmark task. Single-turn shorthand: ``question`` + ``reference_calls`` + ``gold_answer``."""
 
@@ -366,16 +379,7 @@ class Task(BaseModel):
     def _single_turn_shorthand(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        turn_keys = (
-            "reference_calls",
-            "gold_answer",
-            "gold_answers",
-            "gold_answer_pattern",
-            "answer_ordered",
-            "answer_tolerance",
-            "criteria",
-            "required_content",
-        )
+        turn_keys = SINGLE_TURN_KEYS
         if "question" in data:
             if "turns" in data:
                 raise ValueError("give either question or turns, not both")

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from judge import (
+    SINGLE_TURN_KEYS,
     ArgumentRule,
     ExternalLabel,
     ForbiddenArgument,
@@ -49,17 +50,7 @@ from pipelines.ingest._reader import RawItem, read_items
 
 _TRAJECTORY_KEYS = ("turns", "steps", "final_answer")
 _TRAJECTORY_SHORTHAND = ("steps", "final_answer")
-_TASK_SHORTHAND = (
-    "question",
-    "reference_calls",
-    "gold_answer",
-    "gold_answers",
-    "gold_answer_pattern",
-    "answer_ordered",
-    "answer_tolerance",
-    "criteria",
-    "required_content",
-)
+_TASK_SHORTHAND = ("question", *SINGLE_TURN_KEYS)
 _MODELS: tuple[type[BaseModel], ...] = (
     Task,
     Turn,
