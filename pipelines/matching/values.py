@@ -28,7 +28,6 @@ from typing import Any, Final
 
 import numpy as np
 from dateutil import parser as date_parser
-from scipy.optimize import linear_sum_assignment
 
 from judge import ArgumentRule, pattern_full_match
 from pipelines.matching.normalize import bfcl_normalize
@@ -282,6 +281,8 @@ def _list_diff(a: list, b: list, schema: dict | None, opts: _Opts, path: str) ->
     if not a and not b:
         return None
     # Multiset equality under a fuzzy (non-transitive) element equality needs a real assignment.
+    from scipy.optimize import linear_sum_assignment  # on first use: importing scipy.optimize costs ~50 MB of RSS
+
     equal = np.array([[_diff(x, y, item_schema, inner, "") is None for y in b] for x in a], dtype=float).reshape(len(a), len(b))
     rows, cols = linear_sum_assignment(-equal) if equal.size else (np.array([], int), np.array([], int))
     matched = [(r, c) for r, c in zip(rows, cols, strict=True) if equal[r, c] == 1.0]

@@ -1,0 +1,26 @@
+"""What the grading path imports decides its memory floor: scipy.optimize alone is ~50 MB of RSS
+per process (and per worker), so the matchers load it on first use of an unordered comparison."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def _loaded_after(code: str) -> set[str]:
+    probe = f"{code}\nimport sys\nprint(' '.join(sorted(m for m in ('scipy', 'sklearn', 'instructor', 'openai', 'anthropic') if m in sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def test_the_grading_path_loads_no_heavy_library():
+    assert _loaded_after("import pipelines.grade_run") == set()
+
+
+def test_unordered_comparisons_load_it_when_they_need_it():
+    code = (
+        "from pipelines.matching.values import values_equal\n"
+        "assert values_equal([1, 2, 3], [3, 1, 2], unordered=True)\n"
+        "assert not values_equal([1, 2, 3], [3, 1, 1], unordered=True)"
+    )
+    assert "scipy" in _loaded_after(code)
