@@ -29,19 +29,26 @@ N = 4
 
 def _worker(tmp_path: Path, server, name: str, *extra: str) -> subprocess.Popen:
     args = [sys.executable, "-m", "tests.judge.claim_worker", "--cache", str(tmp_path / "cache.sqlite3"), "--base-url", server.openai_base_url]
-    out = open(tmp_path / f"{name}.out", "w")  # noqa: SIM115  (closed by _result)
-    return subprocess.Popen([*args, "--n", str(N), *extra], cwd=ROOT, stdout=out, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    out = open(tmp_path / f"{name}.out", "w")  # noqa: SIM115  (the child holds it)
+    err = open(tmp_path / f"{name}.err", "w")  # noqa: SIM115  (a file, not a pipe: a chatty child never blocks on a full pipe)
+    return subprocess.Popen([*args, "--n", str(N), *extra], cwd=ROOT, stdout=out, stderr=err, text=True, env=dict(os.environ))
 
 
 def _result(tmp_path: Path, name: str, proc: subprocess.Popen) -> dict:
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
+    proc.wait(timeout=120)
+    assert proc.returncode == 0, (tmp_path / f"{name}.err").read_text()
     return json.loads((tmp_path / f"{name}.out").read_text())
 
 
-def _wait_for(condition, what: str, timeout: float = 60.0) -> None:
+def _wait_for(condition, what: str, timeout: float = 60.0, procs: dict[str, subprocess.Popen] | None = None, errors: Path | None = None) -> None:
+    """Wait for ``condition``; a worker of ``procs`` that ends meanwhile fails the test with its
+    own error output (not a timeout that hides why)."""
     deadline = time.monotonic() + timeout
     while not condition():
+        for name, proc in (procs or {}).items():
+            if proc.poll() is not None:
+                err = (errors / f"{name}.err").read_text() if errors is not None else ""
+                raise AssertionError(f"worker {name} ended (exit {proc.returncode}) while waiting for {what}: {err}")
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.01)
@@ -51,7 +58,7 @@ def test_two_runs_started_together_pay_once_between_them(server, tmp_path):
     server.latency_s = 1.0  # both runs ask while the other's calls are in flight
     go = tmp_path / "go"
     procs = {name: _worker(tmp_path, server, name, "--ready", str(tmp_path / f"{name}.ready"), "--go", str(go)) for name in ("a", "b")}
-    _wait_for(lambda: all((tmp_path / f"{n}.ready").exists() for n in procs), "both runs to start")
+    _wait_for(lambda: all((tmp_path / f"{n}.ready").exists() for n in procs), "both runs to start", procs=procs, errors=tmp_path)
     go.touch()
     results = [_result(tmp_path, name, proc) for name, proc in procs.items()]
     assert server.calls("judge-a") == N
