@@ -7,10 +7,11 @@ message), then the host city from the last tool result as the answer; ``latency_
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from typing import Any
+
+from tests.servers.fast import FastOpenAIServer
 
 _YEAR = re.compile(r"\b(19|20)\d\d\b")
 
@@ -42,40 +43,12 @@ def agent_reply(body: dict[str, Any], steps: int) -> dict[str, Any]:
     }
 
 
-class FastAgentServer:
+class FastAgentServer(FastOpenAIServer):
+    path = "/v1"
+
     def __init__(self, latency_s: float = 0.0, steps: int = 1):
-        self.latency_s = latency_s
+        super().__init__(latency_s)
         self.steps = steps
-        self.calls = 0
-        self._server: asyncio.AbstractServer | None = None
 
-    async def start(self) -> str:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=512)
-        host, port = self._server.sockets[0].getsockname()[:2]
-        return f"http://{host}:{port}/v1"
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n")[1:]:
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value.strip())
-                body = json.loads(await reader.readexactly(length)) if length else {}
-                self.calls += 1
-                if self.latency_s:
-                    await asyncio.sleep(self.latency_s)
-                data = json.dumps(agent_reply(body, self.steps)).encode()
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionResetError, BrokenPipeError, asyncio.CancelledError):
-            pass
-        finally:
-            writer.close()
+    def payload(self, body: dict[str, Any]) -> dict[str, Any]:
+        return agent_reply(body, self.steps)
