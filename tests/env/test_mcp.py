@@ -3,24 +3,15 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
 import sys
-import time
 
 import anyio
-import pytest
 from mcp import Client, StdioServerParameters
 
 from pipelines.env import load_environment
 from pipelines.env._mcp import SHORTLIST_TOOL, build_server
 from tests.env.conftest import REPO
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.servers.mcp_http import serve_http
 
 
 async def _exercise(client: Client) -> None:
@@ -53,35 +44,13 @@ def test_stdio_transport():
 
 
 def test_http_transport():
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pipelines.env", "serve", "olympics", "--transport", "http", "--port", str(port)],
-        cwd=str(REPO),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"server did not start: {proc.stderr.read().decode() if proc.stderr else ''}")
-                time.sleep(0.1)
+    with serve_http("olympics") as url:
 
         async def main() -> None:
-            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            async with Client(url) as client:
                 await _exercise(client)
 
         anyio.run(main)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def test_shortlist_mode_for_large_domains():

@@ -7,7 +7,6 @@ each sees only its own writes, and a session's state is dropped when the session
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 
@@ -22,15 +21,10 @@ from typer.testing import CliRunner
 from pipelines.cli import app as cli
 from pipelines.env import load_environment
 from pipelines.env._mcp import SessionStates, http_app, is_loopback
+from tests.servers.mcp_http import free_port
 
 BOOKING = "B0002"  # confirmed, economy, in the bundled flights domain
 TOKEN = "s3cret-token"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -38,7 +32,7 @@ def server():
     """The HTTP app served by uvicorn in a thread, so the test can look at its session states."""
 
     def start(token: str | None = None):
-        port = _free_port()
+        port = free_port()
         app = http_app(load_environment("flights"), token=token)
         srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
         thread = threading.Thread(target=srv.run, daemon=True)

@@ -4,15 +4,11 @@ the agent sees the same results as in-process, and a dead server is an infrastru
 from __future__ import annotations
 
 import shlex
-import socket
-import subprocess
 import sys
-import time
-
-import pytest
 
 from tests.runner.conftest import games_task, host_city, invoke, read_jsonl, run_args, script, write_tasks
 from tests.servers.agent import Act, Call, Say
+from tests.servers.mcp_http import serve_http
 
 SERVE = [sys.executable, "-m", "pipelines.env", "serve", "olympics"]
 
@@ -36,12 +32,6 @@ def _steps(path) -> list[dict]:
     return [{k: s.get(k) for k in ("name", "status", "result", "round")} for s in trajectory["turns"][0]["steps"]]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_stdio_and_http_mcp_give_what_the_in_process_environment_gives(tmp_path, server):
     tasks = write_tasks(tmp_path / "tasks.jsonl", [games_task("g2008", 2008)])
     _script(server)
@@ -59,27 +49,10 @@ def test_stdio_and_http_mcp_give_what_the_in_process_environment_gives(tmp_path,
     [row] = read_jsonl(tmp_path / "stdio" / "results.jsonl")
     assert row["verdict"] == "pass"
 
-    port = _free_port()
-    proc = subprocess.Popen([*SERVE, "--transport", "http", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"server did not start: {proc.stderr.read().decode() if proc.stderr else ''}")
-                time.sleep(0.1)
-        http = invoke(*run_args(tmp_path, "openai", tasks, "http", "--no-cache", "--mcp-url", f"http://127.0.0.1:{port}/mcp"))
-        assert http.exit_code == 0, http.output
-        assert _steps(tmp_path / "http" / "trajectories.jsonl") == expected
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with serve_http("olympics") as url:
+        http = invoke(*run_args(tmp_path, "openai", tasks, "http", "--no-cache", "--mcp-url", url))
+    assert http.exit_code == 0, http.output
+    assert _steps(tmp_path / "http" / "trajectories.jsonl") == expected
 
 
 def test_an_mcp_server_that_dies_is_reported_not_graded(tmp_path, server):
