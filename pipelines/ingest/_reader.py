@@ -33,7 +33,7 @@ import os
 import re
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -766,8 +766,29 @@ def _incomplete(err: json.JSONDecodeError, text: str) -> bool:
     return err.pos >= len(text.rstrip(_WS))
 
 
+def _first_string(value: Any, bad: Callable[[str], bool], prefix: str = "") -> tuple[str, bool] | None:
+    """(path under ``prefix``, is it a key) of the first string or object key for which ``bad``
+    holds, in document order, else None. Iterative: no nesting depth can exhaust the stack."""
+    stack: list[tuple[Any, str]] = [(value, prefix)]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            if bad(node):
+                return path, False
+        elif isinstance(node, dict):
+            for key, item in reversed(list(node.items())):
+                sub = f"{path}.{key}" if path else str(key)
+                if bad(key):
+                    return sub, True
+                stack.append((item, sub))
+        elif isinstance(node, list):
+            stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(node))))
+    return None
+
+
 def _surrogate_path(value: Any) -> str | None:
-    """Path of the first string (or key) holding an unpaired surrogate, else None (iterative)."""
+    """Path of the first string (or key) holding an unpaired surrogate, else None; a key's path is
+    shown with the surrogate escaped (it cannot be written as UTF-8)."""
 
     def lone(text: str) -> bool:
         try:
@@ -776,42 +797,18 @@ def _surrogate_path(value: Any) -> str | None:
             return True
         return False
 
-    stack: list[tuple[Any, str]] = [(value, "")]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, str):
-            if lone(node):
-                return path
-        elif isinstance(node, dict):
-            for key, item in reversed(list(node.items())):
-                sub = f"{path}.{key}" if path else str(key)
-                if lone(key):
-                    return sub.encode("utf-8", "backslashreplace").decode("ascii")
-                stack.append((item, sub))
-        elif isinstance(node, list):
-            stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(node))))
-    return None
+    found = _first_string(value, lone)
+    if found is None:
+        return None
+    path, is_key = found
+    return path.encode("utf-8", "backslashreplace").decode("ascii") if is_key else path
 
 
 def _oversize_string(value: Any, limit: int, prefix: str = "") -> str | None:
-    """Path (under ``prefix``) of the first string or object key longer than ``limit`` bytes,
-    else None. Iterative: no nesting depth can exhaust the stack."""
+    """Path (under ``prefix``) of the first string or object key longer than ``limit`` bytes, else None."""
 
     def big(text: str) -> bool:
         return len(text) * 4 > limit and len(text.encode("utf-8", "surrogatepass")) > limit
 
-    stack: list[tuple[Any, str]] = [(value, prefix)]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, str):
-            if big(node):
-                return path
-        elif isinstance(node, dict):
-            for key, item in reversed(list(node.items())):
-                sub = f"{path}.{key}" if path else str(key)
-                if big(key):
-                    return sub
-                stack.append((item, sub))
-        elif isinstance(node, list):
-            stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(node))))
-    return None
+    found = _first_string(value, big, prefix)
+    return None if found is None else found[0]
