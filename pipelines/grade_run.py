@@ -477,12 +477,7 @@ class _Run:
                 raw = None
             if raw is None or raw.sha256 != record.sha256:
                 raise RunDirError(f"--resume: {self.name} does not hold the bytes the interrupted run graded; start over with --overwrite")
-            self.agg.merge(record.aggregate)
-            for key in record.keys:
-                self.seen.setdefault(key[:2], key[2])
-            self._tally(record.replay, record.labels_used)
-            pending_at = [len(self.report_rows) + i for i, row in enumerate(record.report_rows) if row is None]
-            self.report_rows.extend(record.report_rows)
+            pending_at = self._absorb(record)
             if record.pending_items:
                 result = grade_shard(ctx, Shard(raw, first_item=record.first_item, only=frozenset(record.pending_items)))
                 for local, case in enumerate(result.pending):
@@ -496,6 +491,17 @@ class _Run:
         if (self.bytes, self.items) != (progress["bytes"], progress["items"]):
             raise RunDirError("--resume: the run state is inconsistent; start over with --overwrite")
 
+    def _absorb(self, record: ShardRecord) -> list[int]:
+        """Merge a checkpointed shard's aggregate, ids, tallies and report rows; the positions in
+        ``report_rows`` of its cases that wait for a judge."""
+        self.agg.merge(record.aggregate)
+        for key in record.keys:
+            self.seen.setdefault(key[:2], key[2])
+        self._tally(record.replay, record.labels_used)
+        pending_at = [len(self.report_rows) + i for i, row in enumerate(record.report_rows) if row is None]
+        self.report_rows.extend(record.report_rows)
+        return pending_at
+
     def _restore_whole(self) -> None:
         """A run of an input read as one stream, past grading: check the input holds the same
         bytes, rebuild the merged state from the records and, reading the input again, the cases
@@ -505,12 +511,7 @@ class _Run:
         refs: list[tuple[int, int]] = []
         items: list[int] = []
         for record in self.state.shard_records():
-            self.agg.merge(record.aggregate)
-            for key in record.keys:
-                self.seen.setdefault(key[:2], key[2])
-            self._tally(record.replay, record.labels_used)
-            pending_at = [len(self.report_rows) + i for i, row in enumerate(record.report_rows) if row is None]
-            self.report_rows.extend(record.report_rows)
+            pending_at = self._absorb(record)
             for local, item in enumerate(record.pending_items):
                 refs.append((record.index, local))
                 items.append(item)
