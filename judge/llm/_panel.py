@@ -29,6 +29,7 @@ from judge.core._verdict import PanelDecision, Vote
 from judge.llm._batches import BatchFlow
 from judge.llm._cache import JudgeCache
 from judge.llm._caller import JudgeCaller
+from judge.llm._heap import old_objects_set_aside
 from judge.llm._limits import BATCH_DISCOUNT, RetryPolicy, price_for
 from judge.llm._providers import JudgeClient, create_client
 from judge.llm._rubric import Rubric, registered_rubrics, verdict_labels
@@ -138,7 +139,8 @@ class Panel:
     async def decide(self, requests: Sequence[JudgeRequest]) -> list[PanelDecision]:
         rubrics = [self.rubric(r.rubric) for r in requests]  # fail before any paid call
         self.stats.requests += len(requests)
-        decisions = await asyncio.gather(*(self._decide_one(req, rub) for req, rub in zip(requests, rubrics, strict=True)))
+        with old_objects_set_aside():  # the collector walks what the round allocates, not the whole heap
+            decisions = await asyncio.gather(*(self._decide_one(req, rub) for req, rub in zip(requests, rubrics, strict=True)))
         for d in decisions:
             if d.outcome == Outcome.INCONCLUSIVE:
                 self.stats.inconclusive += 1

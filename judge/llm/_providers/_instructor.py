@@ -77,6 +77,21 @@ def _remember_clean_async_validator_scans() -> None:
             module.reject_async_validators = reject_async_validators  # type: ignore[attr-defined]
 
 
+# What the first call of a process imports (the HTTP stack under the SDKs' clients, instructor's
+# handler modules): ~35 ms, imported with the panel instead, so judge worker processes forked
+# from a run (``judge.llm._sharded``) find them loaded. Each is optional (SDK versions differ).
+_HTTP_STACK = ("httpcore2", "h11", "truststore", "anyio.abc", "anyio.streams", "instructor.core", "instructor.mode")
+
+
+@functools.cache
+def _preload_http_stack() -> None:
+    import importlib
+
+    for name in _HTTP_STACK:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+
+
 @dataclass
 class _LoopClient:
     """The SDK client of one event loop (its connection pool belongs to that loop) and the
@@ -101,6 +116,7 @@ class SDKJudge(JudgeClient):
         self._loop_client: _LoopClient | None = None
         self._loop: Callable[[], Any] = lambda: None  # weak reference to the loop the client belongs to
         self.preload()
+        _preload_http_stack()
 
     # --- what a subclass provides --------------------------------------------------------------
     def preload(self) -> None:
