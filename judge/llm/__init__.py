@@ -1,7 +1,8 @@
 """LLM judging: provider clients (one module per provider), structured output via instructor,
 one caller for every judge call (cache, single flight across tasks and runs, limits, retries,
-cost), the panel that fans out, votes and breaks ties, vote weights, and provider batch APIs
-(``--judge-mode batch``: questions deferred, submitted, polled and collected by a ``BatchFlow``).
+cost), the panel that fans out, votes and breaks ties, vote weights, provider batch APIs
+(``--judge-mode batch``: questions deferred, submitted, polled and collected by a ``BatchFlow``),
+and large rounds sharded over worker processes (``ShardedPanel``, ``--workers N``).
 
 Import this only where judges are used: it loads the provider SDKs.
 """
@@ -24,12 +25,14 @@ from judge.llm._providers import (
 )
 from judge.llm._rubric import JudgeVerdict, Rubric, register_rubric, registered_rubrics
 from judge.llm._settings import ConfigFile, JudgeConfigError, JudgeSettings, PanelConfig, PriceConfig, ProviderConfig, RetryConfig, load_config_file
+from judge.llm._sharded import SHARD_MIN_REQUESTS, ShardedPanel, WorkerDied, shard_panel
 from judge.llm._usage import CallStats, JudgeUsage
 from judge.llm._voting import Tally, tally
 from judge.llm._weights import JudgeWeight, VoteWeights, load_weights
 
 __all__ = [
     "BATCH_DISCOUNT",
+    "SHARD_MIN_REQUESTS",
     "BatchFlow",
     "BatchPort",
     "BatchRecord",
@@ -60,9 +63,11 @@ __all__ = [
     "RetryConfig",
     "RetryPolicy",
     "Rubric",
+    "ShardedPanel",
     "Tally",
     "Transport",
     "VoteWeights",
+    "WorkerDied",
     "batch_price",
     "build_panel",
     "cache_key",
@@ -80,5 +85,6 @@ __all__ = [
     "register_rubric",
     "registered_rubrics",
     "retry_after_seconds",
+    "shard_panel",
     "tally",
 ]

@@ -15,6 +15,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from judge.llm._settings import PriceConfig, RetryConfig
 
@@ -106,20 +107,34 @@ class RateLimiter:
 
 @dataclass
 class Budget:
+    """``max_cost_usd`` over a run's judge calls. ``ledger``: spending shared by the processes that
+    judge for one run (a ``multiprocessing.Value("d")``, see ``_sharded``), so the limit stays the
+    run's: every process checks the run's total before each call and adds its costs to it, and the
+    overshoot stays bounded by the calls in flight, across all of them."""
+
     max_cost_usd: float | None = None
-    spent_usd: float = 0.0
+    spent_usd: float = 0.0  # by this process
     exhausted: bool = False
+    ledger: Any = None
+
+    @property
+    def total_usd(self) -> float:
+        """What the run spent: every process's spending with a ledger, else this process's."""
+        return float(self.ledger.value) if self.ledger is not None else self.spent_usd
 
     def can_launch(self) -> bool:
-        if self.max_cost_usd is not None and self.spent_usd >= self.max_cost_usd:
+        if self.max_cost_usd is not None and self.total_usd >= self.max_cost_usd:
             self.exhausted = True
         return not self.exhausted
 
     def add(self, cost: float) -> None:
         self.spent_usd += cost
+        if self.ledger is not None and cost:
+            with self.ledger.get_lock():
+                self.ledger.value += cost
 
     @property
     def message(self) -> str:
         if not self.exhausted:
             return ""
-        return f"judge budget of ${self.max_cost_usd:.4f} reached (spent ${self.spent_usd:.4f}); no further judge calls were launched"
+        return f"judge budget of ${self.max_cost_usd:.4f} reached (spent ${self.total_usd:.4f}); no further judge calls were launched"

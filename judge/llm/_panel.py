@@ -220,11 +220,20 @@ class Panel:
         return self.judges + extra
 
 
-def build_panel(settings: JudgeSettings, rubrics: Mapping[str, Rubric] | None = None, *, retry: RetryPolicy | None = None) -> Panel | None:
+def build_panel(
+    settings: JudgeSettings,
+    rubrics: Mapping[str, Rubric] | None = None,
+    *,
+    retry: RetryPolicy | None = None,
+    share: tuple[int, int] | None = None,
+) -> Panel | None:
     """The panel the settings describe, or None when no judge is configured.
 
     ``rubrics``: name -> rubric; default: the rubrics registered by importing ``rubrics``.
     ``retry``: override the retry policy (tests inject a recording ``sleep``).
+    ``share``: (index, of): this panel is one of ``of`` processes judging for one run
+    (``_sharded``), so its limits are its share of the run's: concurrency, and each provider's
+    concurrency and request rate.
     """
     config = load_config_file(settings.config_path) if settings.config_path else ConfigFile()
     panel_name = settings.panel or config.default_panel
@@ -251,14 +260,23 @@ def build_panel(settings: JudgeSettings, rubrics: Mapping[str, Rubric] | None = 
         for client in clients:
             client.check_ready()
     retry_config: RetryConfig = settings.retry or config.retry
+    concurrency = settings.concurrency or config.concurrency or 32
+    providers = config.providers
+    if share is not None:
+        index, of = share
+        concurrency = _part(concurrency, index, of)
+        providers = {
+            name: cfg.model_copy(update={"concurrency": cfg.concurrency and _part(cfg.concurrency, index, of), "rpm": cfg.rpm and cfg.rpm / of})
+            for name, cfg in providers.items()
+        }
     caller = JudgeCaller(
         clients,
         cache=None if settings.no_cache else JudgeCache(settings.resolved_cache_path()),
         offline=settings.offline,
         max_cost_usd=settings.max_cost_usd,
         retry=retry or RetryPolicy(retry_config),
-        concurrency=settings.concurrency or config.concurrency or 32,
-        providers=config.providers,
+        concurrency=concurrency,
+        providers=providers,
         prices=config.prices,
         timeout_s=settings.timeout_s or config.timeout_s or 60.0,
         batch=BatchFlow(clients) if settings.mode == "batch" else None,
@@ -281,3 +299,8 @@ def build_panel(settings: JudgeSettings, rubrics: Mapping[str, Rubric] | None = 
         if from_config and "min_votes" in str(exc):
             raise JudgeConfigError(f"{settings.config_path}: field panels.{panel_name}.min_votes: {exc}") from None
         raise
+
+
+def _part(total: int, index: int, of: int) -> int:
+    """Share ``index`` of ``total`` split over ``of`` as evenly as integers allow (they sum to ``total``)."""
+    return total // of + (1 if index < total % of else 0)

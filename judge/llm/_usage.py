@@ -1,12 +1,29 @@
 """What judge calls cost and how they went: per judge and in total, for the run manifest.
 
 The caller (``_caller``) is the only writer of these counters; the panel adds its own (requests,
-decisions) on top in ``PanelStats``.
+decisions) on top in ``PanelStats``. Judge worker processes (``_sharded``) each count their share
+and send back what a round added (``since``); the run adds it up (``merge``), so the totals are
+those one process would have counted.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
+
+# The counters (everything else is configuration or a flag): added by ``merge``, subtracted by ``since``.
+_USAGE_COUNTS = ("calls", "attempts", "cache_hits", "input_tokens", "output_tokens")
+_TOTAL_COUNTS = ("calls", "attempts", "retries", "cache_hits", "shared_with_other_runs", "input_tokens", "output_tokens")
+
+
+def _tally_plus(into: dict[str, int], part: dict[str, int], sign: int = 1) -> None:
+    """``into`` += sign * ``part`` per key; a key whose count comes to 0 is dropped (one process
+    never records a zero count, so neither may a sum of several)."""
+    for key, n in part.items():
+        total = into.get(key, 0) + sign * n
+        if total:
+            into[key] = total
+        else:
+            into.pop(key, None)
 
 
 class JudgeUsage(BaseModel):
@@ -18,6 +35,15 @@ class JudgeUsage(BaseModel):
     output_tokens: int = 0
     cost_usd: float = 0.0
     price_known: bool = True
+
+    def merge(self, part: JudgeUsage, sign: int = 1) -> None:
+        for name in _USAGE_COUNTS:
+            setattr(self, name, getattr(self, name) + sign * getattr(part, name))
+        _tally_plus(self.abstentions, part.abstentions, sign)
+        self.cost_usd = round(self.cost_usd + sign * part.cost_usd, 10)
+
+    def is_zero(self) -> bool:
+        return not (any(getattr(self, name) for name in _USAGE_COUNTS) or self.abstentions or self.cost_usd)
 
 
 class CallStats(BaseModel):
@@ -80,3 +106,43 @@ class CallStats(BaseModel):
         self.input_tokens += input_tokens
         self.output_tokens += output_tokens
         self.cost_usd = round(self.cost_usd + cost, 10)
+
+    def merge(self, part: CallStats) -> None:
+        """Add ``part``, the counts of another process judging for the same run (``since`` of
+        its stats). Costs are sums of values rounded to 1e-10, rounded again: the same total
+        whatever the order. A budget found exhausted anywhere is exhausted; notes are joined."""
+        for name in _TOTAL_COUNTS:
+            setattr(self, name, getattr(self, name) + getattr(part, name))
+        _tally_plus(self.retry_reasons, part.retry_reasons)
+        _tally_plus(self.abstentions, part.abstentions)
+        for judge, usage in part.per_judge.items():
+            self.judge(judge).merge(usage)
+        self.cost_usd = round(self.cost_usd + part.cost_usd, 10)
+        if part.budget_exhausted:
+            self.budget_exhausted = True
+            self.budget_message = part.budget_message
+        for text in part.notes:
+            self.note(text)
+
+    def since(self, before: CallStats) -> CallStats:
+        """What was counted after ``before`` (an earlier deep copy of these stats): the counts
+        of one round, for ``merge`` elsewhere. Flags and notes are as they are now."""
+        delta = CallStats(
+            retry_reasons=dict(self.retry_reasons),
+            abstentions=dict(self.abstentions),
+            budget_exhausted=self.budget_exhausted,
+            budget_message=self.budget_message,
+            notes=list(self.notes),
+        )
+        for name in _TOTAL_COUNTS:
+            setattr(delta, name, getattr(self, name) - getattr(before, name))
+        _tally_plus(delta.retry_reasons, before.retry_reasons, -1)
+        _tally_plus(delta.abstentions, before.abstentions, -1)
+        for judge, usage in self.per_judge.items():
+            part = usage.model_copy(deep=True)
+            if judge in before.per_judge:
+                part.merge(before.per_judge[judge], -1)
+            if not part.is_zero():
+                delta.per_judge[judge] = part
+        delta.cost_usd = round(self.cost_usd - before.cost_usd, 10)
+        return delta
