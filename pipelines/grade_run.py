@@ -117,6 +117,7 @@ class GradeOptions:
     shard_bytes: int = 8 << 20
     judge_settings: Any = None  # judge.llm.JudgeSettings the escalator was built from (recorded: judge resume rebuilds it)
     rubrics_dir: Path | None = None  # --rubrics (recorded with the judge settings)
+    judge_shard_min: int | None = None  # escalation rounds this large are judged by ``workers`` processes (None: judge.llm.SHARD_MIN_REQUESTS)
 
 
 @dataclass
@@ -555,6 +556,7 @@ class _Run:
         if waiting and batch is None:
             raise RunDirError("--resume: this run waits for provider batches: resume it in batch mode (judge resume RUN_DIR)")
         if escalator is not None and cases:
+            judging = self._judging(escalator, len(cases))
 
             async def rounds() -> BatchWait | None:
                 nonlocal waiting, decided
@@ -568,7 +570,7 @@ class _Run:
                             wait = await self._collect(batch, waiting, decided)
                             if wait is not None:
                                 return wait
-                        decisions = await escalator.decide(requests)
+                        decisions = await judging.decide(requests)
                         if batch is not None and batch.deferred:
                             return await self._submit(batch, escalator.name, len(asks), decided)
                         if batch is not None:
@@ -584,7 +586,7 @@ class _Run:
                         )
                         waiting, decided = [], decided + 1
                 finally:
-                    close = getattr(escalator, "aclose", None)
+                    close = getattr(judging, "aclose", None)
                     if close is not None:
                         await close()
 
@@ -592,6 +594,20 @@ class _Run:
             if wait is not None:
                 return wait
         return {ref: case.result() for ref, case in cases.items()}
+
+    def _judging(self, escalator: Escalator, waiting: int) -> Escalator:
+        """What decides the rounds: the panel, or, with ``--workers N`` and a first round of at least
+        ``judge_shard_min`` questions (one per waiting case), the panel sharded over N judge worker
+        processes (``judge.llm.ShardedPanel``: forked here, before the rounds' event loop; rounds
+        too small to pay for it stay with the panel). Not with ``--ray`` (the cluster's workers
+        are not this machine's cores) nor for a panel built without recorded settings."""
+        if self.opts.workers <= 1 or self.opts.ray or self.opts.judge_settings is None:
+            return escalator
+        from judge.llm import shard_panel
+
+        return shard_panel(
+            escalator, self.opts.judge_settings, self.opts.rubrics, self.opts.workers, first_round=waiting, min_requests=self.opts.judge_shard_min
+        )
 
     async def _collect(self, batch: Any, journaled: list[dict[str, Any]], decided: int) -> BatchWait | None:
         """Poll the round's batches; once every one has ended, load their answers for the round."""
