@@ -4,13 +4,21 @@ Two scenarios by default (issue 11 item 6): 2,000 calls at 1 s latency with 256 
 providers' batch-evaluation tiers allow), and 500 calls at 200 ms with 32 in flight. The server
 runs in its own process (as a real provider would), so its CPU does not compete with the panel
 for this process's GIL. Ideal = calls * latency / concurrency; target: elapsed / ideal <= 1.15.
-Then the same requests again from the cache (target < 5% of the first run), and, for scale, the
-same calls through the bare SDK and bare instructor (no cache, no panel) on the same server.
+Then the same requests again from the cache (target < 5% of the first run), the same requests
+sharded over ``--processes`` judge worker processes (``judge.llm.ShardedPanel``, what
+``judge grade --workers N`` does with a large escalation round; timed from the fork of the
+workers to the last decision, their start included, and checked to decide exactly what the
+panel alone decided), and, for scale, the same calls through the bare SDK and bare instructor
+(no cache, no panel) on the same server.
 
-Client CPU per call (``process_time``) is the figure that does not depend on how busy the machine
-is; the elapsed ratios do (on a shared machine they measure the neighbours too).
+Client CPU per call (``process_time``, and the workers' own CPU for the sharded run) is the
+figure that does not depend on how busy the machine is; the elapsed ratios do (on a shared
+machine they measure the neighbours too).
 
-Run: ``.venv/bin/python bench/bench_judges.py [--calls N --latency S --concurrency C] [--no-baselines]``.
+``--threshold``: in-process vs sharded for small rounds (16 to 256 requests), which is how
+``judge.llm.SHARD_MIN_REQUESTS`` was chosen.
+
+Run: ``.venv/bin/python bench/bench_judges.py [--calls N --latency S --concurrency C] [--processes P] [--no-baselines] [--threshold]``.
 ``fanout_figures()`` returns the same figures for ``bench/run_all.py``.
 """
 
@@ -21,6 +29,7 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -34,10 +43,11 @@ sys.path.insert(0, str(ROOT))
 
 import rubrics  # noqa: E402
 from judge import JudgeRequest  # noqa: E402
-from judge.llm import JudgeSettings, build_panel  # noqa: E402
+from judge.llm import JudgeSettings, Panel, ShardedPanel, build_panel  # noqa: E402
 from tests.servers.fast import FastOpenAIServer  # noqa: E402
 
 SCENARIOS = ((2000, 1.0, 256), (500, 0.2, 32))
+PROCESSES = 2  # judge worker processes of the sharded run (this project's machine has 2 cores)
 TARGET_RATIO, TARGET_CACHED_SHARE = 1.15, 0.05
 
 
@@ -49,6 +59,9 @@ class Figures:
     elapsed_s: float = 0.0
     cpu_s: float = 0.0
     cached_s: float = 0.0
+    processes: int = PROCESSES
+    sharded_s: float = 0.0
+    sharded_cpu_s: float = 0.0  # this process and the workers together
     attempts: int = 0
     retries: dict[str, int] = field(default_factory=dict)
     baselines: dict[str, float] = field(default_factory=dict)
@@ -66,6 +79,14 @@ class Figures:
         return self.cpu_s / self.calls * 1000
 
     @property
+    def sharded_ratio(self) -> float:
+        return self.sharded_s / self.ideal_s
+
+    @property
+    def sharded_cpu_ms_per_call(self) -> float:
+        return self.sharded_cpu_s / self.calls * 1000
+
+    @property
     def cached_share(self) -> float:
         return self.cached_s / self.elapsed_s
 
@@ -79,6 +100,10 @@ class Figures:
             "ratio": round(self.ratio, 3),
             "cpu_ms_per_call": round(self.cpu_ms_per_call, 3),
             "cached_share": round(self.cached_share, 4),
+            "processes": self.processes,
+            "sharded_elapsed_s": round(self.sharded_s, 3),
+            "sharded_ratio": round(self.sharded_ratio, 3),
+            "sharded_cpu_ms_per_call": round(self.sharded_cpu_ms_per_call, 3),
             "baseline_ratios": {k: round(v / self.ideal_s, 3) for k, v in self.baselines.items()},
         }
 
@@ -159,36 +184,87 @@ async def baselines(base_url: str, n: int, concurrency: int) -> dict[str, float]
     return out
 
 
-async def run(n: int, latency: float, concurrency: int, with_baselines: bool = True) -> Figures:
-    figures = Figures(n, latency, concurrency)
+def _settings(base_url: str, cache: Path, concurrency: int) -> JudgeSettings:
+    os.environ["OPENAI_API_KEY"] = "bench-key-not-real"
+    os.environ["OPENAI_BASE_URL"] = base_url + "/v1"
+    return JudgeSettings(judges=["openai:bench-judge"], cache_path=cache, concurrency=concurrency, timeout_s=60)
+
+
+def _panel(settings: JudgeSettings) -> Panel:
+    panel = build_panel(settings, rubrics.RUBRICS)
+    assert panel is not None
+    return panel
+
+
+async def _decide(escalator: Any, reqs: list[JudgeRequest]) -> list[Any]:
+    try:
+        return list(await escalator.decide(reqs))
+    finally:
+        await escalator.aclose()
+
+
+def sharded(settings: JudgeSettings, reqs: list[JudgeRequest], processes: int) -> tuple[list[Any], float, float]:
+    """(decisions, elapsed, CPU of this process and the workers): timed from the fork of the workers
+    (made outside the event loop, as a run makes them) to the last decision."""
+    panel = _panel(settings)
+    cpu_start, children_start = time.process_time(), _children_cpu()
+    start = time.perf_counter()
+    escalator = ShardedPanel(panel, settings, rubrics.RUBRICS, processes=processes, min_requests=1)
+    decisions = asyncio.run(_decide(escalator, reqs))  # closing reaps the workers: their CPU is counted
+    elapsed = time.perf_counter() - start
+    return decisions, elapsed, time.process_time() - cpu_start + _children_cpu() - children_start
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(n: int, latency: float, concurrency: int, with_baselines: bool = True, processes: int = PROCESSES) -> Figures:
+    figures = Figures(n, latency, concurrency, processes=processes)
     with server_process(latency) as (base_url, server_calls), tempfile.TemporaryDirectory() as tmp:
-        os.environ["OPENAI_API_KEY"] = "bench-key-not-real"
-        os.environ["OPENAI_BASE_URL"] = base_url + "/v1"
-        settings = JudgeSettings(judges=["openai:bench-judge"], cache_path=Path(tmp) / "cache.sqlite3", concurrency=concurrency, timeout_s=60)
+        settings = _settings(base_url, Path(tmp) / "cache.sqlite3", concurrency)
         reqs = requests(n)
 
-        panel = build_panel(settings, rubrics.RUBRICS)
-        assert panel is not None
+        panel = _panel(settings)
         start, cpu_start = time.perf_counter(), time.process_time()
-        first = await panel.decide(reqs)
+        first = asyncio.run(_decide(panel, reqs))
         figures.elapsed_s, figures.cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
-        await panel.aclose()
         figures.attempts, figures.retries = panel.stats.attempts, dict(panel.stats.retry_reasons)
         assert all(d.label == "correct" for d in first), "bench run had abstentions"
         calls = server_calls()
 
-        panel = build_panel(settings, rubrics.RUBRICS)
-        assert panel is not None
+        panel = _panel(settings)
         start = time.perf_counter()
-        second = await panel.decide(reqs)
+        second = asyncio.run(_decide(panel, reqs))
         figures.cached_s = time.perf_counter() - start
-        await panel.aclose()
         assert server_calls() == calls, "cached rerun made HTTP calls"
         assert all(v.cached for d in second for v in d.votes)
 
+        if processes > 1:  # a fresh cache: every call is paid again, by the workers
+            fresh = settings.model_copy(update={"cache_path": Path(tmp) / "sharded.sqlite3"})
+            decisions, figures.sharded_s, figures.sharded_cpu_s = sharded(fresh, reqs, processes)
+            assert server_calls() == 2 * calls, "the sharded run did not ask every question once"
+            assert [d.model_dump() for d in decisions] == [d.model_dump() for d in first], "the sharded run decided otherwise"
+
         if with_baselines:
-            figures.baselines = await baselines(base_url, n, concurrency)
+            figures.baselines = asyncio.run(baselines(base_url, n, concurrency))
     return figures
+
+
+def threshold(latency: float, concurrency: int, sizes: tuple[int, ...] = (16, 32, 64, 128, 256), processes: int = PROCESSES) -> None:
+    """In-process vs sharded elapsed time of one round of each size (fresh caches: every call paid)."""
+    print(f"\none round, {latency * 1000:.0f} ms latency, concurrency {concurrency}: in-process vs {processes} workers (start included)")
+    with server_process(latency) as (base_url, _), tempfile.TemporaryDirectory() as tmp:
+        for size in sizes:
+            reqs = requests(size)
+            settings = _settings(base_url, Path(tmp) / f"one-{size}.sqlite3", concurrency)
+            panel = _panel(settings)
+            start = time.perf_counter()
+            asyncio.run(_decide(panel, reqs))
+            alone = time.perf_counter() - start
+            _, split, _ = sharded(settings.model_copy(update={"cache_path": Path(tmp) / f"sharded-{size}.sqlite3"}), reqs, processes)
+            print(f"  {size:4d} requests: in-process {alone:.3f} s, sharded {split:.3f} s ({split / alone:.2f}x)")
 
 
 def report(f: Figures) -> None:
@@ -197,6 +273,12 @@ def report(f: Figures) -> None:
     print(f"client CPU during the first run: {f.cpu_s:.3f} s ({f.cpu_ms_per_call:.2f} ms per call: instructor + SDK + caller + panel)")
     print(f"attempts {f.attempts} for {f.calls} calls; retries {f.retries or 'none'}")
     print(f"first run:  {f.elapsed_s:.3f} s   ideal {f.ideal_s:.3f} s   ratio {f.ratio:.3f}   (target <= {TARGET_RATIO}: {ok})")
+    if f.sharded_s:
+        ok = "ok" if f.sharded_ratio <= TARGET_RATIO else "MISSED"
+        print(
+            f"sharded over {f.processes} worker processes: {f.sharded_s:.3f} s   ratio {f.sharded_ratio:.3f}   (target <= {TARGET_RATIO}: {ok}; "
+            f"workers' start included; CPU {f.sharded_cpu_ms_per_call:.2f} ms per call, all processes; decisions identical to the in-process run)"
+        )
     for name, seconds in f.baselines.items():
         print(f"baseline, {name}: {seconds:.3f} s   ratio {seconds / f.ideal_s:.3f}   (same server, same concurrency, no cache, no panel)")
     share_ok = "ok" if f.cached_share < TARGET_CACHED_SHARE else "MISSED"
@@ -205,7 +287,7 @@ def report(f: Figures) -> None:
 
 def fanout_figures(with_baselines: bool = False) -> list[dict[str, Any]]:
     """Both scenarios, as dicts (for ``bench/run_all.py``)."""
-    return [asyncio.run(run(n, lat, c, with_baselines)).as_dict() for n, lat, c in SCENARIOS]
+    return [run(n, lat, c, with_baselines).as_dict() for n, lat, c in SCENARIOS]
 
 
 def main() -> None:
@@ -213,13 +295,26 @@ def main() -> None:
     parser.add_argument("--calls", type=int, help="one scenario instead of the default two")
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--processes", type=int, default=PROCESSES, help="judge worker processes of the sharded run (1: none)")
     parser.add_argument("--no-baselines", action="store_true", help="skip the SDK-only and instructor-only runs")
+    parser.add_argument("--threshold", action="store_true", help="in-process vs sharded for rounds of 16-256 requests, then stop")
     args = parser.parse_args()
+    if args.threshold:
+        for lat, c in ((0.2, 32), (1.0, 256)):
+            threshold(lat, c, processes=args.processes)
+        return
     scenarios = [(args.calls, args.latency, args.concurrency)] if args.calls else list(SCENARIOS)
-    results = [asyncio.run(run(n, lat, c, not args.no_baselines)) for n, lat, c in scenarios]
+    results = [run(n, lat, c, not args.no_baselines, args.processes) for n, lat, c in scenarios]
     for figures in results:
         report(figures)
-    print("\nsummary: " + "; ".join(f"{f.calls} calls @ {f.latency_s * 1000:.0f} ms / {f.concurrency}: ratio {f.ratio:.3f}" for f in results))
+    print(
+        "\nsummary: "
+        + "; ".join(
+            f"{f.calls} calls @ {f.latency_s * 1000:.0f} ms / {f.concurrency}: ratio {f.ratio:.3f} in one process"
+            + (f", {f.sharded_ratio:.3f} over {f.processes} worker processes" if f.sharded_s else "")
+            for f in results
+        )
+    )
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"(load average {load:.1f} on {os.cpu_count()} CPUs at the end: elapsed ratios include the machine's other work)")
 
