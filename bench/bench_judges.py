@@ -252,19 +252,39 @@ def run(n: int, latency: float, concurrency: int, with_baselines: bool = True, p
     return figures
 
 
-def threshold(latency: float, concurrency: int, sizes: tuple[int, ...] = (16, 32, 64, 128, 256), processes: int = PROCESSES) -> None:
-    """In-process vs sharded elapsed time of one round of each size (fresh caches: every call paid)."""
-    print(f"\none round, {latency * 1000:.0f} ms latency, concurrency {concurrency}: in-process vs {processes} workers (start included)")
+async def _two_rounds(escalator: ShardedPanel, first: list[JudgeRequest], second: list[JudgeRequest]) -> float:
+    """Decide ``first``, then ``second``: the seconds the second took."""
+    try:
+        await escalator.decide(first)
+        start = time.perf_counter()
+        await escalator.decide(second)
+        return time.perf_counter() - start
+    finally:
+        await escalator.aclose()
+
+
+def threshold(latency: float, concurrency: int, sizes: tuple[int, ...] = (16, 32, 64, 128, 256, 512), processes: int = PROCESSES) -> None:
+    """One round of each size (fresh questions: every call paid): in this process; over workers
+    started for it (their start included: what the first round of a run pays); over workers
+    already running (a later round)."""
+    print(f"\none round, {latency * 1000:.0f} ms latency, concurrency {concurrency}: in-process vs {processes} workers")
     with server_process(latency) as (base_url, _), tempfile.TemporaryDirectory() as tmp:
         for size in sizes:
-            reqs = requests(size)
-            settings = _settings(base_url, Path(tmp) / f"one-{size}.sqlite3", concurrency)
+            settings = _settings(base_url, Path(tmp) / f"{size}.sqlite3", concurrency)
+            fresh = iter(requests(4 * size)[i : i + size] for i in range(0, 4 * size, size))
             panel = _panel(settings)
             start = time.perf_counter()
-            asyncio.run(_decide(panel, reqs))
+            asyncio.run(_decide(panel, next(fresh)))
             alone = time.perf_counter() - start
-            _, split, _ = sharded(settings.model_copy(update={"cache_path": Path(tmp) / f"sharded-{size}.sqlite3"}), reqs, processes)
-            print(f"  {size:4d} requests: in-process {alone:.3f} s, sharded {split:.3f} s ({split / alone:.2f}x)")
+            panel = _panel(settings)
+            start = time.perf_counter()
+            escalator = ShardedPanel(panel, settings, rubrics.RUBRICS, processes=processes, min_requests=1)
+
+            warm = asyncio.run(_two_rounds(escalator, next(fresh), next(fresh)))
+            cold = time.perf_counter() - start - warm
+            print(
+                f"  {size:4d} requests: in-process {alone:.3f} s; workers started for it {cold:.3f} s ({cold / alone:.2f}x); workers running {warm:.3f} s ({warm / alone:.2f}x)"
+            )
 
 
 def report(f: Figures) -> None:

@@ -5,8 +5,9 @@
 - grading throughput and peak RSS on one core (``bench_grading``, the realistic headline);
 - ``--workers 1`` vs every core, outputs checked byte for byte (``bench_workers``);
 - start-up of ``judge --help`` and ``judge env list`` (``bench_startup``);
-- then the benches other parts of the project own (judge fan-out, provider batches...): each
-  module listed in ``HOOKS`` that exists is run as it is and its output printed under its name.
+- then the benches other parts of the project own (judge fan-out, in one process and sharded
+  over 2 judge worker processes, ratios side by side; provider batches...): each module listed
+  in ``HOOKS`` that exists is run as it is and its output printed under its name.
   To add one, write ``bench/<name>.py`` (runnable as a script) and list it there.
 
 Sizes default to a quick run (``--n``); the README's figures use ``--n 100000``.
@@ -24,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-# benches owned elsewhere, run as scripts when present (judge fan-out; provider batch flow)
+# benches owned elsewhere, run as scripts when present (judge fan-out: in-process and sharded ratios; provider batch flow)
 HOOKS = ("bench_judges", "bench_batch")
 
 

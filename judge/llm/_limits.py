@@ -5,7 +5,8 @@
   injectable so tests can check the delays without waiting for them.
 - ``RateLimiter``: a token bucket per provider (``rpm``), burst of one second's worth.
 - ``Budget``: once spending reaches ``max_cost_usd`` no new call is launched; calls already in
-  flight finish (so the overshoot is bounded by concurrency x one call's cost).
+  flight finish (so the overshoot is bounded by concurrency x one call's cost). Processes judging
+  for one run share a ledger, so the limit and the bound are the run's (``_sharded``).
 """
 
 from __future__ import annotations

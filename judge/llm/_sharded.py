@@ -63,10 +63,13 @@ from judge.llm._usage import CallStats
 
 log = logging.getLogger("judge.sharded")
 
-# Rounds smaller than this stay in this process. Measured with bench/bench_judges.py --threshold
-# (2 workers, 2 cores, 200 ms and 1 s latency): below ~64 requests a round's client CPU is a few
-# tens of ms, which is what a round trip to the workers and their first calls' warm-up cost.
-SHARD_MIN_REQUESTS = 64
+# Rounds smaller than this stay in this process, and a run whose first round is smaller starts no
+# workers. Measured with ``bench/bench_judges.py --threshold`` (2 workers on 2 shared cores; 200 ms
+# latency / 32 in flight and 1 s / 256): workers started for a round cost ~60-70 ms (fork, each
+# worker's panel, its first call's TLS context) and break even at 128-256 requests; workers
+# already running win from 16 requests up, by 3-16% of a round that short (tens of ms), so one
+# threshold does for both.
+SHARD_MIN_REQUESTS = 128
 
 
 class WorkerDied(Exception):
