@@ -3,8 +3,8 @@
 Everything here is plain pydantic and standard library: importing it never pulls in an LLM SDK.
 """
 
-from judge.core._canonical import canonical_json, content_hash, loads_json, parse_json_text, response_key
-from judge.core._depth import MAX_DEPTH, TooDeep, nesting_error, parse_json_bounded
+from judge.core._canonical import UNDECIDED, canonical_json, content_hash, loads_exact, loads_json, parse_json_text, response_key
+from judge.core._depth import MAX_DEPTH, TooDeep, nesting_error, parse_json_bounded, text_nesting_error
 from judge.core._errors import (
     BadInputError,
     ConfigurationError,
@@ -79,6 +79,7 @@ __all__ = [
     "REMOVED_MARK",
     "RUBRIC_FOR_CHECK",
     "SINGLE_TURN_KEYS",
+    "UNDECIDED",
     "AbstainReason",
     "AnswerLabel",
     "AnswerMaterial",
@@ -161,6 +162,7 @@ __all__ = [
     "fmt_pct_ci",
     "fmt_signed_pct",
     "label_passed",
+    "loads_exact",
     "loads_json",
     "looks_like_error",
     "material_keys",
@@ -174,4 +176,5 @@ __all__ = [
     "response_key",
     "strip_instructions",
     "strip_instructions_deep",
+    "text_nesting_error",
 ]

@@ -19,9 +19,9 @@ from typing import Any
 
 import orjson
 
-from judge.core._depth import MAX_DEPTH, TooDeep, nesting_error, parse_json_bounded
+from judge.core._depth import MAX_DEPTH, TooDeep, parse_json_bounded, text_nesting_error
 
-__all__ = ["canonical_json", "content_hash", "loads_json", "parse_json_text", "response_key"]
+__all__ = ["UNDECIDED", "canonical_json", "content_hash", "loads_exact", "loads_json", "parse_json_text", "response_key"]
 
 
 def canonical_json(value: Any) -> str:
@@ -91,29 +91,61 @@ def _has_long_digit_run(text: str | bytes) -> bool:
     return _LONG_RUN in raw.translate(_DIGITS_AS_ZERO)
 
 
+class _Undecided:
+    def __repr__(self) -> str:
+        return "UNDECIDED"
+
+
+UNDECIDED: Any = _Undecided()  # what ``loads_exact`` returns when the standard library must decide
+
+
+_COLON_ESCAPE = (b"\\u003a", b"\\u003A")
+
+
+def loads_exact(text: str | bytes, *, unique_keys: bool = False) -> Any:
+    """The value ``json.loads(text)`` gives, read by orjson, whenever orjson certainly gives the
+    same; ``UNDECIDED`` otherwise (the caller reads the text with the standard library, which
+    decides and words any error): an integer past 64 bits (orjson reads a float), NaN, Infinity,
+    an overflowing float, a lone surrogate escape, malformed text, a byte-order mark (orjson
+    refuses these), and with ``unique_keys`` an object repeating a key (orjson keeps the last
+    silently). No depth bound here: callers bound it (orjson stops at 1,024 levels).
+
+    Repeated keys, found by counting colons: without ``\\u003a`` escapes, the text's colons are
+    its keys plus the colons inside its strings; orjson writes the parsed value back with one colon
+    per key it kept and the same strings, so the counts differ exactly when a key was dropped."""
+    if _has_long_digit_run(text):  # an integer that may not fit 64 bits
+        return UNDECIDED
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return UNDECIDED
+    if unique_keys and isinstance(value, (dict, list)):
+        raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+        colons = raw.count(b":")
+        if colons:
+            if _COLON_ESCAPE[0] in raw or _COLON_ESCAPE[1] in raw:  # keys cannot be counted
+                return UNDECIDED
+            try:
+                kept = orjson.dumps(value).count(b":")
+            except orjson.JSONEncodeError:  # nested past orjson's writing depth
+                return UNDECIDED
+            if kept != colons:  # a key repeats
+                return UNDECIDED
+    return value
+
+
 def loads_json(text: str | bytes, limit: int = MAX_DEPTH) -> Any:
     """``parse_json_bounded`` (``json.loads`` for untrusted text: ``TooDeep`` past ``limit`` levels,
     a ``ValueError`` for unpaired surrogate escapes), faster: the same value for every input, a
-    ``ValueError`` for the same ones. orjson parses; what it would read differently (integers past
-    64 bits, NaN / Infinity) or rejects (surrogates, malformed text) goes to the definition."""
-    if not _has_long_digit_run(text):
-        try:
-            value = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass
-        else:
-            if isinstance(value, (dict, list)) and _openers(text) > limit:  # the definition's depth check
-                path = nesting_error(value, limit)
-                if path is not None:
-                    raise TooDeep(limit, path)
-            return value
-    return parse_json_bounded(text, limit)
-
-
-def _openers(text: str | bytes) -> int:
-    if isinstance(text, str):
-        return text.count("[") + text.count("{")
-    return text.count(b"[") + text.count(b"{")
+    ``ValueError`` for the same ones. orjson parses (``loads_exact``); what it would read
+    differently or rejects goes to the definition."""
+    value = loads_exact(text)
+    if value is UNDECIDED:
+        return parse_json_bounded(text, limit)
+    path = text_nesting_error(value, text, limit)  # the definition's depth check
+    if path is not None:
+        raise TooDeep(limit, path)
+    return value
 
 
 _MAYBE_JSON = frozenset("{[ntf")

@@ -18,7 +18,7 @@ from judge.core._errors import BadInputError
 
 MAX_DEPTH = 100  # containers inside containers, the item itself being level 1
 
-__all__ = ["MAX_DEPTH", "TooDeep", "nesting_error", "parse_json_bounded"]
+__all__ = ["MAX_DEPTH", "TooDeep", "nesting_error", "parse_json_bounded", "text_nesting_error"]
 
 
 class TooDeep(BadInputError):
@@ -47,6 +47,14 @@ def nesting_error(value: Any, limit: int = MAX_DEPTH) -> str | None:
         if not level:
             return None
     return _deep_path(value, limit)
+
+
+def text_nesting_error(value: Any, text: str | bytes, limit: int = MAX_DEPTH) -> str | None:
+    """``nesting_error`` of ``value`` parsed from ``text``, skipping the walk when the text cannot
+    nest that deep: n nested containers need n opening brackets."""
+    if not isinstance(value, (dict, list)) or _openers(text) <= limit:
+        return None
+    return nesting_error(value, limit)
 
 
 def _deep_path(value: Any, limit: int) -> str:
@@ -85,10 +93,9 @@ def parse_json_bounded(text: str | bytes, limit: int = MAX_DEPTH) -> Any:
     except RecursionError:
         raise TooDeep(limit) from None
     # n nested containers need n opening brackets: text with fewer cannot be too deep
-    if isinstance(value, (dict, list)) and _openers(text) > limit:
-        path = nesting_error(value, limit)
-        if path is not None:
-            raise TooDeep(limit, path)
+    path = text_nesting_error(value, text, limit)
+    if path is not None:
+        raise TooDeep(limit, path)
     if _SURROGATE_ESCAPE.search(text if isinstance(text, str) else text.decode("utf-8", "replace")) and not _encodable(value):
         raise BadInputError("a string holds an unpaired UTF-16 surrogate escape")
     return value

@@ -33,20 +33,35 @@ def _holds_model(annotation: Any) -> bool:
 def extra_fields(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
     """(field path, value) of every unknown field in a validated model tree, in field order.
 
-    Iterative (an explicit stack), so a deeply nested item cannot exhaust the recursion limit."""
-    stack: list[tuple[str, Any]] = [(path, value)]
+    Iterative (an explicit stack), so a deeply nested item cannot exhaust the recursion limit.
+    A node's path is kept as a link to its parent's and written out only for an unknown field
+    (most trees have none: building every path would be most of the walk's cost)."""
+    stack: list[tuple[Any, Any]] = [(value, None)]
     while stack:
-        where, node = stack.pop()
+        node, link = stack.pop()
         if isinstance(node, BaseModel):
-            children: list[tuple[str, Any]] = []
-            for name in _model_fields_of(type(node)):
-                child = getattr(node, name, None)
-                if isinstance(child, (BaseModel, list, dict)):
-                    children.append((f"{where}.{name}" if where else name, child))
-            stack.extend(reversed(children))
-            for key, extra in (node.model_extra or {}).items():
-                yield (f"{where}.{key}" if where else key), extra
+            names = _model_fields_of(type(node))
+            if names:
+                children = [(child, (link, name)) for name in names if isinstance(child := getattr(node, name, None), (BaseModel, list, dict))]
+                stack.extend(reversed(children))
+            extra = node.__pydantic_extra__
+            if extra:
+                for key, item in extra.items():
+                    yield _path(path, (link, key)), item
         elif isinstance(node, list):
-            stack.extend(reversed([(f"{where}[{i}]", item) for i, item in enumerate(node) if isinstance(item, BaseModel)]))
+            stack.extend(reversed([(item, (link, i)) for i, item in enumerate(node) if isinstance(item, BaseModel)]))
         elif isinstance(node, dict):
-            stack.extend(reversed([(f"{where}.{k}", item) for k, item in node.items() if isinstance(item, BaseModel)]))
+            stack.extend(reversed([(item, (link, str(k))) for k, item in node.items() if isinstance(item, BaseModel)]))
+
+
+def _path(root: str, link: Any) -> str:
+    """``a.b[0].c`` from a chain of (parent, key) links: ints are list positions, anything else a
+    field name or a dict key."""
+    keys: list[Any] = []
+    while link is not None:
+        link, key = link
+        keys.append(key)
+    out = root
+    for key in reversed(keys):
+        out += f"[{key}]" if isinstance(key, int) else (f".{key}" if out else str(key))
+    return out

@@ -20,16 +20,26 @@ from typing import Any
 from judge import Check, Evidence, EvidenceKind, FailureStage, Outcome, StageResult, pattern_search
 from pipelines.checks._context import TurnContext
 from pipelines.checks._waterfall import CheckOutcome
-from pipelines.matching import AnswerLabel, AnswerThresholds, compare_answer, is_missing, value_in_text
+from pipelines.matching import AnswerLabel, AnswerThresholds, Haystack, compare_answer, is_missing, value_in_text
 
 
-def communicated(info: str, messages: list[str]) -> int | None:
+def communicated(info: str, messages: list[str] | Told) -> int | None:
     """Index of the first agent message that conveys ``info``, else None (see the module rules)."""
+    told = messages if isinstance(messages, Told) else Told(messages)
     needle = info.lower()
-    for i, message in enumerate(messages):
-        if needle in message.lower().replace(",", "") or value_in_text(info, message):
+    for i, (plain, hay) in enumerate(zip(told.plain, told.haystacks, strict=True)):
+        if needle in plain or value_in_text(info, hay):
             return i
     return None
+
+
+class Told:
+    """The agent's messages prepared once for every required item asked of them: lower-cased
+    without thousands separators, and as haystacks (tokenised and their numbers read once)."""
+
+    def __init__(self, messages: list[str]):
+        self.plain = [m.lower().replace(",", "") for m in messages]
+        self.haystacks = [Haystack(m) for m in messages]
 
 
 def thresholds_from(ctx: TurnContext) -> AnswerThresholds:
@@ -64,7 +74,8 @@ class AnswerCheck:
         told: list[Evidence] = []
         if turn.required_content:
             messages = _agent_messages(ctx)
-            missing = [info for info in turn.required_content if communicated(info, messages) is None]
+            told_once = Told(messages)
+            missing = [info for info in turn.required_content if communicated(info, told_once) is None]
             if missing:
                 return self._mismatch("incorrect", f"the agent never told the user: {missing}", messages[-3:], turn.required_content)
             told.append(

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from judge import InputErrorInfo, nesting_error
+from judge import UNDECIDED, InputErrorInfo, loads_exact, text_nesting_error
 from pipelines.ingest._base import Limits
 
 Source = str | os.PathLike | IO[bytes]
@@ -316,12 +316,12 @@ class _Reader:
         where = f" (at {path})" if path else ""
         return self._error("too_deep", f"nested deeper than {self.limits.max_depth} levels{where}", line, path or "<root>")
 
-    def _value(self, value: Any, line: int, size: int, text: str) -> RawItem:
-        limit = self.limits.max_depth
-        # n nested containers need n opening brackets: text with fewer cannot be too deep
-        if (text.count("[") + text.count("{") > limit) and (path := nesting_error(value, limit)) is not None:
+    def _value(self, value: Any, line: int, size: int, text: str | bytes, surrogates: bool = True) -> RawItem:
+        """The item of a parsed value, or its error: too deep, a lone surrogate (``surrogates``: the
+        parser may have let one through), an oversize string."""
+        if (path := text_nesting_error(value, text, self.limits.max_depth)) is not None:
             return self._too_deep(line, path)
-        if _SURROGATE_ESCAPE.search(text) and (path := _surrogate_path(value)) is not None:
+        if surrogates and isinstance(text, str) and _SURROGATE_ESCAPE.search(text) and (path := _surrogate_path(value)) is not None:
             return self._error(
                 "encoding", "a string holds an unpaired UTF-16 surrogate escape (\\ud800-\\udfff alone), which no UTF-8 text can hold", line, path or "<root>"
             )
@@ -386,6 +386,12 @@ class _Reader:
             if line.raw is None:
                 yield self._error_item(self._too_large_info(line))
                 continue
+            raw = line.raw[3:] if line.offset == 0 and line.raw.startswith(b"\xef\xbb\xbf") else line.raw
+            value = loads_exact(raw, unique_keys=True)  # the common case at C speed
+            if value is not UNDECIDED:  # orjson read it: valid UTF-8, no lone surrogate, no repeated key
+                yield self._value(value, line.number, line.size, raw, surrogates=False)
+                continue
+            # anything unusual is read and worded by the standard library
             text = self._decode(line)
             if isinstance(text, RawItem):
                 yield text

@@ -143,3 +143,46 @@ def _old_set_form(value, digits=9):
         items = {json.dumps(_old_set_form(v, digits), sort_keys=True, ensure_ascii=False, default=str) for v in value}
         return ["\u0000set"] + sorted(items)
     return str(value)
+
+
+def _strict_stdlib(text):
+    """The reader's definition: json.loads refusing a repeated key (None when it refuses the text)."""
+
+    def unique(pairs):
+        if len({k for k, _ in pairs}) != len(pairs):
+            raise ValueError("repeated key")
+        return dict(pairs)
+
+    try:
+        return ("ok", json.loads(text, object_pairs_hook=unique))
+    except (ValueError, RecursionError):
+        return None
+
+
+_REPEATS = st.lists(st.sampled_from(['"a"', '"b"', '"a:b"', '"\\u003a"', '"\\u003A"', '"c\\"d"']), min_size=1, max_size=5).flatmap(
+    lambda keys: st.lists(st.sampled_from(["1", '"x:y"', '":"', '{"a":1,"a":2}', "[]", '"\\u003a"', "null"]), min_size=len(keys), max_size=len(keys)).map(
+        lambda values: "{" + ",".join(f"{k}:{v}" for k, v in zip(keys, values)) + "}"
+    )
+)
+
+
+@given(_JSON_TEXT | _REPEATS | st.integers(1, 300).map(lambda n: "[" * n + "]" * n))
+@settings(max_examples=2000, deadline=None)
+def test_loads_exact_reads_what_the_duplicate_refusing_stdlib_reads_or_abstains(text):
+    """The reader's fast path: orjson's value only where it is the standard library's, and never
+    for an object that repeats a key (the standard library reports which)."""
+    got = _canonical.loads_exact(text.encode("utf-8", "surrogatepass"), unique_keys=True)
+    if got is _canonical.UNDECIDED:
+        return
+    expected = _strict_stdlib(text)
+    assert expected is not None, f"loads_exact read {text!r}, which the standard library refuses"
+    assert _same(got, expected[1]), text
+
+
+def test_loads_exact_abstains_on_every_repeated_key():
+    for text in ['{"a":1,"a":2}', '{"a":"x:y","a":1}', '[{"k":{"a":1,"a":1}}]', '{"a":1,"\\u0061":2}', '{"a:":1,"a:":":"}']:
+        assert _canonical.loads_exact(text, unique_keys=True) is _canonical.UNDECIDED, text
+        assert _canonical.loads_exact(text) is not _canonical.UNDECIDED  # without the rule orjson keeps the last
+    assert _canonical.loads_exact('{"a":"\\u003a","b":1}', unique_keys=True) is _canonical.UNDECIDED  # escaped colon: cannot count
+    assert _canonical.loads_exact('{"a":"x:y","b":{"c":":"}}', unique_keys=True) == {"a": "x:y", "b": {"c": ":"}}
+    assert _canonical.loads_exact("[" * 1100 + "]" * 1100) is _canonical.UNDECIDED  # past orjson's depth: callers bound depth themselves
