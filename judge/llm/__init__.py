@@ -25,7 +25,7 @@ from judge.llm._providers import (
 )
 from judge.llm._rubric import JudgeVerdict, Rubric, register_rubric, registered_rubrics
 from judge.llm._settings import ConfigFile, JudgeConfigError, JudgeSettings, PanelConfig, PriceConfig, ProviderConfig, RetryConfig, load_config_file
-from judge.llm._sharded import SHARD_MIN_REQUESTS, ShardedPanel, WorkerDied, shard_panel
+from judge.llm._sharded import SHARD_MIN_REQUESTS, ShardedPanel, shard_panel
 from judge.llm._usage import CallStats, JudgeUsage
 from judge.llm._voting import Tally, tally
 from judge.llm._weights import JudgeWeight, VoteWeights, load_weights
@@ -67,7 +67,6 @@ __all__ = [
     "Tally",
     "Transport",
     "VoteWeights",
-    "WorkerDied",
     "batch_price",
     "build_panel",
     "cache_key",

@@ -73,8 +73,9 @@ log = logging.getLogger("judge.sharded")
 SHARD_MIN_REQUESTS = 128
 
 
-class WorkerDied(Exception):
-    """A judge worker process ended without answering its share of a round."""
+class _WorkerDied(Exception):
+    """A judge worker process ended without answering its share of a round (never leaves
+    ``ShardedPanel.decide``: its requests abstain)."""
 
     def __init__(self, index: int, exitcode: int | None):
         how = "was killed by signal " + str(-exitcode) if exitcode is not None and exitcode < 0 else f"exited with code {exitcode}"
@@ -107,7 +108,7 @@ class _Worker:
             reply = self.conn.recv()
         except (EOFError, OSError) as exc:  # its end of the pipe closed: the process is gone
             self.process.join(timeout=5)
-            raise WorkerDied(self.index, self.process.exitcode) from exc
+            raise _WorkerDied(self.index, self.process.exitcode) from exc
         if reply[0] == "error":
             _, error, text = reply
             raise error from _RemoteTraceback(text)
@@ -187,9 +188,9 @@ class ShardedPanel:
             return_exceptions=True,
         )
         decisions: list[PanelDecision | None] = [None] * len(requests)
-        died: list[WorkerDied] = []
+        died: list[_WorkerDied] = []
         for worker, share, reply in zip(self._workers, shares, replies, strict=True):
-            if isinstance(reply, WorkerDied):
+            if isinstance(reply, _WorkerDied):
                 died.append(reply)
                 for i in share:
                     decisions[i] = self._abstained(rubrics[i], reply)
@@ -229,7 +230,7 @@ class ShardedPanel:
         stats.budget_exhausted = budget.exhausted
         stats.budget_message = budget.message
 
-    def _abstained(self, rubric: Rubric, died: WorkerDied) -> PanelDecision:
+    def _abstained(self, rubric: Rubric, died: _WorkerDied) -> PanelDecision:
         message = f"{died}; its answers so far are in the judge cache"
         votes = []
         for judge in self.panel.judges:
@@ -245,7 +246,7 @@ class ShardedPanel:
             reason=f"{message}; every judge abstained; unresolved, for human review",
         )
 
-    def _after_deaths(self, died: list[WorkerDied], size: int) -> None:
+    def _after_deaths(self, died: list[_WorkerDied], size: int) -> None:
         for d in died:
             text = f"{d} in a round of {size} requests: its requests abstained (error); later rounds were judged in one process"
             log.warning(text)
