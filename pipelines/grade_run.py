@@ -545,13 +545,19 @@ class _Run:
         cases = self.pending
         waiting: list[dict[str, Any]] = []  # batches of the round in progress (journaled, not yet decided)
         decided = 0  # rounds decided so far (= the index of the round in progress)
+        spent = 0.0  # by the journaled rounds: --max-cost caps the run, across its resumes
         for entry in self.state.rounds():
             if "batches" in entry:
                 waiting.extend(entry["batches"])
                 continue
             for (shard, local, ti, check), decision in zip(entry["asks"], entry["decisions"], strict=True):
-                cases[(shard, local)].apply_decision(ti, Check(check), PanelDecision.model_validate(decision), entry["panel"])
+                made = PanelDecision.model_validate(decision)
+                spent += sum(v.cost_usd for v in made.votes if not v.cached)
+                cases[(shard, local)].apply_decision(ti, Check(check), made, entry["panel"])
             waiting, decided = [], decided + 1
+        count_spent = getattr(escalator, "count_spent", None)
+        if spent and count_spent is not None:
+            count_spent(spent)
         batch = getattr(escalator, "batch", None)
         if waiting and batch is None:
             raise RunDirError("--resume: this run waits for provider batches: resume it in batch mode (judge resume RUN_DIR)")

@@ -238,7 +238,7 @@ class LineShards:
                 line = b""
             else:
                 digest.update(line)
-                if line.strip():
+                if line and not line.isspace():  # not blank (bytes.strip() would copy the line to say so)
                     nonblank += 1
             parts.append(line)
             kept += len(line)

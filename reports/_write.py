@@ -42,7 +42,7 @@ def _write_table(df: pd.DataFrame, folder: Path, name: str) -> list[Path]:
     return [csv, parquet]
 
 
-TRAJECTORY_CHUNK = 10_000
+TRAJECTORY_CHUNK = 2_000
 
 
 def _write_trajectories(run: RunData, folder: Path) -> list[Path]:

@@ -150,6 +150,11 @@ class Panel:
         self.stats.budget_message = self.caller.budget.message
         return list(decisions)
 
+    def count_spent(self, usd: float) -> None:
+        """Count what earlier sessions of this run spent (journaled rounds of a resumed run)
+        against ``max_cost_usd``: a budget is the run's, not each resume's."""
+        self.caller.budget.add(usd)
+
     async def aclose(self) -> None:
         await self.caller.aclose()
 

@@ -6,6 +6,7 @@ task / one error (tasks). Nothing is silently dropped and nothing is silently ov
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,7 +142,12 @@ def as_id(value: Any) -> str | None:
 
 def default_trajectory_id(file: str, line: int | None) -> str:
     """Deterministic id for a trajectory that has none: stable across reruns of the same file."""
-    return f"{Path(file).stem}:{line}"
+    return f"{_stem(file)}:{line}"
+
+
+@functools.lru_cache(maxsize=64)
+def _stem(file: str) -> str:
+    return Path(file).stem  # asked once per item of a file: parse its name once
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ costs a passing agent its score, a wrong "correct" hides a hallucination.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -183,6 +184,13 @@ def _as_number(value: Any) -> tuple[float, ...] | None:
         return (float(value),)
     if not isinstance(value, str):
         return None
+    return _str_as_number(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _str_as_number(value: str) -> tuple[float, ...] | None:
+    """``_as_number`` of a string, remembered: the same gold value or required item is asked of
+    every message and every tool output of a trajectory."""
     text = value.strip()
     found = _mentions(text)
     if len(found) != 1:

@@ -369,3 +369,39 @@ def test_a_run_is_worked_on_by_one_process_at_a_time(server, tmp_path):
     finally:
         other.release()
     _resume(out)
+
+
+def test_max_cost_caps_the_run_across_its_resumes(server, tmp_path):
+    """--max-cost is the run's budget, not each resume's: a resume counts what the journaled rounds
+    spent, so a three-round batch run capped between one and two rounds' cost launches two rounds,
+    as an online run with the same cap does (each resume alone spends one round: under the cap)."""
+    config = tmp_path / "judges.toml"
+    config.write_text("".join(f'[prices."{j}"]\ninput_per_1m = 2.0\noutput_per_1m = 8.0\n' for j in ("openai:judge-a", "anthropic:judge-b")))
+    for model in ("judge-a", "judge-b"):
+        server.set_responder(model, _by_rubric)
+    server.batches.default_plan = BatchPlan(polls=0)
+    judges = ["--judge", "openai:judge-a", "--judge", "anthropic:judge-b", "--config", str(config)]
+    files = _write(tmp_path, ROUNDS)
+    _grade(files, tmp_path / "free", *judges, "--cache", str(tmp_path / "free.sqlite3"), "--judge-mode", "batch", code=EXIT_WAITING)
+    _finish(tmp_path / "free")
+    free = json.loads((tmp_path / "free" / "summary.json").read_text())["judges"]
+    assert free["calls"] == 6
+    per_round = free["cost_usd"] / 3  # the server answers every rubric with the same tokens
+
+    out = tmp_path / "capped"
+    cap = f"{1.5 * per_round:.8f}"
+    _grade(files, out, *judges, "--cache", str(tmp_path / "capped.sqlite3"), "--judge-mode", "batch", "--max-cost", cap, code=EXIT_WAITING)
+    _finish(out)
+    capped = json.loads((out / "summary.json").read_text())["judges"]
+    assert capped["calls"] == 4 and capped["cost_usd"] == pytest.approx(2 * per_round)
+    row = json.loads((out / "results.jsonl").read_text())
+    decisions = [c["decision"] for c in row["turns"][0]["checks"] if c.get("decision")]
+    assert [d["rubric"] for d in decisions] == ["trajectory_sufficiency", "answer_correctness", "groundedness"]
+    assert [v["abstain_reason"] for v in decisions[-1]["votes"]] == ["budget", "budget"]  # the third round was never sent
+    assert row["verdict"] == "unresolved"
+
+    online = tmp_path / "online"  # online prices are twice the batch prices: the same cap in rounds
+    _grade(files, online, *judges, "--cache", str(tmp_path / "online.sqlite3"), "--max-cost", f"{3 * per_round:.8f}")
+    online_row = json.loads((online / "results.jsonl").read_text())
+    assert (online_row["verdict"], online_row["decided_by"]) == (row["verdict"], row["decided_by"])
+    assert json.loads((online / "summary.json").read_text())["judges"]["calls"] == 4

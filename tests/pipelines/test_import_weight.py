@@ -1,5 +1,6 @@
 """What the grading path imports decides its memory floor: scipy.optimize alone is ~50 MB of RSS
-per process (and per worker), so the matchers load it on first use of an unordered comparison."""
+per process (and per worker), so the matchers load it on first use of an unordered comparison;
+pandas + pyarrow are another ~50 MB, so the report's modules load when the report is written."""
 
 from __future__ import annotations
 
@@ -8,13 +9,19 @@ import sys
 
 
 def _loaded_after(code: str) -> set[str]:
-    probe = f"{code}\nimport sys\nprint(' '.join(sorted(m for m in ('scipy', 'sklearn', 'instructor', 'openai', 'anthropic') if m in sys.modules)))"
+    probe = f"{code}\nimport sys\nprint(' '.join(sorted(m for m in ('scipy', 'sklearn', 'instructor', 'openai', 'anthropic', 'pandas', 'pyarrow') if m in sys.modules)))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     return set(out.stdout.split())
 
 
 def test_the_grading_path_loads_no_heavy_library():
     assert _loaded_after("import pipelines.grade_run") == set()
+    # what a shard grader takes from the report package (its compact row) comes without pandas
+    assert _loaded_after("import pipelines.shards\nfrom reports import to_row") == set()
+
+
+def test_the_report_loads_its_tables_library_when_it_is_used():
+    assert {"pandas", "pyarrow"} <= _loaded_after("import reports\nreports.write_reports")
 
 
 def test_unordered_comparisons_load_it_when_they_need_it():
