@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, Protocol
 
+from judge import fresh_std_streams
 from pipelines.shards import GradingContext, Shard, ShardResult, grade_shard
 
 __all__ = ["Executor", "InProcess", "ProcessPool", "RayCluster", "default_workers", "make_executor"]
@@ -64,6 +65,7 @@ _WORKER_CONTEXT: GradingContext | None = None
 
 def _init_worker(ctx: GradingContext | None) -> None:
     global _WORKER_CONTEXT
+    fresh_std_streams()  # forked while the progress bar's thread may have held a stream's lock
     if ctx is not None:
         _WORKER_CONTEXT = ctx
 

@@ -19,6 +19,7 @@ from judge.core._errors import (
 )
 from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
 from judge.core._extras import extra_fields
+from judge.core._forking import fresh_std_streams
 from judge.core._instructions import REMOVED_MARK, InstructionScan, find_instructions, strip_instructions, strip_instructions_deep
 from judge.core._materials import (
     MATERIAL_FOR_RUBRIC,
@@ -161,6 +162,7 @@ __all__ = [
     "fmt_pct",
     "fmt_pct_ci",
     "fmt_signed_pct",
+    "fresh_std_streams",
     "label_passed",
     "loads_exact",
     "loads_json",

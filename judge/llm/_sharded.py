@@ -43,7 +43,6 @@ import json
 import logging
 import multiprocessing
 import pickle
-import sys
 import traceback
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -52,7 +51,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from judge.core import AbstainReason
+from judge.core import AbstainReason, fresh_std_streams
 from judge.core._escalation import Escalator, JudgeRequest
 from judge.core._stages import Outcome
 from judge.core._verdict import PanelDecision, Vote
@@ -332,29 +331,10 @@ def _serve(conn: Connection, others: list[Connection], settings: JudgeSettings, 
     """A worker's life: build its panel, decide each share it is sent, until told to stop (None)
     or the run's process is gone (EOF)."""
     keep_inherited_frozen()
-    _fresh_std_streams()
+    fresh_std_streams()
     for other in others:  # the run's ends of earlier workers' pipes, inherited: not ours to hold
         other.close()
     asyncio.run(_rounds(conn, settings, rubrics, index, of, ledger))
-
-
-def _fresh_std_streams() -> None:
-    """New stdout / stderr objects over the same descriptors (and for the log handlers writing to
-    them): the run may have had a thread writing (a progress bar) at the fork, and a buffer lock
-    that thread held would be held for ever here."""
-    for name in ("stdout", "stderr"):
-        old = getattr(sys, name)
-        try:
-            fd = old.fileno()
-        except (AttributeError, OSError, ValueError):  # not a real descriptor (a test's capture): nothing inherited to fear
-            continue
-        new = open(fd, "w", encoding=getattr(old, "encoding", None) or "utf-8", errors="backslashreplace", closefd=False, buffering=1)  # noqa: SIM115
-        setattr(sys, name, new)
-        for handler in logging.getLogger().handlers + [
-            h for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger) for h in lg.handlers
-        ]:
-            if isinstance(handler, logging.StreamHandler) and handler.stream is old:
-                handler.setStream(new)
 
 
 async def _rounds(conn: Connection, settings: JudgeSettings, rubrics: Mapping[str, Rubric] | None, index: int, of: int, ledger: Any) -> None:
