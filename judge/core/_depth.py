@@ -92,7 +92,6 @@ def parse_json_bounded(text: str | bytes, limit: int = MAX_DEPTH) -> Any:
         value = json.loads(text)
     except RecursionError:
         raise TooDeep(limit) from None
-    # n nested containers need n opening brackets: text with fewer cannot be too deep
     path = text_nesting_error(value, text, limit)
     if path is not None:
         raise TooDeep(limit, path)

@@ -21,6 +21,9 @@ Rules:
   ``,`` between items and a trailing ``,`` before ``]`` are tolerated (nothing is ambiguous).
   Text after the closing ``]`` is read as JSONL: a JSONL file whose first line is an array.
 - Duplicate keys in one JSON object are an error (``malformed_json``), never a silent overwrite.
+- A JSONL line is read by orjson when it certainly reads what ``json.loads`` does
+  (``judge.loads_exact``: no repeated key, no integer past 64 bits, nothing orjson refuses); any
+  other line goes through the standard library's decoder, which decides and words the error.
 - Containers nested deeper than ``Limits.max_depth`` are ``too_deep`` (naming the field), so no
   later recursive walker can overflow the stack.
 """
@@ -77,6 +80,11 @@ def _find_eol(buf: bytes, pos: int = 0) -> tuple[int, int] | None:
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # how an unpaired surrogate can get into JSON text
+
+
+def _bom(line: _Line) -> int:
+    """Bytes of a UTF-8 byte-order mark opening the file (skipped), else 0."""
+    return 3 if line.offset == 0 and line.raw is not None and line.raw.startswith(b"\xef\xbb\xbf") else 0
 
 
 @dataclass
@@ -336,7 +344,7 @@ class _Reader:
     def _decode(self, line: _Line) -> str | RawItem:
         assert line.raw is not None
         raw = line.raw
-        skip = 3 if line.offset == 0 and raw.startswith(b"\xef\xbb\xbf") else 0
+        skip = _bom(line)
         try:
             return raw[skip:].decode("utf-8")
         except UnicodeDecodeError as err:
@@ -386,7 +394,7 @@ class _Reader:
             if line.raw is None:
                 yield self._error_item(self._too_large_info(line))
                 continue
-            raw = line.raw[3:] if line.offset == 0 and line.raw.startswith(b"\xef\xbb\xbf") else line.raw
+            raw = line.raw[_bom(line) :]
             value = loads_exact(raw, unique_keys=True)  # the common case at C speed
             if value is not UNDECIDED:  # orjson read it: valid UTF-8, no lone surrogate, no repeated key
                 yield self._value(value, line.number, line.size, raw, surrogates=False)
