@@ -27,8 +27,9 @@ module, so grading and reports do not pay for scikit-learn and the judge machine
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from judge import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "AgreementStats": "calibration._agreement",
@@ -286,14 +287,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'calibration' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports("calibration", _EXPORTS, globals())

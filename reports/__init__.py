@@ -14,8 +14,9 @@ it grades, and must not carry pandas, pyarrow and jinja2 (~50 MB of RSS) until t
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from judge import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "RunReport": "reports._analysis",
@@ -67,14 +68,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'reports' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports("reports", _EXPORTS, globals())

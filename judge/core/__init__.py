@@ -21,6 +21,7 @@ from judge.core._escalation import RUBRIC_FOR_CHECK, Escalator, JudgeRequest
 from judge.core._extras import extra_fields
 from judge.core._forking import fresh_std_streams
 from judge.core._instructions import REMOVED_MARK, InstructionScan, find_instructions, strip_instructions, strip_instructions_deep
+from judge.core._lazy import lazy_exports
 from judge.core._materials import (
     MATERIAL_FOR_RUBRIC,
     AnswerMaterial,
@@ -164,6 +165,7 @@ __all__ = [
     "fmt_signed_pct",
     "fresh_std_streams",
     "label_passed",
+    "lazy_exports",
     "loads_exact",
     "loads_json",
     "looks_like_error",

@@ -21,6 +21,20 @@ BOOK = {
     "side_effect": "write",
     "parameters": {"type": "object", "properties": {"flight": {"type": "string"}, "seat": {"type": "string"}}, "required": ["flight", "seat"]},
 }
+# one task for the escalation runs (judges over the loopback server): the right call, or a news
+# search that may stand in for it (the sufficiency, answer and grounding questions in turn)
+WINNER_CALL = {"name": "winner", "arguments": {"year": 2012}, "result": {"name": "Usain Bolt"}}
+NEWS_CALL = {"name": "news", "arguments": {"q": "2012 winner"}, "result": "Bolt wins gold"}
+WINNER_TASK = {
+    "task_id": "t",
+    "question": "Who won the 100 m in 2012?",
+    "gold_answer": "Usain Bolt",
+    "tools": [
+        {"name": "winner", "parameters": {"type": "object", "properties": {"year": {"type": "integer"}}}},
+        {"name": "news", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}},
+    ],
+    "reference_calls": [{"name": "winner", "arguments": {"year": 2012}}],
+}
 DOCS = {"name": "search_docs", "source": "rag", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}
 
 

@@ -11,22 +11,12 @@ import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli import EXIT_WAITING, app
+from tests.pipelines.helpers import NEWS_CALL, WINNER_CALL, WINNER_TASK
 from tests.servers import BatchPlan, Reply
 
 runner = CliRunner()
 OUTPUTS = ("results.jsonl", "summary.json", "report.md")
-CALL = {"name": "winner", "arguments": {"year": 2012}, "result": {"name": "Usain Bolt"}}
-NEWS = {"name": "news", "arguments": {"q": "2012 winner"}, "result": "Bolt wins gold"}
-TASK = {
-    "task_id": "t",
-    "question": "Who won the 100 m in 2012?",
-    "gold_answer": "Usain Bolt",
-    "tools": [
-        {"name": "winner", "parameters": {"type": "object", "properties": {"year": {"type": "integer"}}}},
-        {"name": "news", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}},
-    ],
-    "reference_calls": [{"name": "winner", "arguments": {"year": 2012}}],
-}
+CALL, NEWS, TASK = WINNER_CALL, NEWS_CALL, WINNER_TASK
 TRAJECTORIES = [
     {"task_id": "t", "trajectory_id": "exact", "steps": [CALL], "final_answer": "Usain Bolt"},
     {"task_id": "t", "trajectory_id": "paraphrase", "steps": [CALL], "final_answer": "Bolt, the Jamaican sprinter, won it."},

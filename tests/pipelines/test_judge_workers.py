@@ -15,20 +15,10 @@ from pathlib import Path
 import rubrics
 from judge.llm import JudgeSettings, RetryConfig, build_panel
 from pipelines.grade_run import GradeOptions, run_grading
+from tests.pipelines.helpers import NEWS_CALL, WINNER_CALL, WINNER_TASK
 from tests.servers import Refusal, Reply
 
-CALL = {"name": "winner", "arguments": {"year": 2012}, "result": {"name": "Usain Bolt"}}
-NEWS = {"name": "news", "arguments": {"q": "2012 winner"}, "result": "Bolt wins gold"}
-TASK = {
-    "task_id": "t",
-    "question": "Who won the 100 m in 2012?",
-    "gold_answer": "Usain Bolt",
-    "tools": [
-        {"name": "winner", "parameters": {"type": "object", "properties": {"year": {"type": "integer"}}}},
-        {"name": "news", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}},
-    ],
-    "reference_calls": [{"name": "winner", "arguments": {"year": 2012}}],
-}
+CALL, NEWS, TASK = WINNER_CALL, NEWS_CALL, WINNER_TASK
 LABELS = {"AnswerCorrectnessVerdict": ("correct", "incorrect"), "TrajectorySufficiencyVerdict": ("sufficient",), "GroundednessVerdict": ("supported",)}
 JUDGES = ["openai:judge-a", "anthropic:judge-b", "openai:judge-c"]
 
