@@ -26,9 +26,10 @@ from pipelines.cli._common import (
     TieOpt,
     VoteOpt,
     WeightsOpt,
-    build_escalator,
     build_replayer,
     console,
+    escalator_from,
+    judge_settings,
 )
 from pipelines.cli.grade import OnError
 from pipelines.cli.rubrics import RubricsOpt, load_rubric_table
@@ -122,7 +123,9 @@ def run(
         console.print(f"[red]{escape(str(exc))}[/red]")
         raise typer.Exit(EXIT_USAGE) from exc
     rubric_table = None if no_grade else load_rubric_table(rubrics)
-    escalator = None if no_grade else build_escalator(judge, config, cache, no_cache, offline, judge_max_cost, vote, weights, tie_breaker, rubric_table)
+    # recorded with the run (judge resume rebuilds the panel from them; --workers shards judge calls with them)
+    settings = None if no_grade else judge_settings(judge, config, cache, no_cache, offline, judge_max_cost, vote, weights, tie_breaker, None, "online")
+    escalator = None if settings is None else escalator_from(settings, rubric_table)
     opts = RunOptions(
         agent=agent,
         tasks=tasks,
@@ -168,6 +171,7 @@ def run(
     if not no_grade:
         from pipelines.cli.grade import run_and_print
         from pipelines.config import GradingConfig
+        from pipelines.executors import default_workers
         from pipelines.grade_run import GradeOptions
 
         grading = GradeOptions(
@@ -181,7 +185,9 @@ def run(
             config=GradingConfig.load(config),
             escalator=escalator,
             rubrics=rubric_table,
+            judge_settings=settings,
             replayer=build_replayer(replay),
+            workers=default_workers(),
             command=["judge", *sys.argv[1:]],
             overwrite=True,  # the run directory is this run's (checked above): its graded outputs are replaced
         )

@@ -278,3 +278,29 @@ def test_tool_names_providers_reject_are_sanitised_on_the_wire_only(tmp_path, se
     [trajectory] = read_jsonl(tmp_path / "out" / "trajectories.jsonl")
     first = trajectory["turns"][0]["steps"][0]
     assert first["name"] == "olympics.lookup" and "unknown tool 'olympics.lookup'" in first["error"]  # executed under its real name
+
+
+def test_the_run_grades_with_its_judge_settings_recorded_and_every_core(tmp_path, server, monkeypatch):
+    """``judge run`` grades like ``judge grade``: the panel's settings travel with the grading (an
+    interrupted grading resumes with them; ``--workers`` shards judge calls with them) and the
+    grading uses the machine's cores."""
+    from pipelines.cli import grade as grade_cli
+    from pipelines.executors import default_workers
+
+    seen = []
+    original = grade_cli.run_and_print
+
+    def recording(opts):
+        seen.append(opts)
+        return original(opts)
+
+    monkeypatch.setattr(grade_cli, "run_and_print", recording)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [games_task("judged", 2008)])
+    script(server, {"2008": [[Act((Call("get_games_by_year", {"year": 2008}),)), Say(host_city(2008))]]})
+    res = invoke(*run_args(tmp_path, "openai", tasks, "out", "--judge", "openai:judge-x", "--judge-max-cost", "1.5"))
+    assert res.exit_code == 0, res.output
+    [opts] = seen
+    assert opts.judge_settings is not None and opts.judge_settings.judges == ["openai:judge-x"] and opts.judge_settings.max_cost_usd == 1.5
+    assert opts.workers == default_workers()
+    [row] = read_jsonl(tmp_path / "out" / "results.jsonl")
+    assert row["verdict"] == "pass"
