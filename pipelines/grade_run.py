@@ -58,7 +58,7 @@ from pipelines.ingest import (
 )
 from pipelines.labels import LabelSet, load_labels
 from pipelines.run_dir import MANIFEST, REPORT_MD, RESULTS, SUMMARY, RunDirectory, RunDirError, RunState, ShardRecord, atomic_write
-from pipelines.run_inputs import LineShards, RawShard, TaskInput, display_name, sha256_of
+from pipelines.run_inputs import SHARD_BYTES, LineShards, RawShard, TaskInput, display_name, sha256_of
 from pipelines.shards import GradingContext, Shard, ShardGrader, ShardResult, grade_shard
 
 __all__ = [
@@ -114,7 +114,7 @@ class GradeOptions:
     overwrite: bool = False  # replace another run's files in ``out``
     resume: bool = False  # continue the interrupted run in ``out``
     shard_lines: int = 1000  # lines per shard (a shard is the unit of work of a worker)
-    shard_bytes: int = 8 << 20
+    shard_bytes: int = SHARD_BYTES
     judge_settings: Any = None  # judge.llm.JudgeSettings the escalator was built from (recorded: judge resume rebuilds it)
     rubrics_dir: Path | None = None  # --rubrics (recorded with the judge settings)
     judge_shard_min: int | None = None  # escalation rounds this large are judged by ``workers`` processes (None: judge.llm.SHARD_MIN_REQUESTS)

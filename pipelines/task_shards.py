@@ -18,7 +18,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 from pipelines.ingest import Limits, TaskCollector, TaskSet, TaskShard, read_task_shard, replay_task_shard, strict_tasks
-from pipelines.run_inputs import LineShards, RawShard, ShardStream
+from pipelines.run_inputs import SHARD_BYTES, LineShards, RawShard, ShardStream
 
 __all__ = ["load_tasks_in_shards"]
 
@@ -27,7 +27,7 @@ def _read(path: str, raw: RawShard, first_item: int, limits: Limits, zdict: byte
     return read_task_shard(ShardStream(raw, path), path, (raw.first_line, first_item, raw.first_byte), limits, zdict, sample)
 
 
-def load_tasks_in_shards(path: Path, limits: Limits, workers: int, shard_lines: int = 1000, shard_bytes: int = 8 << 20, strict: bool = False) -> TaskSet:
+def load_tasks_in_shards(path: Path, limits: Limits, workers: int, shard_lines: int = 1000, shard_bytes: int = SHARD_BYTES, strict: bool = False) -> TaskSet:
     """The task set ``load_tasks(path, "native", ...)`` returns, read by ``workers`` processes."""
     name = str(path)
     collector = TaskCollector()
