@@ -23,9 +23,8 @@ from pipelines.checks._waterfall import CheckOutcome
 from pipelines.matching import AnswerLabel, AnswerThresholds, Haystack, compare_answer, is_missing, value_in_text
 
 
-def communicated(info: str, messages: list[str] | Told) -> int | None:
+def communicated(info: str, told: Told) -> int | None:
     """Index of the first agent message that conveys ``info``, else None (see the module rules)."""
-    told = messages if isinstance(messages, Told) else Told(messages)
     needle = info.lower()
     for i, (plain, hay) in enumerate(zip(told.plain, told.haystacks, strict=True)):
         if needle in plain or value_in_text(info, hay):
@@ -74,8 +73,8 @@ class AnswerCheck:
         told: list[Evidence] = []
         if turn.required_content:
             messages = _agent_messages(ctx)
-            told_once = Told(messages)
-            missing = [info for info in turn.required_content if communicated(info, told_once) is None]
+            prepared = Told(messages)
+            missing = [info for info in turn.required_content if communicated(info, prepared) is None]
             if missing:
                 return self._mismatch("incorrect", f"the agent never told the user: {missing}", messages[-3:], turn.required_content)
             told.append(
