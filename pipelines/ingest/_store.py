@@ -3,7 +3,7 @@
 Converted logs carry one task line per trajectory. A live ``Task`` model costs ~12 KB (nested
 pydantic models), so 100k of them would take ~1.2 GB; the grader needs one at a time. The store
 keeps each task as a zlib-compressed pickle in which the shared ``ToolSpec`` objects are
-references (pickle persistent ids), so a task costs what is particular to it (~1 KB), and keeps
+references (their index in the store, or their raw spec text for tasks packed by a worker), so a task costs what is particular to it (~1 KB), and keeps
 the most recently used tasks live. Unpickling restores an equal ``Task`` without validating it
 again (it was validated once, when read), and its tools are the very shared objects.
 
@@ -12,47 +12,32 @@ again (it was validated once, when read), and its tools are the very shared obje
 
 from __future__ import annotations
 
-import io
 import pickle
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterator, MutableMapping
-from typing import Any
+from typing import Any, cast
 
 from judge import SourceRef, Task, ToolSpec
 
 __all__ = ["SourceIndex", "TaskStore", "pack_task"]
 
 
-class _Pickler(pickle.Pickler):
-    def __init__(self, file: io.BytesIO, store: TaskStore):
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self._store = store
+def _pickled(task: Task, refs: list[Any]) -> bytes:
+    """The pickle of ``task`` with its tools replaced by ``refs`` (what stands for each tool).
 
-    def persistent_id(self, obj: Any) -> int | None:
-        return self._store._tool_ref(obj) if type(obj) is ToolSpec else None
-
-
-class _Unpickler(pickle.Unpickler):
-    def __init__(self, file: io.BytesIO, store: TaskStore):
-        super().__init__(file)
-        self._store = store
-
-    def persistent_load(self, pid: Any) -> ToolSpec:
-        if isinstance(pid, int):
-            return self._store._tools[pid]
-        return self._store._keyed[pid[1]]  # ("key", raw spec text): packed by a worker (see pack_task)
-
-
-def _pickled(task: Task, pickler: type[pickle.Pickler], *args: Any) -> bytes:
-    buffer = io.BytesIO()
-    state = task.__dict__.pop("tool_index", None)  # a cache, rebuilt on first use: not stored
+    Tools are the one place a task holds shared ``ToolSpec`` objects (``Task.tools``), so they are
+    swapped out of the instance for the dump and back after it: the C pickler then runs without a
+    Python callback per object (a ``persistent_id`` hook is called for every string and number)."""
+    state = task.__dict__
+    tools, index = state["tools"], state.pop("tool_index", None)  # tool_index: a cache, rebuilt on first use
+    state["tools"] = refs
     try:
-        pickler(buffer, *args).dump(task)
+        return pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL)
     finally:
-        if state is not None:
-            task.__dict__["tool_index"] = state
-    return buffer.getvalue()
+        state["tools"] = tools
+        if index is not None:
+            state["tool_index"] = index
 
 
 # Packed tasks are zlib streams primed with a dictionary: the pickle of one task of the same file.
@@ -100,7 +85,7 @@ class TaskStore(MutableMapping[str, Task]):
         return ref
 
     def __setitem__(self, tid: str, task: Task) -> None:
-        data = _pickled(task, _Pickler, self)
+        data = _pickled(task, [self._tool_ref(tool) for tool in task.tools])
         if self.zdict is None:
             self.zdict = data[-32768:]
         self._packed[tid] = _compress(data, self.zdict)
@@ -110,7 +95,7 @@ class TaskStore(MutableMapping[str, Task]):
         """Set the compression dictionary from ``task`` (packed elsewhere with ``keys``), unless set;
         return it (workers that pack for this store need it: ``pack_task(..., zdict)``)."""
         if self.zdict is None:
-            self.zdict = _pickled(task, _KeyPickler, keys)[-32768:]
+            self.zdict = _pickled(task, _key_refs(task, keys))[-32768:]
         return self.zdict
 
     def __getitem__(self, tid: str) -> Task:
@@ -124,7 +109,16 @@ class TaskStore(MutableMapping[str, Task]):
 
     def unpack(self, packed: bytes) -> Task:
         """The task of a packed form (this store's, or ``pack_task``'s whose keys are registered)."""
-        return _Unpickler(io.BytesIO(_decompress(packed, self.zdict)), self).load()
+        task = pickle.loads(_decompress(packed, self.zdict))
+        task.__dict__["tools"] = [self._resolve(ref) for ref in task.__dict__["tools"]]
+        return task
+
+    def _resolve(self, ref: int | bytes | ToolSpec) -> ToolSpec:
+        if type(ref) is int:
+            return self._tools[ref]
+        if type(ref) is bytes:
+            return self._keyed[ref]  # packed by a worker (see pack_task)
+        return cast(ToolSpec, ref)  # a tool without a key travels inline
 
     def register_key(self, key: bytes, tool: ToolSpec) -> None:
         """``tool`` is the spec tasks packed by ``pack_task`` refer to by ``key``."""
@@ -171,14 +165,8 @@ class TaskStore(MutableMapping[str, Task]):
         self._tool_index = {id(t): i for i, t in enumerate(self._tools)}
 
 
-class _KeyPickler(pickle.Pickler):
-    def __init__(self, file: io.BytesIO, keys: dict[int, bytes]):
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self._keys = keys
-
-    def persistent_id(self, obj: Any) -> tuple[str, bytes] | None:
-        key = self._keys.get(id(obj)) if type(obj) is ToolSpec else None
-        return None if key is None else ("key", key)
+def _key_refs(task: Task, keys: dict[int, bytes]) -> list[bytes | ToolSpec]:
+    return [keys.get(id(tool), tool) for tool in task.tools]
 
 
 def pack_task(task: Task, keys: dict[int, bytes], zdict: bytes | None = None) -> bytes:
@@ -186,7 +174,7 @@ def pack_task(task: Task, keys: dict[int, bytes], zdict: bytes | None = None) ->
     for a ``TaskStore`` elsewhere that registers the same keys and has the same ``zdict`` (a
     worker loading a shard of a tasks file packs; the run's store stores and unpacks). Tools
     without a key travel inline."""
-    return _compress(_pickled(task, _KeyPickler, keys), zdict)
+    return _compress(_pickled(task, _key_refs(task, keys)), zdict)
 
 
 class SourceIndex(MutableMapping[str, SourceRef]):
