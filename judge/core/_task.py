@@ -73,6 +73,12 @@ class ToolSpec(BaseModel):
     def required(self) -> frozenset[str]:
         return frozenset(self.parameters.get("required") or ())
 
+    @cached_property
+    def defaults(self) -> dict[str, Any]:
+        """The schema's default of each parameter that declares one (read only: shared by every
+        comparison of a call to this tool)."""
+        return {k: v["default"] for k, v in self.properties.items() if isinstance(v, dict) and "default" in v}
+
     def param_schema(self, name: str) -> dict[str, Any] | None:
         schema = self.properties.get(name)
         return schema if isinstance(schema, dict) else None

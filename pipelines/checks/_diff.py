@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge import ArgumentSet, FailureStage, ReferenceCall, Step, ToolSpec
+from judge import ArgumentRule, FailureStage, ReferenceCall, Step, ToolSpec
 from pipelines.matching import MISSING, compare_argument
 
 
@@ -30,9 +30,7 @@ class CallDiff:
 
 
 def _defaults(spec: ToolSpec | None) -> dict[str, Any]:
-    if spec is None:
-        return {}
-    return {k: v["default"] for k, v in spec.properties.items() if isinstance(v, dict) and "default" in v}
+    return {} if spec is None else spec.defaults
 
 
 def diff_call(ref: ReferenceCall, step: Step, spec: ToolSpec | None, *, extra_arguments: bool = False) -> CallDiff:
@@ -41,10 +39,10 @@ def diff_call(ref: ReferenceCall, step: Step, spec: ToolSpec | None, *, extra_ar
     nested keys the reference does not mention are ignored (undeclared ones still count)."""
     if step.name != ref.name:
         return CallDiff(FailureStage.TOOL_SELECTION, [f"called {step.name!r} instead of {ref.name!r}"])
-    sets = ref.argument_sets()
+    sets = [(ref.arguments, ref.argument_rules), *((alt.arguments, alt.argument_rules) for alt in ref.alternatives)]  # see ReferenceCall.argument_sets
     best: CallDiff | None = None
-    for argument_set in sets:
-        d = _diff_arguments(argument_set, step, spec, extra_arguments)
+    for arguments, rules in sets:
+        d = _diff_arguments(arguments, rules, step, spec, extra_arguments)
         if d.matches:
             return d
         if best is None or (d.stage is not None and best.stage is not None and d.stage.rank > best.stage.rank):
@@ -55,9 +53,8 @@ def diff_call(ref: ReferenceCall, step: Step, spec: ToolSpec | None, *, extra_ar
     return best
 
 
-def _diff_arguments(argument_set: ArgumentSet, step: Step, spec: ToolSpec | None, extra_arguments: bool) -> CallDiff:
+def _diff_arguments(arguments: dict[str, Any], rules: dict[str, ArgumentRule], step: Step, spec: ToolSpec | None, extra_arguments: bool) -> CallDiff:
     defaults = _defaults(spec)
-    arguments, rules = argument_set.arguments, argument_set.argument_rules
     referenced = set(arguments) | set(rules)
 
     name_problems: list[str] = []

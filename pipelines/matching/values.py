@@ -220,6 +220,8 @@ def _dates_equal(x: _When, y: _When) -> bool:
 
 
 def _string_diff(a: str, b: str, schema: dict | None, opts: _Opts, path: str) -> _Diff | None:
+    if a == b:  # the same text is equal under every rule below (verbatim, BFCL-normalised, as dates)
+        return None
     schema = schema or {}
     fmt = schema.get("format")
     if opts.exact or schema.get("x-exact") is True or fmt in _EXACT_FORMATS:
@@ -349,6 +351,9 @@ def _as_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
+_NO_RULE = ArgumentRule()  # read only: the rule of an argument the reference gives no rule for
+
+
 def compare_argument(
     expected: Any,
     actual: Any,
@@ -365,7 +370,7 @@ def compare_argument(
     at all (no literal, no ``any_of``, no pattern, not ``any_value``, not omit-only): that is a broken
     reference, not an agent error.
     """
-    rule = rule or ArgumentRule()
+    rule = rule or _NO_RULE
     if actual is MISSING:
         return ValueMatch(True) if rule.optional else ValueMatch(False, "required argument not given")
     if rule.any_value:
