@@ -189,9 +189,18 @@ def cluster_bootstrap_ci(
     if clusters is None:
         sums, sizes = values, np.ones_like(values)
     else:
-        _, inverse = np.unique(clusters, return_inverse=True)
-        sums = np.bincount(inverse, weights=values)
-        sizes = np.bincount(inverse).astype(float)
+        clusters = np.asarray(clusters)
+        if clusters.dtype.kind in "iu" and clusters.min() >= 0 and clusters.max() < 4 * clusters.size + 1024:
+            # small integer codes (a run's task codes): count by code, keep the codes present, in
+            # code order, as np.unique would order them, without sorting
+            sums = np.bincount(clusters, weights=values)
+            sizes = np.bincount(clusters).astype(float)
+            present = sizes > 0
+            sums, sizes = sums[present], sizes[present]
+        else:
+            _, inverse = np.unique(clusters, return_inverse=True)
+            sums = np.bincount(inverse, weights=values)
+            sizes = np.bincount(inverse).astype(float)
     k = sums.size
     rng = np.random.default_rng(seed)
     profiles, counts = np.unique(np.stack([sums, sizes], axis=1), axis=0, return_counts=True)

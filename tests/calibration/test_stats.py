@@ -218,3 +218,19 @@ def test_wilson_interval_matches_the_textbook_values():
     assert wilson(3, 10) == pytest.approx((0.107791, 0.603222), abs=1e-6)
     assert wilson(0, 20)[0] == 0.0 and wilson(20, 20)[1] == 1.0
     assert wilson(0, 0) == (None, None)
+
+
+def test_cluster_bootstrap_ci_counts_small_integer_codes_as_unique_would_sort_them():
+    """Small non-negative integer codes (a run's task codes) are counted by code instead of sorted;
+    the interval is the one the sorting path gives for the same clusters (here forced by shifting
+    the codes out of the counting range), for any gaps among the codes."""
+    from calibration import cluster_bootstrap_ci
+
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        n = int(rng.integers(1, 200))
+        codes = rng.integers(0, int(rng.integers(1, 40)), n) * int(rng.integers(1, 4))  # gaps between codes
+        values = (rng.random(n) < 0.6).astype(float)
+        counted = cluster_bootstrap_ci(values, codes, samples=500, seed=3)
+        sorted_ = cluster_bootstrap_ci(values, codes + 10**9, samples=500, seed=3)
+        assert counted == sorted_
