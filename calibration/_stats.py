@@ -174,6 +174,14 @@ def percentile_ci(draws: np.ndarray, level: float = 0.95) -> tuple[float | None,
     return float(lo), float(hi)
 
 
+def _profiles(sums: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (sum, size) rows in (sum, size) order, and how often each occurs: what
+    ``np.unique(np.stack([sums, sizes], axis=1), axis=0, return_counts=True)`` gives, ~10x faster
+    on a run's 100k tasks (each pair one complex number, whose sort is that order)."""
+    pairs, counts = np.unique(sums + 1j * sizes, return_counts=True)
+    return np.stack([pairs.real, pairs.imag], axis=1), counts
+
+
 def cluster_bootstrap_ci(
     values: np.ndarray,
     clusters: np.ndarray | None = None,
@@ -203,7 +211,7 @@ def cluster_bootstrap_ci(
             sizes = np.bincount(inverse).astype(float)
     k = sums.size
     rng = np.random.default_rng(seed)
-    profiles, counts = np.unique(np.stack([sums, sizes], axis=1), axis=0, return_counts=True)
+    profiles, counts = _profiles(sums, sizes)
     if len(profiles) <= 4096:
         draws = rng.multinomial(k, counts / k, size=samples)  # samples x profiles
         means = (draws @ profiles[:, 0]) / (draws @ profiles[:, 1])

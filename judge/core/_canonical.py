@@ -99,7 +99,7 @@ class _Undecided:
 UNDECIDED: Any = _Undecided()  # what ``loads_exact`` returns when the standard library must decide
 
 
-_COLON_ESCAPE = (b"\\u003a", b"\\u003A")
+_ESCAPE_003 = b"\\u003"  # how an escaped colon (\u003a or \u003A) starts: one search rules both out
 
 
 def loads_exact(text: str | bytes, *, unique_keys: bool = False) -> Any:
@@ -123,7 +123,7 @@ def loads_exact(text: str | bytes, *, unique_keys: bool = False) -> Any:
         raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
         colons = raw.count(b":")
         if colons:
-            if _COLON_ESCAPE[0] in raw or _COLON_ESCAPE[1] in raw:  # keys cannot be counted
+            if _ESCAPE_003 in raw and (b"\\u003a" in raw or b"\\u003A" in raw):  # keys cannot be counted
                 return UNDECIDED
             try:
                 kept = orjson.dumps(value).count(b":")

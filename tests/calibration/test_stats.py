@@ -234,3 +234,18 @@ def test_cluster_bootstrap_ci_counts_small_integer_codes_as_unique_would_sort_th
         counted = cluster_bootstrap_ci(values, codes, samples=500, seed=3)
         sorted_ = cluster_bootstrap_ci(values, codes + 10**9, samples=500, seed=3)
         assert counted == sorted_
+
+
+def test_bootstrap_profiles_are_the_distinct_rows_in_row_order():
+    """The resampled profiles come in the order (and with the counts) of ``np.unique`` over rows,
+    so the multinomial draws, and with them the intervals, are the same as with that call."""
+    from calibration._stats import _profiles
+
+    rng = np.random.default_rng(2)
+    for _ in range(100):
+        n = int(rng.integers(1, 500))
+        sums = np.round(rng.random(n) * int(rng.integers(1, 5)), int(rng.integers(0, 3)))
+        sizes = rng.integers(1, 4, n).astype(float)
+        rows, counts = np.unique(np.stack([sums, sizes], axis=1), axis=0, return_counts=True)
+        got_rows, got_counts = _profiles(sums, sizes)
+        assert np.array_equal(got_rows, rows) and np.array_equal(got_counts, counts)
