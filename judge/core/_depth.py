@@ -14,6 +14,8 @@ import json
 import re
 from typing import Any
 
+import orjson
+
 from judge.core._errors import BadInputError
 
 MAX_DEPTH = 100  # containers inside containers, the item itself being level 1
@@ -51,10 +53,27 @@ def nesting_error(value: Any, limit: int = MAX_DEPTH) -> str | None:
 
 def text_nesting_error(value: Any, text: str | bytes, limit: int = MAX_DEPTH) -> str | None:
     """``nesting_error`` of ``value`` parsed from ``text``, skipping the walk when the text cannot
-    nest that deep: n nested containers need n opening brackets."""
-    if not isinstance(value, (dict, list)) or _openers(text) <= limit:
+    nest that deep (n nested containers need n opening brackets) or its layout shows it does not
+    (``_shallow_by_layout``)."""
+    if not isinstance(value, (dict, list)) or _openers(text) <= limit or _shallow_by_layout(value, limit):
         return None
     return nesting_error(value, limit)
+
+
+def _shallow_by_layout(value: Any, limit: int) -> bool:
+    """True when ``value`` certainly nests at most ``limit`` levels, read off its indented JSON.
+
+    orjson's two-space layout writes each member of a container on its own line, two spaces deeper
+    than the container's own line, and strings never hold a raw line break (it is escaped). A
+    container at level ``limit + 1`` is a member of one at level ``limit``: its line starts with a
+    line break and ``2 * limit`` spaces. No such line, no such container. A C-speed dump and one
+    substring search (a task line with 15 tool specs: ~14 us instead of a ~47 us walk); False
+    when orjson cannot write the value (then the walk decides)."""
+    try:
+        laid_out = orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    except orjson.JSONEncodeError:  # e.g. an integer past 64 bits, a lone surrogate, or past orjson's depth
+        return False
+    return b"\n" + b" " * (2 * limit) not in laid_out
 
 
 def _deep_path(value: Any, limit: int) -> str:

@@ -304,3 +304,43 @@ def test_find_eol_finds_what_the_terminator_regex_finds(buf, pos):
     pos = min(pos, len(buf))
     m = re.compile(rb"\r\n|\r|\n").search(buf, pos)
     assert _find_eol(buf, pos) == (None if m is None else (m.start(), m.end()))
+
+
+_TRICKY_LEAVES = [1, None, 2**70, "a\n      b", '{["\\', "\n" + " " * 40 + "x"]  # 2**70: orjson cannot write it
+
+
+def _deep(depth: int, leaf: object, wide: bool) -> object:
+    value = leaf
+    for i in range(depth):
+        value = ([value, {}, []] if wide else [value]) if i % 2 else ({"k\n  ": value, "e": []} if wide else {"k": value})
+    return value
+
+
+def test_text_depth_check_agrees_with_the_walk():
+    """The text check (bracket count, then orjson's indented layout) decides exactly as the walk,
+    for every depth around every limit: with and without empty containers one level below the
+    deepest chain, strings full of brackets, line breaks and spaces, and integers orjson cannot
+    write (the walk decides those)."""
+    from judge import text_nesting_error
+
+    for depth in range(1, 15):
+        for limit in range(1, 13):
+            for wide in (False, True):
+                for leaf in _TRICKY_LEAVES:
+                    value = {"deep": _deep(depth, leaf, wide), "text": leaf}
+                    assert text_nesting_error(value, json.dumps(value), limit) == nesting_error(value, limit), (depth, limit, wide, leaf)
+
+
+_JSON = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.text(alphabet=' \n{}[]"\\ab', max_size=6)),
+    lambda children: st.one_of(st.lists(children, max_size=3), st.dictionaries(st.text(alphabet="ab\n ", max_size=3), children, max_size=3)),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=_JSON, limit=st.integers(1, 8))
+def test_text_depth_check_agrees_with_the_walk_on_any_json(value, limit):
+    from judge import text_nesting_error
+
+    assert text_nesting_error(value, json.dumps(value), limit) == nesting_error(value, limit)
