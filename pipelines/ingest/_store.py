@@ -63,6 +63,11 @@ def _decompress(blob: bytes, zdict: bytes | None) -> bytes:
 class TaskStore(MutableMapping[str, Task]):
     """Tasks by id in insertion order, packed; ``store[tid]`` gives an equal ``Task`` each time.
 
+    Live tasks: while the tasks are stored, the first ``live`` stay live (trajectories mostly come
+    in the order of their tasks, so those are asked first; a run with fewer tasks never unpacks
+    one); after that, the most recently asked for. Storing a task never evicts one: eviction
+    only frees what the grader is done with.
+
     Invariant: every tool of every stored task is in ``_tools`` (referenced by index from the
     packed tasks); the live cache holds at most ``live`` tasks. Picklable (to ship to worker
     processes): the packed tasks and the tools travel, the live cache does not.
@@ -89,7 +94,8 @@ class TaskStore(MutableMapping[str, Task]):
         if self.zdict is None:
             self.zdict = data[-32768:]
         self._packed[tid] = _compress(data, self.zdict)
-        self._remember(tid, task)
+        if tid in self._live or len(self._live) < self._live_max:
+            self._remember(tid, task)  # the first tasks stored stay live (see the class docstring)
 
     def prime(self, task: Task, keys: dict[int, bytes]) -> bytes:
         """Set the compression dictionary from ``task`` (packed elsewhere with ``keys``), unless set;
