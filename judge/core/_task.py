@@ -174,9 +174,10 @@ class ReferenceCall(BaseModel):
     def has_expected_output(self) -> bool:
         return "expected_output" in self.model_fields_set
 
-    def argument_sets(self) -> list[ArgumentSet]:
-        """The written arguments first, then each alternative."""
-        return [ArgumentSet.model_construct(arguments=self.arguments, argument_rules=self.argument_rules), *self.alternatives]
+    def argument_sets(self) -> list[tuple[dict[str, Any], dict[str, ArgumentRule]]]:
+        """(arguments, argument_rules) of each accepted argument set: the written arguments first,
+        then each alternative (plain pairs: the call diff asks for them on every comparison)."""
+        return [(self.arguments, self.argument_rules), *((alt.arguments, alt.argument_rules) for alt in self.alternatives)]
 
 
 class ForbiddenArgument(BaseModel):

@@ -39,7 +39,7 @@ def diff_call(ref: ReferenceCall, step: Step, spec: ToolSpec | None, *, extra_ar
     nested keys the reference does not mention are ignored (undeclared ones still count)."""
     if step.name != ref.name:
         return CallDiff(FailureStage.TOOL_SELECTION, [f"called {step.name!r} instead of {ref.name!r}"])
-    sets = [(ref.arguments, ref.argument_rules), *((alt.arguments, alt.argument_rules) for alt in ref.alternatives)]  # see ReferenceCall.argument_sets
+    sets = ref.argument_sets()
     best: CallDiff | None = None
     for arguments, rules in sets:
         d = _diff_arguments(arguments, rules, step, spec, extra_arguments)

@@ -4,8 +4,9 @@ Converted logs carry one task line per trajectory. A live ``Task`` model costs ~
 pydantic models), so 100k of them would take ~1.2 GB; the grader needs one at a time. The store
 keeps each task as a zlib-compressed pickle in which the shared ``ToolSpec`` objects are
 references (their index in the store, or their raw spec text for tasks packed by a worker), so
-a task costs what is particular to it (~1 KB), and keeps the most recently used tasks live. Unpickling restores an equal ``Task`` without validating it
-again (it was validated once, when read), and its tools are the very shared objects.
+a task costs what is particular to it (~1 KB); a few tasks stay live (see ``TaskStore``).
+Unpickling restores an equal ``Task`` without validating it again (it was validated once, when
+read), and its tools are the very shared objects.
 
 ``SourceIndex`` keeps the (file, line, item) of each task as a tuple instead of a model.
 """
