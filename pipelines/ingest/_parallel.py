@@ -10,12 +10,15 @@ order, into its own ``TaskCollector`` (``add_packed`` / ``add_error``): the dupl
 error list and the sources come out exactly as the serial loader makes them, and no task is
 validated twice (a repeated id unpacks both definitions to compare them, as ``add`` does).
 
-Packed tasks name their shared tool specs by raw spec text; a record carries the raw specs the
-collector may not have met, so the run's store can resolve every key.
+Packed tasks name their shared tool specs by a 16-byte digest of the spec's raw text (the text
+itself, several KB per tool and 15 tools per task, made every packed task ~3x larger to pickle,
+compress, ship and unpack); a record carries the raw specs the collector may not have met, so
+the run's store can resolve every key.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,22 +49,32 @@ class _Recorder(TaskCollector):
     def __init__(self) -> None:
         super().__init__()
         self.records: list[TaskRecord] = []
+        self.short: dict[int, bytes] = {}  # id(shared spec) -> digest of its raw text: its key in packed tasks
         self._sent: set[bytes] = set()
         self.zdict: bytes | None = None
         self.first: Task | None = None
 
     def add(self, task: Task, source: SourceRef, warnings: list[InputWarning] | None = None) -> None:
         task = self._share_tools(task)
-        keys = self._tools.keys
         tools: dict[bytes, dict[str, Any]] = {}
         for spec in task.tools:
-            key = keys.get(id(spec))
+            key = self._key(spec)
             if key is not None and key not in self._sent:
                 self._sent.add(key)
-                tools[key] = self._tools.raw_of(key)
+                tools[key] = self._tools.raw_of(self._tools.keys[id(spec)])
         if self.first is None:
             self.first = task
-        self.records.append(("task", task.task_id, source, pack_task(task, keys, self.zdict), list(warnings or []), tools))
+        self.records.append(("task", task.task_id, source, pack_task(task, self.short, self.zdict), list(warnings or []), tools))
+
+    def _key(self, spec: Any) -> bytes | None:
+        """The spec's key in packed tasks (None: it has no raw text and travels inline)."""
+        key = self.short.get(id(spec))
+        if key is None:
+            text = self._tools.keys.get(id(spec))
+            if text is None:
+                return None
+            key = self.short[id(spec)] = hashlib.blake2b(text, digest_size=16).digest()
+        return key
 
     def add_error(self, info: InputErrorInfo, task_id: str | None) -> None:
         self._fresh = []
@@ -74,8 +87,8 @@ _RECORDER: _Recorder | None = None
 def read_task_shard(stream: Any, path: str, start: tuple[int, int, int], limits: Limits, zdict: bytes | None = None, sample: bool = False) -> TaskShard:
     """Every item of a shard (a binary stream cut at a line boundary, ``start`` = its line, item
     index and byte offset) as the serial loader meets it, tasks packed with ``zdict`` (the run's
-    store's). ``stream.eof_after`` / ``items_out`` (a ``ShardStream``) tell whether an item ran
-    past the shard's end. ``sample``: also return the first task and the tool keys (in-process)."""
+    store's). ``stream.cut_inside_item`` (a ``ShardStream``) tells whether an item ran past the
+    shard's end. ``sample``: also return the first task and the tool keys (in-process)."""
     global _RECORDER
     if _RECORDER is None:
         _RECORDER = _Recorder()
@@ -86,14 +99,13 @@ def read_task_shard(stream: Any, path: str, start: tuple[int, int, int], limits:
     def counted() -> Any:
         for raw in read_items(stream, limits, start):
             shard.items += 1
-            stream.items_out += 1
             yield raw
 
     load_task_items(counted(), path, recorder)
     shard.records = recorder.records
     if sample and recorder.first is not None:
-        shard.sample = (recorder.first, dict(recorder._tools.keys))
-    shard.overran = stream.eof_after is not None and stream.eof_after < stream.items_out
+        shard.sample = (recorder.first, dict(recorder.short))
+    shard.overran = stream.cut_inside_item
     return shard
 
 

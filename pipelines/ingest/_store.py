@@ -3,8 +3,9 @@
 Converted logs carry one task line per trajectory. A live ``Task`` model costs ~12 KB (nested
 pydantic models), so 100k of them would take ~1.2 GB; the grader needs one at a time. The store
 keeps each task as a zlib-compressed pickle in which the shared ``ToolSpec`` objects are
-references (their index in the store, or their raw spec text for tasks packed by a worker), so
-a task costs what is particular to it (~1 KB); a few tasks stay live (see ``TaskStore``).
+references (their index in the store, or a digest of their raw spec text for tasks packed by a
+worker), so a task costs what is particular to it (~1 KB); a few tasks stay live (see
+``TaskStore``).
 Unpickling restores an equal ``Task`` without validating it again (it was validated once, when
 read), and its tools are the very shared objects.
 
@@ -85,7 +86,7 @@ class TaskStore(MutableMapping[str, Task]):
         self._packed: dict[str, bytes] = {}
         self._tools: list[ToolSpec] = []
         self._tool_index: dict[int, int] = {}  # id(tool) -> position in _tools
-        self._keyed: dict[bytes, ToolSpec] = {}  # raw spec text -> shared spec, for tasks packed elsewhere
+        self._keyed: dict[bytes, ToolSpec] = {}  # key (digest of a raw spec text) -> shared spec, for tasks packed elsewhere
         self._live: OrderedDict[str, Task] = OrderedDict()
         self._live_max = live
 
@@ -183,8 +184,9 @@ def _key_refs(task: Task, keys: dict[int, bytes]) -> list[bytes | ToolSpec]:
 
 
 def pack_task(task: Task, keys: dict[int, bytes], zdict: bytes | None = None) -> bytes:
-    """A task packed where its tools are known by their raw spec text (``keys``: id(tool) -> key),
-    for a ``TaskStore`` elsewhere that registers the same keys and has the same ``zdict`` (a
+    """A task packed where its tools are known by a key (``keys``: id(tool) -> key, a digest of
+    its raw spec text), for a ``TaskStore`` elsewhere that registers the same keys and has the
+    same ``zdict`` (a
     worker loading a shard of a tasks file packs; the run's store stores and unpacks). Tools
     without a key travel inline."""
     return _compress(_pickled(task, _key_refs(task, keys)), zdict)
