@@ -3,7 +3,8 @@
 The run hands shards to an executor in input order and takes the results back in the same order
 (``ordered``); it never depends on which worker graded what, so every executor writes the same
 bytes. Each worker receives the ``GradingContext`` (tasks, config, format) once: a forked pool
-inherits it, Ray actors are built with it. Scheduling is the platform's own
+inherits it, Ray actors are built with it. A pool's workers read each shard's bytes from the
+input file themselves (``reads_files``: the shard travels as a range); Ray's carry them. Scheduling is the platform's own
 (``concurrent.futures``, ``ray.util.ActorPool``); nothing here decides who runs what.
 """
 
@@ -34,6 +35,7 @@ def default_workers() -> int:
 class Executor(Protocol):
     name: str
     workers: int
+    reads_files: bool  # its workers read a shard's range of the input themselves (same machine, not this process)
 
     def ordered(self, shards: Iterable[Shard]) -> Iterator[tuple[Shard, ShardResult]]:
         """Grade ``shards``, yielding (shard, result) in the order given; at most a few shards
@@ -48,6 +50,7 @@ class InProcess:
 
     name = "in-process"
     workers = 1
+    reads_files = False  # the bytes are at hand: the cutter read them
 
     def __init__(self, ctx: GradingContext):
         self.ctx = ctx
@@ -83,6 +86,7 @@ class ProcessPool:
     """
 
     name = "processes"
+    reads_files = True  # a shard is sent as a range of the input (a few hundred bytes, not megabytes through a pipe)
 
     def __init__(self, ctx: GradingContext, workers: int):
         self.workers = workers
@@ -121,6 +125,7 @@ class RayCluster:
     """
 
     name = "ray"
+    reads_files = False  # a node may not see this machine's files: shards carry their bytes
 
     def __init__(self, ctx: GradingContext, address: str | None, workers: int | None = None, ray_init: dict[str, Any] | None = None):
         try:

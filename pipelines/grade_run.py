@@ -58,7 +58,7 @@ from pipelines.ingest import (
 )
 from pipelines.labels import LabelSet, load_labels
 from pipelines.run_dir import MANIFEST, REPORT_MD, RESULTS, SUMMARY, RunDirectory, RunDirError, RunState, ShardRecord, atomic_write
-from pipelines.run_inputs import SHARD_BYTES, LineShards, RawShard, TaskInput, display_name, sha256_of
+from pipelines.run_inputs import READ_BUFFER, SHARD_BYTES, InputChanged, ItemCounter, LineShards, RawShard, TaskInput, display_name, sha256_of
 from pipelines.shards import GradingContext, Shard, ShardGrader, ShardResult, grade_shard
 
 __all__ = [
@@ -194,7 +194,7 @@ class _Inputs:
             if reference is None and _tasks_in_shards(tasks.path, opts):
                 from pipelines.task_shards import load_tasks_in_shards
 
-                self.taskset = load_tasks_in_shards(tasks.path, opts.limits, opts.workers, opts.shard_lines, opts.shard_bytes, strict=opts.strict)
+                self.taskset, tasks.sha256 = load_tasks_in_shards(tasks.path, opts.limits, opts.workers, opts.shard_lines, opts.shard_bytes, strict=opts.strict)
             else:
                 self.taskset = load_tasks(tasks.path, opts.task_format, None if reference is None else reference.path, opts.limits, strict=opts.strict)
             self.digests = {"tasks": tasks.hash(), "reference": None if reference is None else reference.hash()}
@@ -264,8 +264,9 @@ class _Run:
         self.lines = 0
         self.bytes = 0
         self.shards = 0
-        self.guesses: dict[int, int] = {}  # shard index -> the first item index guessed for it
-        self.correction = 0  # learnt difference between items and non-blank lines (item index guesses)
+        self.guesses: dict[int, int] = {}  # shard index -> the index guessed for the item after it
+        self.correction = 0  # learnt difference between items and the guesses (item index guesses)
+        self.counter = ItemCounter()
         self.replay_versions: dict[str, str] = {}
         self.replay_hits = 0
         self.labels_used: set[str] = set()
@@ -316,13 +317,16 @@ class _Run:
                 self._restore_whole()
         else:
             path = self.inputs.trajectories.path
-            total = path.stat().st_size
-            with open(path, "rb") as stream:
+            before = _file_state(path)
+            total = before[0]
+            with open(path, "rb", buffering=READ_BUFFER) as stream:
                 cutter = LineShards(stream, self.opts.shard_lines, self.opts.shard_bytes, self.opts.limits.max_line_bytes)
                 if self.resuming:
                     self._restore(cutter)
                 if self.state.data["phase"] == "grading":
                     self._grade(cutter, progress, lambda: on_bytes(cutter.bytes_read, total) if on_bytes is not None else None)
+                    if cutter.source is not None and _file_state(path) != before:  # workers read after the cutter hashed
+                        raise InputChanged(f"{self.name} changed while it was graded (its size or modification time); grade a copy that does not change")
                 cutter.drain()  # a resumed run past grading still hashes the input for the manifest
                 self.sha256 = cutter.hexdigest()
         if self.inputs.labels is not None:
@@ -354,6 +358,8 @@ class _Run:
     def _grade(self, cutter: LineShards, progress: Progress | None, tick: Callable[[], None]) -> None:
         self.ctx = self._context(self.inputs.fmt)
         self.executor = make_executor(self.ctx, self.opts.workers, self.opts.ray_address, self.opts.ray)
+        if self.executor.reads_files:
+            cutter.source = str(self.inputs.trajectories.path)
         try:
             results = self.executor.ordered(self._submissions(cutter.shards(first_line=self.lines + 1, first_index=self.shards)))
             for shard, result in results:
@@ -366,13 +372,14 @@ class _Run:
             self.executor.close()
 
     def _submissions(self, raws: Iterator[RawShard]) -> Iterator[Shard]:
-        """Shards with a guess of their first item index (items are lines in a plain JSONL file;
-        each merge corrects the guesses of the shards not yet handed out)."""
+        """Shards with a guess of their first item index (``ItemCounter``; each merge corrects the
+        guesses of the shards not yet handed out)."""
         guess = self.items
         for raw in raws:
-            self.guesses[raw.index] = guess
+            end = guess + self.counter(raw)
+            self.guesses[raw.index] = end
             yield Shard(raw, first_item=guess + self.correction)
-            guess += raw.nonblank
+            guess = end
 
     def _settle(self, shard: Shard, result: ShardResult, results: Iterator[tuple[Shard, ShardResult]]) -> tuple[Shard, ShardResult]:
         """Regrade ``shard`` here until its result is the one a reader of the whole input gives:
@@ -385,17 +392,18 @@ class _Run:
             if result.overran:
                 following = next(results, None)
                 if following is not None:  # the cut split an item: grade both shards as one
-                    shard = Shard(_join(shard.raw, following[0].raw), first_item=self.items)
+                    shard = Shard(shard.raw.join(following[0].raw), first_item=self.items)
                     joined += 1
                     redo = True
             if not redo:
                 break
             shard = Shard(shard.raw, first_item=self.items, seen=conflicts or None)
             result = grade_shard(self.ctx, shard)
-        guess = self.guesses.pop(first, self.items)
-        for index in range(first + 1, first + 1 + joined):
-            self.guesses.pop(index, None)
-        self.correction = (self.items + result.items) - (guess + shard.raw.nonblank)
+        guessed_end = self.items + result.items
+        for index in range(first, first + 1 + joined):
+            guessed_end = self.guesses.pop(index, guessed_end)
+        self.correction = (self.items + result.items) - guessed_end
+        self.counter.learn(shard.raw, result.items)
         return shard, result
 
     def _merge(self, shard: Shard, result: ShardResult) -> None:
@@ -432,7 +440,7 @@ class _Run:
             aggregate=result.aggregate,
             keys=result.keys,
             replay=result.replay,
-            sha256=raw.sha256,
+            sha256=result.sha256,
             labels_used=sorted(result.labels_used),
             report_rows=result.report_rows,
         )
@@ -796,18 +804,10 @@ def _batch_shard(index: int, first_item: int) -> Shard:
     return Shard(RawShard(index, b"", 0, 0, 0, 0, 0), first_item=first_item)
 
 
-def _join(a: RawShard, b: RawShard) -> RawShard:
-    shift = len(a.data)
-    return RawShard(
-        index=a.index,
-        data=a.data + b.data,
-        first_line=a.first_line,
-        first_byte=a.first_byte,
-        lines=a.lines + b.lines,
-        nonblank=a.nonblank + b.nonblank,
-        size=a.size + b.size,
-        virtual=a.virtual + tuple((at + shift, size, nl) for at, size, nl in b.virtual),
-    )
+def _file_state(path: Path) -> tuple[int, int, int]:
+    """What changes when a file is written: its size, modification time and inode."""
+    info = path.stat()
+    return info.st_size, info.st_mtime_ns, info.st_ino
 
 
 def _check_identity(before: dict[str, Any], now: dict[str, Any]) -> None:

@@ -10,8 +10,9 @@ result in this process, in a worker process or on a Ray node.
 What a cut could change, and how the run (``grade_run``) checks it when it merges shards in
 input order; a check that fails regrades the shard with what it lacked, so the output is the
 one a single reader of the whole file writes:
-- an item spanning lines across the cut: the shard reports ``overran`` (its reader hit the end
-  of the shard inside an item) and the run regrades it joined with the next shard;
+- an item spanning lines across the cut: the shard reports ``overran`` (its reader met the end
+  of the shard inside an item; lines after an item's end never change how it reads, see
+  ``pipelines.ingest._reader``) and the run regrades it joined with the next shard;
 - the item index at the cut (an item spanning lines, a line only Unicode whitespace): the shard
   reports how many items it read; a shard started from a wrong index is regraded;
 - an id repeated across shards: the shard reports the ids it read; one already read in an
@@ -75,21 +76,23 @@ class ShardResult:
     replay: dict[str, Any] = field(default_factory=dict)  # environments used -> version, reference cache hits
     labels_used: set[str] = field(default_factory=set)  # external labels that labelled a trajectory here
     report_rows: list[Any] = field(default_factory=list)  # reports.to_row of each row (None for a pending case)
+    sha256: str = ""  # of the bytes graded (``RawShard.sha256``; read by the worker when the shard is a range)
 
 
 def grade_shard(ctx: GradingContext, shard: Shard) -> ShardResult:
     """Read and grade every item of ``shard``; see the module docstring for what is returned."""
-    raw = shard.raw
+    raw = shard.raw.load(ctx.limits.max_line_bytes)
     grader = ShardGrader(ctx, raw.index, shard.first_item)
     stream = ShardStream(raw, ctx.name)
     items = read_trajectories(
         cast("IO[bytes]", stream), ctx.fmt, ctx.limits, strict=ctx.strict, start=(raw.first_line, shard.first_item, raw.first_byte), seen=shard.seen
     ).items
     for loaded in items:
-        stream.items_out += 1
         if not grader.add(loaded, shard.only):
             break
-    return grader.result(overran=stream.eof_after is not None and stream.eof_after < stream.items_out)
+    result = grader.result(overran=stream.cut_inside_item)
+    result.sha256 = raw.sha256
+    return result
 
 
 class ShardGrader:

@@ -18,22 +18,28 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 from pipelines.ingest import Limits, TaskCollector, TaskSet, TaskShard, read_task_shard, replay_task_shard, strict_tasks
-from pipelines.run_inputs import SHARD_BYTES, LineShards, RawShard, ShardStream
+from pipelines.run_inputs import READ_BUFFER, SHARD_BYTES, ItemCounter, LineShards, RawShard, ShardStream
 
 __all__ = ["load_tasks_in_shards"]
 
 
 def _read(path: str, raw: RawShard, first_item: int, limits: Limits, zdict: bytes | None = None, sample: bool = False) -> TaskShard:
+    raw = raw.load(limits.max_line_bytes, digest=False)  # a range of the file: the worker reads it (no bytes through the pool's pipe)
     return read_task_shard(ShardStream(raw, path), path, (raw.first_line, first_item, raw.first_byte), limits, zdict, sample)
 
 
-def load_tasks_in_shards(path: Path, limits: Limits, workers: int, shard_lines: int = 1000, shard_bytes: int = SHARD_BYTES, strict: bool = False) -> TaskSet:
-    """The task set ``load_tasks(path, "native", ...)`` returns, read by ``workers`` processes."""
+def load_tasks_in_shards(
+    path: Path, limits: Limits, workers: int, shard_lines: int = 1000, shard_bytes: int = SHARD_BYTES, strict: bool = False
+) -> tuple[TaskSet, str]:
+    """The task set ``load_tasks(path, "native", ...)`` returns, read by ``workers`` processes, and
+    the file's sha256 (hashed as it was cut: the run needs no second read for its manifest)."""
     name = str(path)
     collector = TaskCollector()
     context = multiprocessing.get_context("fork")
-    with open(path, "rb") as fh:
-        raws: Iterator[RawShard] = LineShards(fh, shard_lines, shard_bytes, limits.max_line_bytes).shards()
+    with open(path, "rb", buffering=READ_BUFFER) as fh:
+        cutter = LineShards(fh, shard_lines, shard_bytes, limits.max_line_bytes)
+        cutter.source = str(path)
+        raws: Iterator[RawShard] = cutter.shards()
         first = next(raws, None)
         zdict = None
         if first is not None:  # the store's compression dictionary, from the file's first task, before the workers fork
@@ -42,18 +48,20 @@ def load_tasks_in_shards(path: Path, limits: Limits, workers: int, shard_lines: 
             raws = itertools.chain([first], raws)
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             _load(name, raws, pool, workers, limits, zdict, collector)
+        cutter.drain()
     taskset = collector.result
-    return strict_tasks(taskset) if strict else taskset
+    return (strict_tasks(taskset) if strict else taskset), cutter.hexdigest()
 
 
 def _load(name: str, raws: Iterator[RawShard], pool: ProcessPoolExecutor, workers: int, limits: Limits, zdict: bytes | None, collector: TaskCollector) -> None:
     """Shards to the pool, records replayed in order; a shard read wrong is read again here."""
     window: deque[tuple[RawShard, int, Future[TaskShard]]] = deque()
     items = guess = 0
+    counter = ItemCounter()
     while True:
         while len(window) < 2 * workers and (raw := next(raws, None)) is not None:
             window.append((raw, guess, pool.submit(_read, name, raw, guess, limits, zdict)))
-            guess += raw.nonblank
+            guess += counter(raw)
         if not window:
             break
         raw, guessed, future = window.popleft()
@@ -62,7 +70,7 @@ def _load(name: str, raws: Iterator[RawShard], pool: ProcessPoolExecutor, worker
             if shard.overran:
                 following = window.popleft()[0] if window else next(raws, None)
                 if following is not None:
-                    raw, guessed = _join(raw, following), items
+                    raw, guessed = raw.join(following), items
                     shard = _read(name, raw, items, limits, zdict)
                     continue
             if guessed != items:
@@ -72,18 +80,5 @@ def _load(name: str, raws: Iterator[RawShard], pool: ProcessPoolExecutor, worker
             break
         replay_task_shard(shard.records, collector)
         items += shard.items
-        guess = items + sum(r.nonblank for r, _, _ in window)  # the next guesses start from what is known
-
-
-def _join(a: RawShard, b: RawShard) -> RawShard:
-    shift = len(a.data)
-    return RawShard(
-        a.index,
-        a.data + b.data,
-        a.first_line,
-        a.first_byte,
-        a.lines + b.lines,
-        a.nonblank + b.nonblank,
-        a.size + b.size,
-        a.virtual + tuple((at + shift, size, nl) for at, size, nl in b.virtual),
-    )
+        counter.learn(raw, shard.items)
+        guess = items + sum(counter(r) for r, _, _ in window)  # the next guesses start from what is known

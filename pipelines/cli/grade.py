@@ -69,6 +69,7 @@ def run_and_print(opts: GradeOptions) -> RunSummary:
     from judge import ExternalCallError
     from pipelines.grade_run import BatchWait, InputErrorsFound, NoTasks, RunDirError, run_grading
     from pipelines.ingest import ToolSpecError, UsageError
+    from pipelines.run_inputs import InputChanged
 
     columns = (TextColumn("grading {task.fields[done]:,} trajectories"), BarColumn(), DownloadColumn(), TimeElapsedColumn(), TimeRemainingColumn())
     try:
@@ -81,6 +82,9 @@ def run_and_print(opts: GradeOptions) -> RunSummary:
             )
     except InputErrorsFound as exc:
         console.print(f"[red]input error:[/red] {exc.info.render()}")
+        raise typer.Exit(EXIT_INPUT_ERROR) from exc
+    except InputChanged as exc:
+        console.print(f"input error: {exc}", style="red", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
     except UsageError as exc:
         usage.fail(exc.option, str(exc))

@@ -106,7 +106,7 @@ def source_name(source: Source) -> str:
 @contextmanager
 def _open(source: Source) -> Iterator[IO[bytes]]:
     if isinstance(source, (str, os.PathLike)):
-        with open(Path(source), "rb") as handle:
+        with open(Path(source), "rb", buffering=1 << 20) as handle:  # lines are read one by one: 8 KB made a 22 KB line several reads
             yield handle
     else:
         if isinstance(source, io.TextIOBase):
@@ -432,32 +432,35 @@ class _Reader:
             yield self._value(value, line.number, line.size, text)
 
     def _multi_line(self, first: _Line, text: str) -> RawItem | None:
-        """Read a value that spans several lines; None (lines pushed back) when that fails."""
+        """Read a value that spans several lines; None (lines pushed back) when that fails.
+
+        Lines are read ahead in growing batches (a parse per line would be quadratic); a line that
+        cannot be part of a value (not UTF-8, too long, past the size limit) ends the lines there
+        as the end of the input does. So the value read depends only on the lines up to the one it
+        ends on: a reader of a shard of the file that ends after it reads what the reader of the
+        whole file reads. A shard that ends inside the value is noted on the stream
+        (``cut_inside_item``), and the run reads it again joined with the next one.
+        """
         taken: list[_Line] = []
         parts = [text]
         size = first.size
         target = 2 * size + 4096
-        eof = False
+        ended = eof = False  # no more lines for this value (the input's end, or a line that cannot be in it)
         start = len(text) - len(text.lstrip(_WS))
         while True:
-            while size < target and not eof:
+            while size < target and not ended:
                 line = self.lines.next()
                 if line is None:
-                    eof = True
+                    ended = eof = True
+                    break
+                decoded = _value_line(line, size, self.limits.max_line_bytes)
+                if decoded is None:
+                    self.lines.push_back([line])
+                    ended = True
                     break
                 taken.append(line)
-                if line.raw is None:
-                    self.lines.push_back(taken)
-                    return None
-                try:
-                    parts.append(line.raw.decode("utf-8"))
-                except UnicodeDecodeError:
-                    self.lines.push_back(taken)
-                    return None
+                parts.append(decoded)
                 size += line.size
-                if size > self.limits.max_line_bytes:
-                    self.lines.push_back(taken)
-                    return None
             buf = "".join(parts)
             try:
                 value, end = _DECODER.raw_decode(buf, start)
@@ -468,7 +471,10 @@ class _Reader:
                 self.lines.push_back(taken)
                 return None
             except json.JSONDecodeError as err:
-                if eof or not _incomplete(err, buf):
+                incomplete = _incomplete(err, buf)
+                if ended or not incomplete:
+                    if eof and incomplete and hasattr(self.lines.handle, "cut_inside_item"):
+                        self.lines.handle.cut_inside_item = True  # a shard's end: the rest of the value is in the next one
                     self.lines.push_back(taken)
                     return None
                 target = 2 * size
@@ -773,6 +779,17 @@ def _unreadable(err: ValueError) -> str:
     if "digits" in str(err):
         return "unreadable JSON value: an integer literal with more than 4,300 digits"
     return f"unreadable JSON value: {err}"
+
+
+def _value_line(line: _Line, size: int, limit: int) -> str | None:
+    """A line's text to add to a value of ``size`` bytes so far; None when it cannot be in one (too
+    long to keep, past the limit together, not UTF-8)."""
+    if line.raw is None or size + line.size > limit:
+        return None
+    try:
+        return line.raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _incomplete(err: json.JSONDecodeError, text: str) -> bool:

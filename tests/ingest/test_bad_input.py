@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from pipelines.ingest import Limits, check_task, iter_trajectories, load_tasks
 
 TASK = {"task_id": "t1", "question": "q?", "reference_calls": [{"name": "f", "arguments": {"x": 1}}], "gold_answer": "a"}
@@ -173,6 +175,24 @@ def test_pretty_printed_objects_in_sequence_keep_their_lines(tmp_path):
     path.write_text(json.dumps(TRAJ, indent=2) + "\n" + json.dumps(dict(TRAJ, trajectory_id="r2")) + "\n")
     loaded = list(iter_trajectories(path))
     assert [(x.source.line, x.trajectory_id) for x in loaded] == [(1, "r1"), (len(json.dumps(TRAJ, indent=2).splitlines()) + 1, "r2")]
+
+
+@pytest.mark.parametrize("after", [b"\xff\xfe not UTF-8\n", b"x" * 400 + b"\n", b'{"unfinished": \n'])
+def test_lines_after_a_pretty_printed_object_never_change_how_it_reads(tmp_path, after):
+    """The reader looks ahead in growing batches to find where a multi-line value ends; what it
+    meets after the end (a line that is not UTF-8, one too long to keep, an unfinished value) is
+    the next item's business. (It once made the object malformed, so a reader of a shard ending
+    right after the object read it differently from the reader of the whole file.)"""
+    pretty = json.dumps(TRAJ, indent=2).encode() + b"\n"
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(pretty + after + json.dumps(dict(TRAJ, trajectory_id="r2")).encode() + b"\n")
+    loaded = list(iter_trajectories(path, fmt="native", limits=Limits(max_line_bytes=300)))
+    assert loaded[0].trajectory is not None and loaded[0].trajectory.trajectory_id == "r1"
+    assert loaded[-1].trajectory is not None and loaded[-1].trajectory.trajectory_id == "r2"
+    assert loaded[1].error is not None  # the line after it is an item of its own, with its error
+    alone = tmp_path / "alone.jsonl"
+    alone.write_bytes(pretty)
+    assert next(iter(iter_trajectories(alone, fmt="native"))).trajectory == loaded[0].trajectory
 
 
 def test_duplicate_keys_are_not_silently_overwritten(write_jsonl):

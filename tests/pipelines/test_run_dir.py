@@ -15,6 +15,7 @@ from bench.conversations import generate as generate_conversations
 from bench.generate import generate
 from pipelines.cli import EXIT_USAGE, app, optional_values
 from pipelines.grade_run import GradeOptions, RunDirError, run_grading
+from pipelines.run_dir import RunState
 
 runner = CliRunner()
 OUTPUTS = ("results.jsonl", "summary.json", "report.md")
@@ -106,6 +107,34 @@ def test_a_killed_run_leaves_no_complete_manifest_and_resumes_to_the_same_bytes(
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["complete"] and len(manifest["resumed_at"]) == 1
     assert manifest["inputs"][1]["sha256"] == json.loads((reference / "manifest.json").read_text())["inputs"][1]["sha256"]
+
+
+def _two_pretty_items(generated: tuple[Path, Path], tmp_path: Path) -> Path:
+    """The generated trajectories with two items pretty-printed over many lines, so that a cut
+    every few lines splits them (the run then grades two shards joined as one)."""
+    items = [json.loads(line) for line in generated[1].read_text().splitlines() if line.strip()]
+    path = tmp_path / "pretty.jsonl"
+    path.write_text("".join(json.dumps(item, indent=1 if i in (10, 60) else None) + "\n" for i, item in enumerate(items)))
+    return path
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_run_killed_after_merging_a_joined_shard_resumes(generated, tmp_path, monkeypatch, workers):
+    """A joined shard's checkpoint records the hash of the bytes it graded (it once recorded none,
+    and --resume then refused the run as if the input had changed)."""
+    tasks, trajectories = generated[0], _two_pretty_items(generated, tmp_path)
+    reference = tmp_path / "ref"
+    run_grading(GradeOptions(tasks=tasks, trajectories=trajectories, out=reference, shard_lines=10**6))
+    out = tmp_path / "run"
+    with monkeypatch.context() as m:
+        _kill_after(m, "_merge", 3)
+        with pytest.raises(_Killed):
+            run_grading(GradeOptions(tasks=tasks, trajectories=trajectories, out=out, shard_lines=20, workers=workers))
+    records = list(RunState(out / ".judge-run").shard_records())
+    assert len(records) == 3 and any(r.lines > 20 for r in records)  # a joined shard among them
+    assert all(r.sha256 for r in records)
+    outcome = run_grading(GradeOptions(tasks=tasks, trajectories=trajectories, out=out, shard_lines=20, workers=workers, resume=True))
+    assert outcome.resumed and _outputs(out) == _outputs(reference)
 
 
 def test_resume_refuses_other_inputs_or_options(generated, tmp_path, monkeypatch):
