@@ -302,12 +302,18 @@ def test_tasks_loaded_in_shards_are_the_serially_loaded_task_set(tmp_path):
     lines = [task(i) for i in range(6)] + [task(2), task(3, gold_answer="other"), b"{bad json\n", b"[1]\n", pretty, task(7, extra_field=1)]
     lines += [b'{"task_id": "t9", "question": 5}\n', task(9), b"\n", task(10), task(11, tools=[tool, tool])]
     path = _write(tmp_path / "tasks.jsonl", lines)
-    serial = load_tasks(path)
-    for size in (1, 2, 3):
-        sharded, sha256 = load_tasks_in_shards(path, Limits(), workers=2, shard_lines=size)
-        assert sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
-        assert list(sharded.tasks) == list(serial.tasks)
-        assert all(sharded.tasks[k] == serial.tasks[k] for k in serial.tasks)
-        assert (sharded.errors, sharded.warnings, sharded.ambiguous, sharded.invalid) == (serial.errors, serial.warnings, serial.ambiguous, serial.invalid)
-        assert {k: sharded.sources[k] for k in sharded.sources} == {k: serial.sources[k] for k in serial.sources}
-    assert [e.kind for e in serial.errors] and "t3" in serial.ambiguous and "pretty" in serial.tasks
+    # the same tasks as a pretty-printed stream (jq .): items of many lines, cut between them
+    stream = _write(
+        tmp_path / "stream.jsonl",
+        [json.dumps(json.loads(line), indent=2).encode() + b"\n" if line[:1] == b"{" and line[1:2] == b'"' else line for line in lines],
+    )
+    for tasks_file, sizes in ((path, (1, 2, 3)), (stream, (4, 9))):
+        serial = load_tasks(tasks_file)
+        for size in sizes:
+            sharded, sha256 = load_tasks_in_shards(tasks_file, Limits(), workers=2, shard_lines=size)
+            assert sha256 == hashlib.sha256(tasks_file.read_bytes()).hexdigest()
+            assert list(sharded.tasks) == list(serial.tasks)
+            assert all(sharded.tasks[k] == serial.tasks[k] for k in serial.tasks)
+            assert (sharded.errors, sharded.warnings, sharded.ambiguous, sharded.invalid) == (serial.errors, serial.warnings, serial.ambiguous, serial.invalid)
+            assert {k: sharded.sources[k] for k in sharded.sources} == {k: serial.sources[k] for k in serial.sources}
+        assert [e.kind for e in serial.errors] and "t3" in serial.ambiguous and "pretty" in serial.tasks
