@@ -52,9 +52,9 @@ __all__ = [
 STDIN = "-"
 _BLOCK = 1 << 20
 # About how many bytes one shard holds. Measured at 100k realistic conversations (22 KB lines):
-# 4 MB shards lower the run's own peak with 2 workers from 315-322 MB to 283 MB (fewer bytes in
-# flight to the workers) at the same 1.74x, but cost one process ~3% more CPU (twice the shards:
-# each is merged, journaled and checkpointed); the one-process figure is the headline, so 8 MB.
+# 4 MB shards cost one process ~3% more CPU than 8 MB (twice the shards: each is merged, journaled
+# and checkpointed). They lowered the run's own peak with 2 workers (315-322 MB to 283 MB) while
+# shards carried their bytes to the workers; as byte ranges they carry none (peak 262 MB at 8 MB).
 SHARD_BYTES = 8 << 20
 # The buffer to open an input with for ``LineShards``, which reads it line by line: with the
 # default 8 KB a 22 KB line takes several reads and joins; with 1 MB, cutting 20k realistic
