@@ -4,8 +4,9 @@ The run hands shards to an executor in input order and takes the results back in
 (``ordered``); it never depends on which worker graded what, so every executor writes the same
 bytes. Each worker receives the ``GradingContext`` (tasks, config, format) once: a forked pool
 inherits it, Ray actors are built with it. A pool's workers read each shard's bytes from the
-input file themselves (``reads_files``: the shard travels as a range); Ray's carry them. Scheduling is the platform's own
-(``concurrent.futures``, ``ray.util.ActorPool``); nothing here decides who runs what.
+input file themselves (``reads_files``: the shard travels as a byte range); Ray's shards carry
+their bytes. Scheduling is the platform's own (``concurrent.futures``, ``ray.util.ActorPool``);
+nothing here decides who runs what.
 """
 
 from __future__ import annotations

@@ -326,7 +326,7 @@ class _Run:
                 if self.state.data["phase"] == "grading":
                     self._grade(cutter, progress, lambda: on_bytes(cutter.bytes_read, total) if on_bytes is not None else None)
                     if cutter.source is not None and _file_state(path) != before:  # workers read after the cutter hashed
-                        raise InputChanged(f"{self.name} changed while it was graded (its size or modification time); grade a copy that does not change")
+                        raise InputChanged(f"{self.name} changed while it was graded (its size, modification time or inode); grade a copy that does not change")
                 cutter.drain()  # a resumed run past grading still hashes the input for the manifest
                 self.sha256 = cutter.hexdigest()
         if self.inputs.labels is not None:
