@@ -12,6 +12,7 @@ Memory: results stream once into compact ``Row`` facts (a few hundred bytes each
 
 from __future__ import annotations
 
+import codecs
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -290,6 +291,8 @@ def attach_trajectories(run: RunData) -> None:
 
     Each result carries ``source`` (file, line). A line that does not parse as a native
     ``Trajectory`` (another input format) leaves that row without steps; the report says how many.
+    An item that starts on its line but spans several (pretty-printed JSON lines, ``jq .``) is
+    read from that line on (``_spanning_item``).
     """
     indices = run.drill
     wanted: dict[Path, dict[int, list[int]]] = {}
@@ -308,12 +311,18 @@ def attach_trajectories(run: RunData) -> None:
         except OSError:
             continue
         with fh:
+            offset = 0
             for lineno, raw in enumerate(fh, 1):
+                start, offset = offset, offset + len(raw)
                 if lineno not in lines:
                     continue
                 try:
                     traj = Trajectory.model_validate_json(raw)
-                except (ValidationError, ValueError):
+                except ValidationError as exc:
+                    if exc.errors()[0]["type"] != "json_invalid" or (spanning := _spanning_item(path, start)) is None:
+                        continue
+                    traj = spanning
+                except ValueError:
                     continue
                 for i in lines[lineno]:
                     if traj.trajectory_id == run.full[i].trajectory_id:
@@ -326,6 +335,40 @@ def attach_trajectories(run: RunData) -> None:
         else f"{missing} of {len(indices)} shown trajectories have no steps here: their source file is missing or not native JSONL "
         "(evidence, verdicts, votes and scores are shown)."
     )
+
+
+_SPAN_FIRST_READ = 64 << 10
+_SPAN_LIMIT = 32 << 20  # the reader's own limit on an item's size
+
+
+def _spanning_item(path: Path, offset: int) -> Trajectory | None:
+    """The native trajectory whose JSON text starts at byte ``offset`` of ``path`` and spans
+    lines, read in doubling chunks until its value ends (None: not one within the limit). For
+    display only: grading read the item with the full reader, and the caller checks its id."""
+    decoder = json.JSONDecoder()
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        text, utf8, size, read = "", codecs.getincrementaldecoder("utf-8")(), _SPAN_FIRST_READ, 0
+        while read < _SPAN_LIMIT:
+            chunk = fh.read(size - read)
+            read += len(chunk)
+            try:
+                text += utf8.decode(chunk, final=not chunk)
+            except UnicodeDecodeError:
+                return None
+            body = text.lstrip(" \t\r\n")
+            try:
+                _, end = decoder.raw_decode(body)
+            except json.JSONDecodeError:
+                if not chunk:
+                    return None
+                size *= 2
+                continue
+            try:
+                return Trajectory.model_validate_json(body[:end])
+            except ValidationError:
+                return None
+    return None
 
 
 def _resolve(path: Path, run_dir: Path) -> Path | None:

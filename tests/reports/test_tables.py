@@ -150,6 +150,28 @@ def test_drilldown_shows_steps_from_native_trajectories(graded_run: Path, bench_
     assert "have no steps here" not in html
 
 
+def test_drilldown_shows_steps_of_pretty_printed_items(graded_run: Path, bench_inputs, tmp_path: Path):
+    """A native file with each item pretty-printed over many lines (``jq .``): the drill-down
+    reads each item from the line it starts on."""
+    items = [line for line in bench_inputs[1].read_text().splitlines() if line.strip()]
+    pretty, starts, line = tmp_path / "pretty.jsonl", {}, 1
+    with open(pretty, "w") as fh:
+        for number, text in enumerate(items, 1):
+            starts[number] = line
+            block = json.dumps(json.loads(text), indent=2) + "\n"
+            fh.write(block)
+            line += block.count("\n")
+    moved = [
+        r.model_copy(update={"source": r.source.model_copy(update={"file": str(pretty), "line": starts[r.source.line]})}) for r in read_results(graded_run)
+    ]
+    run = tmp_path / "run"
+    write_run(run, moved)
+    build_report([run], tmp_path / "out")
+    html = (tmp_path / "out" / "report.html").read_text()
+    first = json.loads(items[0])
+    assert first["steps"][0]["name"] in html and "have no steps here" not in html
+
+
 def test_missing_trajectory_file_is_reported_not_hidden(graded_run: Path, tmp_path: Path):
     moved = []
     for r in read_results(graded_run):
