@@ -361,6 +361,7 @@ class _Run:
         self.executor = make_executor(self.ctx, self.opts.workers, self.opts.ray_address, self.opts.ray)
         if self.executor.reads_files:
             cutter.source = str(self.inputs.trajectories.path)
+        self.counter = ItemCounter.for_file(self.inputs.trajectories.path)
         try:
             results = self.executor.ordered(self._submissions(cutter.shards(first_line=self.lines + 1, first_index=self.shards)))
             for shard, result in results:

@@ -224,11 +224,28 @@ class ItemCounter:
 
     In a JSONL file every line that is not blank is an item (``RawShard.nonblank``); in a
     pretty-printed stream of objects (``jq .``) every line opening an object at its first byte
-    is (``RawShard.objects``). The counter uses the one that matched the last shard read.
+    is (``RawShard.objects``). The counter uses the one that matched the last shard read; before
+    any, the one the file's first line suggests (``for_file``).
     """
 
-    def __init__(self) -> None:
-        self.by_objects = False
+    def __init__(self, by_objects: bool = False) -> None:
+        self.by_objects = by_objects
+
+    @classmethod
+    def for_file(cls, path: str | os.PathLike, budget: int = 1 << 20) -> ItemCounter:
+        """Counting objects when the file's first line that is not blank opens an object that it
+        does not close (a pretty-printed stream): the shards handed out before the first one is
+        read are then guessed right too (on 2 workers, 6 of the first 8 shards of such a stream
+        were read twice, in the run's own process)."""
+        with open(path, "rb") as fh:
+            while line := fh.readline(budget):
+                line = line.removeprefix(b"\xef\xbb\xbf") if fh.tell() == len(line) else line
+                if line.strip():
+                    return cls(by_objects=line[:1] == b"{" and not _complete(line))
+                budget -= len(line)
+                if budget <= 0:
+                    break
+        return cls()
 
     def __call__(self, raw: RawShard) -> int:
         return raw.objects if self.by_objects else raw.nonblank
@@ -239,6 +256,17 @@ class ItemCounter:
             self.by_objects = True
         elif items == raw.nonblank and items != raw.objects:
             self.by_objects = False
+
+
+def _complete(line: bytes) -> bool:
+    """The line holds a whole JSON value."""
+    import orjson
+
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 def _count_lines(data: bytes) -> int:

@@ -57,7 +57,7 @@ def _load(name: str, raws: Iterator[RawShard], pool: ProcessPoolExecutor, worker
     """Shards to the pool, records replayed in order; a shard read wrong is read again here."""
     window: deque[tuple[RawShard, int, Future[TaskShard]]] = deque()
     items = guess = 0
-    counter = ItemCounter()
+    counter = ItemCounter.for_file(name)
     while True:
         while len(window) < 2 * workers and (raw := next(raws, None)) is not None:
             window.append((raw, guess, pool.submit(_read, name, raw, guess, limits, zdict)))

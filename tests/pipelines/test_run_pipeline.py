@@ -123,9 +123,25 @@ def test_a_pretty_printed_stream_is_cut_between_its_items(generated, tmp_path, m
     _assert_same(reference, _run(tasks, pretty, tmp_path / "one", shard_lines=100))
     assert again == []
     _assert_same(reference, _run(tasks, pretty, tmp_path / "two", shard_lines=100, workers=2))
-    # only near the start: shards handed out before the first ones told how to count, and those
-    # guessed from their guesses (two windows of 2 x workers shards in flight)
-    assert len(again) <= 8 and max(again) < 8
+    assert again == []  # the first line told how to count items, before any shard was read
+
+
+@pytest.mark.parametrize(
+    ("head", "by_objects"),
+    [
+        (b'{"a": 1}\n{"a": 2}\n', False),
+        (b'\n  \n{"a": 1}\n', False),
+        (b'\xef\xbb\xbf{"a": 1}\n', False),
+        (b'{\n  "a": 1\n}\n', True),
+        (b'\xef\xbb\xbf\n{\n  "a": [\n', True),
+        (b"not json\n", False),
+        (b"", False),
+    ],
+)
+def test_item_counting_starts_as_the_first_line_suggests(tmp_path, head, by_objects):
+    from pipelines.run_inputs import ItemCounter
+
+    assert ItemCounter.for_file(_write(tmp_path / "in.jsonl", [head])).by_objects is by_objects
 
 
 def test_a_shard_finding_no_line_that_opens_an_object_ends_at_twice_its_size():
