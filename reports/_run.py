@@ -357,10 +357,12 @@ def _spanning_item(path: Path, offset: int) -> Trajectory | None:
             except UnicodeDecodeError:
                 return None
             body = text.lstrip(" \t\r\n")
+            if chunk:  # whole lines only: a JSON string never spans lines, so an error before their end is final
+                body = body[: body.rfind("\n") + 1]
             try:
                 _, end = decoder.raw_decode(body)
-            except json.JSONDecodeError:
-                if not chunk:
+            except json.JSONDecodeError as err:
+                if not chunk or err.pos < len(body.rstrip(" \t\r\n")):  # the end of the file, or an error more text cannot mend
                     return None
                 size *= 2
                 continue

@@ -172,6 +172,20 @@ def test_drilldown_shows_steps_of_pretty_printed_items(graded_run: Path, bench_i
     assert first["steps"][0]["name"] in html and "have no steps here" not in html
 
 
+def test_an_item_spanning_lines_is_read_on_to_its_end_and_no_further(tmp_path: Path):
+    from reports._run import _spanning_item
+
+    traj = {"task_id": "t", "trajectory_id": "r", "steps": [{"name": "f", "arguments": {"x": "y" * 100_000}, "result": "z" * 70_000}], "final_answer": "a"}
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(traj, indent=2) + "\n" + json.dumps(traj) + "\n")  # strings across the first 64 KB read
+    item = _spanning_item(path, 0)
+    assert item is not None and item.steps[0].arguments["x"] == "y" * 100_000
+    path.write_text(json.dumps(traj, indent=2)[:-3])  # cut short at the end of the file
+    assert _spanning_item(path, 0) is None
+    path.write_bytes(b'{"bad": [1, 2 x\n' + b'{"a": 1}\n' * 20_000)  # an error more text cannot mend: no reading on
+    assert _spanning_item(path, 0) is None
+
+
 def test_missing_trajectory_file_is_reported_not_hidden(graded_run: Path, tmp_path: Path):
     moved = []
     for r in read_results(graded_run):
