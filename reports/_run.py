@@ -366,6 +366,8 @@ def _spanning_item(path: Path, offset: int) -> Trajectory | None:
                     return None
                 size *= 2
                 continue
+            except (ValueError, RecursionError):  # an integer past Python's digit limit, nesting past the stack: not shown
+                return None
             try:
                 return Trajectory.model_validate_json(body[:end])
             except ValidationError:

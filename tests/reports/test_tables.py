@@ -184,6 +184,9 @@ def test_an_item_spanning_lines_is_read_on_to_its_end_and_no_further(tmp_path: P
     assert _spanning_item(path, 0) is None
     path.write_bytes(b'{"bad": [1, 2 x\n' + b'{"a": 1}\n' * 20_000)  # an error more text cannot mend: no reading on
     assert _spanning_item(path, 0) is None
+    for hostile in (b'{"n": ' + b"9" * 5000 + b"}\n", b"[" * 100_000 + b"\n"):  # past the digit limit, past the stack
+        path.write_bytes(hostile)
+        assert _spanning_item(path, 0) is None
 
 
 def test_missing_trajectory_file_is_reported_not_hidden(graded_run: Path, tmp_path: Path):
