@@ -179,15 +179,15 @@ class RawShard:
         lines cut there."""
         if self.path is None:
             return self
-        with open(self.path, "rb", buffering=0) as fh:
+        with open(self.path, "rb", buffering=READ_BUFFER) as fh:
             fh.seek(self.first_byte)
             if self.size <= max_line_bytes:  # no line can be too long to keep: the bytes as they are
-                data = fh.read(self.size)
+                data = fh.read(self.size)  # buffered: reads on until it has them all (or the file ends)
                 sha256 = hashlib.sha256(data).hexdigest() if digest else ""
                 raw: RawShard | None = replace(self, data=data, lines=_count_lines(data), size=len(data), path=None, sha256=sha256)
             else:  # cut into lines as the run cut it, holding none that is too long
                 try:
-                    cutter = LineShards(cast(IO[bytes], _Range(io.BufferedReader(fh, READ_BUFFER), self.size)), max_line_bytes=max_line_bytes)
+                    cutter = LineShards(cast(IO[bytes], _Range(fh, self.size)), max_line_bytes=max_line_bytes)
                     raw = cutter.take(self.size, self.index, self.first_line)
                     raw.first_byte = self.first_byte
                 except EOFError:
