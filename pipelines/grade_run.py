@@ -319,7 +319,7 @@ class _Run:
         else:
             path = self.inputs.trajectories.path
             before = _file_state(path)
-            total = before[0]
+            total = path.stat().st_size
             with open(path, "rb", buffering=READ_BUFFER) as stream:
                 cutter = LineShards(stream, self.opts.shard_lines, self.opts.shard_bytes, self.opts.limits.max_line_bytes)
                 if self.resuming:
@@ -810,9 +810,12 @@ def _batch_shard(index: int, first_item: int) -> Shard:
     return Shard(RawShard(index, b"", 0, 0, 0, 0, 0), first_item=first_item)
 
 
-def _file_state(path: Path) -> tuple[int, int, int]:
-    """What changes when a file is written: its size, modification time and inode."""
-    info = path.stat()
+def _file_state(path: Path) -> tuple[int, int, int] | None:
+    """What changes when a file is written: its size, modification time and inode (None: gone)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
     return info.st_size, info.st_mtime_ns, info.st_ino
 
 

@@ -179,6 +179,15 @@ class RawShard:
         lines cut there."""
         if self.path is None:
             return self
+        try:
+            return self._read(max_line_bytes, digest)
+        except OSError as exc:  # gone, or no longer readable
+            raise InputChanged(
+                f"{self.path} changed while it was graded: it could not be read again ({exc.strerror or exc}); grade a copy that does not change"
+            ) from exc
+
+    def _read(self, max_line_bytes: int, digest: bool) -> RawShard:
+        assert self.path is not None
         with open(self.path, "rb", buffering=READ_BUFFER) as fh:
             fh.seek(self.first_byte)
             if self.size <= max_line_bytes:  # no line can be too long to keep: the bytes as they are

@@ -288,6 +288,16 @@ def test_an_input_written_while_workers_grade_it_stops_the_run(generated, tmp_pa
     with pytest.raises(InputChanged, match="changed while it was graded"):
         _run(tasks, trajectories, tmp_path / "w2", shard_lines=13, workers=2)
     trajectories.write_bytes(original.read_bytes())
+
+    def removing(self, *args, **kwargs):
+        trajectories.unlink(missing_ok=True)
+        return merge(self, *args, **kwargs)
+
+    monkeypatch.setattr(grade_run._Run, "_merge", removing)
+    with pytest.raises(InputChanged, match="changed while it was graded"):
+        _run(tasks, trajectories, tmp_path / "gone", shard_lines=13, workers=2)
+    monkeypatch.setattr(grade_run._Run, "_merge", appending)
+    trajectories.write_bytes(original.read_bytes())
     args = ["grade", "--tasks", str(tasks), "--trajectories", str(trajectories), "--out", str(tmp_path / "cli"), "--workers", "2"]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == EXIT_INPUT_ERROR and "changed while it was graded" in res.output
