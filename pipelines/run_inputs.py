@@ -64,7 +64,8 @@ READ_BUFFER = _BLOCK
 
 class InputChanged(BadInputError):
     """The trajectories input changed while the run graded it: a worker reading its shard's range
-    found other lines than the run cut there, or the file's size or time changed under the run."""
+    found other lines than the run cut there or could not read it, or the file's size,
+    modification time or inode changed under the run."""
 
 
 def is_stdin(path: str | os.PathLike | None) -> bool:
