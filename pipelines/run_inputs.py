@@ -31,6 +31,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, BinaryIO, cast
 
+import orjson
+
 from judge import BadInputError
 
 __all__ = [
@@ -270,8 +272,6 @@ class ItemCounter:
 
 def _complete(line: bytes) -> bool:
     """The line holds a whole JSON value."""
-    import orjson
-
     try:
         orjson.loads(line)
     except orjson.JSONDecodeError:

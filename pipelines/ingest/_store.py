@@ -5,9 +5,8 @@ pydantic models), so 100k of them would take ~1.2 GB; the grader needs one at a 
 keeps each task as a zlib-compressed pickle in which the shared ``ToolSpec`` objects are
 references (their index in the store, or a digest of their raw spec text for tasks packed by a
 worker), so a task costs what is particular to it (~1 KB); a few tasks stay live (see
-``TaskStore``).
-Unpickling restores an equal ``Task`` without validating it again (it was validated once, when
-read), and its tools are the very shared objects.
+``TaskStore``). Unpickling restores an equal ``Task`` without validating it again (it was
+validated once, when read), and its tools are the very shared objects.
 
 ``SourceIndex`` keeps the (file, line, item) of each task as a tuple instead of a model.
 """
@@ -186,9 +185,8 @@ def _key_refs(task: Task, keys: dict[int, bytes]) -> list[bytes | ToolSpec]:
 def pack_task(task: Task, keys: dict[int, bytes], zdict: bytes | None = None) -> bytes:
     """A task packed where its tools are known by a key (``keys``: id(tool) -> key, a digest of
     its raw spec text), for a ``TaskStore`` elsewhere that registers the same keys and has the
-    same ``zdict`` (a
-    worker loading a shard of a tasks file packs; the run's store stores and unpacks). Tools
-    without a key travel inline."""
+    same ``zdict`` (a worker loading a shard of a tasks file packs; the run's store stores and
+    unpacks). Tools without a key travel inline."""
     return _compress(_pickled(task, _key_refs(task, keys)), zdict)
 
 

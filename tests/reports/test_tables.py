@@ -172,8 +172,31 @@ def test_drilldown_shows_steps_of_pretty_printed_items(graded_run: Path, bench_i
     assert first["steps"][0]["name"] in html and "have no steps here" not in html
 
 
-def test_an_item_spanning_lines_is_read_on_to_its_end_and_no_further(tmp_path: Path):
+def test_an_item_spanning_lines_is_read_on_to_its_end_and_no_further(tmp_path: Path, monkeypatch):
+    from reports import _run
     from reports._run import _spanning_item
+
+    read: list[int] = []
+
+    class Counted:  # the file, counting the bytes _spanning_item reads from it
+        def __init__(self, *args):
+            self.fh = open(*args)  # noqa: SIM115 (closed by __exit__)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def seek(self, offset):
+            return self.fh.seek(offset)
+
+        def read(self, size=-1):
+            data = self.fh.read(size)
+            read.append(len(data))
+            return data
+
+    monkeypatch.setattr(_run, "open", Counted, raising=False)
 
     traj = {"task_id": "t", "trajectory_id": "r", "steps": [{"name": "f", "arguments": {"x": "y" * 100_000}, "result": "z" * 70_000}], "final_answer": "a"}
     path = tmp_path / "t.jsonl"
@@ -183,7 +206,8 @@ def test_an_item_spanning_lines_is_read_on_to_its_end_and_no_further(tmp_path: P
     path.write_text(json.dumps(traj, indent=2)[:-3])  # cut short at the end of the file
     assert _spanning_item(path, 0) is None
     path.write_bytes(b'{"bad": [1, 2 x\n' + b'{"a": 1}\n' * 20_000)  # an error more text cannot mend: no reading on
-    assert _spanning_item(path, 0) is None
+    read.clear()
+    assert _spanning_item(path, 0) is None and sum(read) <= 64 << 10
     for hostile in (b'{"n": ' + b"9" * 5000 + b"}\n", b"[" * 100_000 + b"\n"):  # past the digit limit, past the stack
         path.write_bytes(hostile)
         assert _spanning_item(path, 0) is None
