@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import socket
 import sqlite3
 import threading
@@ -38,6 +39,7 @@ from judge.core._canonical import canonical_json, content_hash
 SCHEMA_VERSION = 1
 HOST = socket.gethostname()
 STALE_CLAIM_S = 3600.0  # expired claims older than this are swept when a cache is opened
+OPEN_WAIT_S = 30.0  # how long opening waits for another process that holds the file
 
 
 def cache_key(identity: dict[str, Any]) -> str:
@@ -107,13 +109,7 @@ class JudgeCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.claimant = claimant or new_claimant_id()
         self._lock = threading.Lock()
-        # Autocommit: every statement commits by itself, multi-statement changes take BEGIN IMMEDIATE.
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, judge TEXT NOT NULL, payload TEXT NOT NULL)")
-        self._db.execute("CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL)")
-        self._db.execute("DELETE FROM claims WHERE expires < ?", (time.time() - STALE_CLAIM_S,))  # left by killed runs
+        self._db = _open(self.path)
 
     # --- answers --------------------------------------------------------------------------------
     def get(self, key: str) -> dict[str, Any] | None:
@@ -181,6 +177,36 @@ class JudgeCache:
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db)
+
+
+def _open(path: Path, wait_s: float = OPEN_WAIT_S) -> sqlite3.Connection:
+    """Connect and set the file up, retrying while another process holds it.
+
+    SQLite's busy timeout does not cover every lock: switching a new file to WAL while another
+    process does the same can fail at once with "database is locked" (seen when two runs start
+    together on a fresh cache). Every setup statement is idempotent, so the whole setup is
+    retried, with jittered back-off, until ``wait_s`` has passed; then the error is raised.
+    """
+    deadline = time.monotonic() + wait_s
+    delay = 0.005
+    while True:
+        # Autocommit: every statement commits by itself, multi-statement changes take BEGIN IMMEDIATE.
+        db = sqlite3.connect(str(path), check_same_thread=False, timeout=wait_s, isolation_level=None)
+        try:
+            if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, judge TEXT NOT NULL, payload TEXT NOT NULL)")
+            db.execute("CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL)")
+            db.execute("DELETE FROM claims WHERE expires < ?", (time.time() - STALE_CLAIM_S,))  # left by killed runs
+            return db
+        except sqlite3.OperationalError as exc:
+            db.close()
+            busy = str(getattr(exc, "sqlite_errorname", "")).startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))  # extended codes too
+            if not busy or time.monotonic() + delay > deadline:
+                raise
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 0.25)
 
 
 class _Transaction:

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
 import os
+import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -161,3 +164,70 @@ async def test_claims_are_released_on_close(server, tmp_path, panel):
         await task
     await panel.aclose()
     assert _other_run(tmp_path, "x:1:y").claims() == []
+
+
+class _BusyAtFirst(sqlite3.Connection):
+    """A connection whose first statement fails as SQLite does when another process holds the file."""
+
+    failures = 0
+
+    def execute(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
+        if type(self).failures > 0:
+            type(self).failures -= 1
+            exc = sqlite3.OperationalError("database is locked")
+            exc.sqlite_errorname = "SQLITE_BUSY"  # type: ignore[attr-defined]
+            raise exc
+        return super().execute(*args, **kwargs)
+
+
+def test_opening_retries_while_another_process_holds_a_fresh_file(tmp_path, monkeypatch):
+    """SQLite can report "locked" at once, past its busy timeout, when two runs set a new file
+    to WAL together; opening retries the (idempotent) setup instead of failing the run."""
+    monkeypatch.setattr(_BusyAtFirst, "failures", 3)
+    real = sqlite3.connect
+    monkeypatch.setattr("judge.llm._cache.sqlite3.connect", lambda *a, **k: real(*a, factory=_BusyAtFirst, **k))
+    cache = JudgeCache(tmp_path / "cache.sqlite3")
+    assert _BusyAtFirst.failures == 0
+    cache.put("k", "judge", {"verdict": "pass"})
+    assert cache.get("k") == {"verdict": "pass"}
+    cache.close()
+
+
+def test_opening_gives_up_after_its_wait_and_on_other_errors(tmp_path, monkeypatch):
+    from judge.llm import _cache
+
+    monkeypatch.setattr(_BusyAtFirst, "failures", 10**6)
+    real = sqlite3.connect
+    monkeypatch.setattr("judge.llm._cache.sqlite3.connect", lambda *a, **k: real(*a, factory=_BusyAtFirst, **k))
+    started = time.monotonic()
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        _cache._open(tmp_path / "cache.sqlite3", wait_s=0.3)
+    assert time.monotonic() - started < 5
+    monkeypatch.setattr("judge.llm._cache.sqlite3.connect", real)
+    (tmp_path / "not-a-db.sqlite3").write_bytes(b"this is not a database file, it is text" * 100)
+    with pytest.raises(sqlite3.DatabaseError):
+        _cache._open(tmp_path / "not-a-db.sqlite3", wait_s=30)  # not a lock: fails at once
+
+
+def _open_at_once(path: str, barrier: Any, errors: Any) -> None:
+    barrier.wait()
+    try:
+        JudgeCache(Path(path)).close()
+    except Exception as exc:  # reported to the test, which names it
+        errors.put(repr(exc))
+
+
+def test_many_runs_opening_one_new_cache_together_all_open(tmp_path):
+    """The race that failed CI once in ~240 opens, tried for real: 6 processes at a barrier."""
+    ctx = multiprocessing.get_context("fork")
+    errors = ctx.Queue()
+    for trial in range(8):
+        path = str(tmp_path / f"cache-{trial}.sqlite3")
+        barrier = ctx.Barrier(6)
+        procs = [ctx.Process(target=_open_at_once, args=(path, barrier, errors)) for _ in range(6)]
+        for proc in procs:
+            proc.start()
+        for proc in procs:
+            proc.join(60)
+            assert proc.exitcode == 0
+    assert errors.empty(), errors.get()
