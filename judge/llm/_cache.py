@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.core._canonical import canonical_json, content_hash
+from judge.core._errors import ConfigurationError
 
 SCHEMA_VERSION = 1
 HOST = socket.gethostname()
@@ -106,10 +107,13 @@ def _claimant_is_gone(owner: str) -> bool:
 class JudgeCache:
     def __init__(self, path: Path, *, claimant: str | None = None):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.claimant = claimant or new_claimant_id()
         self._lock = threading.Lock()
-        self._db = _open(self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = _open(self.path)
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigurationError(f"judge cache {self.path}: {exc} (point --cache at another file, or use --no-cache)") from exc
 
     # --- answers --------------------------------------------------------------------------------
     def get(self, key: str) -> dict[str, Any] | None:

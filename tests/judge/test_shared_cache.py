@@ -231,3 +231,14 @@ def test_many_runs_opening_one_new_cache_together_all_open(tmp_path):
             proc.join(60)
             assert proc.exitcode == 0
     assert errors.empty(), errors.get()
+
+
+def test_a_cache_that_cannot_be_opened_is_a_configuration_error_naming_it(tmp_path):
+    from judge import ConfigurationError
+
+    garbage = tmp_path / "garbage.sqlite3"
+    garbage.write_bytes(b"not SQLite at all " * 64)
+    with pytest.raises(ConfigurationError, match=f"judge cache {garbage}: file is not a database .*--no-cache"):
+        JudgeCache(garbage)
+    with pytest.raises(ConfigurationError, match=f"judge cache {garbage / 'inner.sqlite3'}:"):
+        JudgeCache(garbage / "inner.sqlite3")  # its folder would be a file
