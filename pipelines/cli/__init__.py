@@ -21,7 +21,7 @@ from pipelines.cli import report as _report
 from pipelines.cli import resume as _resume
 from pipelines.cli import run as _run
 from pipelines.cli import schema as _schema
-from pipelines.cli._common import EXIT_INPUT_ERROR, EXIT_INTERNAL, EXIT_JUDGE_CONFIG, EXIT_USAGE, EXIT_WAITING, console
+from pipelines.cli._common import EXIT_INPUT_ERROR, EXIT_INTERNAL, EXIT_JUDGE_CONFIG, EXIT_USAGE, EXIT_WAITING, console, labelled
 from pipelines.cli.env import env_app
 from pipelines.cli.gold import gold_app
 from pipelines.cli.rubrics import rubrics_app
@@ -62,9 +62,9 @@ def main() -> None:  # pragma: no cover - the console script
         from pipelines.ingest import UsageError
 
         if isinstance(exc, UsageError):  # inputs named wrongly, found by a command without its own check
-            console.print(f"[red]error:[/red] {exc.for_cli()}", highlight=False, soft_wrap=True)
+            console.print(labelled("error:", exc.for_cli()), highlight=False, soft_wrap=True)
             sys.exit(EXIT_USAGE)
-        console.print(f"[red]internal error: {type(exc).__name__}: {exc}[/red]")
+        console.print(f"internal error: {type(exc).__name__}: {exc}", style="red")
         sys.exit(EXIT_INTERNAL)
 
 

@@ -12,11 +12,22 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 if TYPE_CHECKING:
     from judge import Escalator
 
-console = Console(stderr=True)
+# Messages carry user text (ids, paths, field values, tool names): never read as rich markup, so
+# "[/x]" in a task id prints as written instead of raising, and "[unknown_task]" is not swallowed.
+# Colour goes through ``style=`` and ``labelled``.
+console = Console(stderr=True, markup=False)
+stdout = Console(markup=False)  # standard output: summaries and tables
+
+
+def labelled(label: str, text: str, style: str = "red") -> Text:
+    """``label`` in ``style``, a space, then ``text`` exactly as given."""
+    return Text.assemble((label, style), " ", text)
+
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_INPUT_ERROR, EXIT_JUDGE_CONFIG = 0, 1, 2, 3, 4
 EXIT_WAITING = 5  # the run waits for provider batches (--judge-mode batch): continue it with judge resume
@@ -101,7 +112,7 @@ def judge_settings(
     try:
         return JudgeSettings(**{k: v for k, v in fields.items() if v is not None})
     except Exception as exc:
-        console.print(f"[red]invalid judge configuration: {exc}[/red]")
+        console.print(f"invalid judge configuration: {exc}", style="red")
         raise typer.Exit(EXIT_JUDGE_CONFIG) from exc
 
 
@@ -112,7 +123,7 @@ def escalator_from(settings: Any, rubrics: Mapping[str, Any] | None = None) -> E
     try:
         return build_panel(settings, rubrics)
     except Exception as exc:
-        console.print(f"[red]invalid judge configuration: {exc}[/red]")
+        console.print(f"invalid judge configuration: {exc}", style="red")
         raise typer.Exit(EXIT_JUDGE_CONFIG) from exc
 
 

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
-from pipelines.cli._common import EXIT_USAGE, console
+from pipelines.cli._common import EXIT_USAGE, console, labelled
 
 if TYPE_CHECKING:
     from pipelines.config import GradingConfig
 
 
 def fail(option: str, message: str) -> NoReturn:
-    console.print(f"[red]error:[/red] {option}: {message}", highlight=False, soft_wrap=True)
+    console.print(labelled("error:", f"{option}: {message}"), highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_USAGE)
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional, cast
 
 import typer
-from rich.console import Console
 
 from pipelines.cli._common import (
     EXIT_INPUT_ERROR,
@@ -21,6 +20,7 @@ from pipelines.cli._common import (
     NoCacheOpt,
     OfflineOpt,
     console,
+    stdout,
 )
 from pipelines.cli.rubrics import RubricsOpt, load_rubric_table
 
@@ -41,7 +41,7 @@ def prompt_versions(rubrics: Path | None, against: list[str] | None, variants: l
     for v in variants or []:
         given, sep, where = v.partition("=")
         if not sep or not given.strip() or not where.strip():
-            console.print(f"[red]--variant wants NAME=DIR (or NAME=builtin), got {v!r}[/red]")
+            console.print(f"--variant wants NAME=DIR (or NAME=builtin), got {v!r}", style="red")
             raise typer.Exit(EXIT_USAGE)
         specs.append((given.strip(), where.strip()))
     out: list[PromptVersion] = []
@@ -101,13 +101,13 @@ def calibrate(
     probe_list = [p.strip() for p in (probes or "").split(",") if p.strip()]
     unknown = [p for p in probe_list if p not in PROBE_NAMES]
     if unknown:
-        console.print(f"[red]--probes: unknown {unknown}; known: {', '.join(PROBE_NAMES)}[/red]")
+        console.print(f"--probes: unknown {unknown}; known: {', '.join(PROBE_NAMES)}", style="red")
         raise typer.Exit(EXIT_USAGE)
     if few_shot is not None and few_shot < 1:
-        console.print("[red]--few-shot wants K >= 1[/red]")
+        console.print("--few-shot wants K >= 1", style="red")
         raise typer.Exit(EXIT_USAGE)
     if target_kappa is not None and not -1.0 <= target_kappa <= 1.0:
-        console.print("[red]--target-kappa must lie in [-1, 1][/red]")
+        console.print("--target-kappa must lie in [-1, 1]", style="red")
         raise typer.Exit(EXIT_USAGE)
     versions = prompt_versions(rubrics, against, variant)
     fields = {"config_path": config, "cache_path": cache, "no_cache": no_cache, "offline": offline, "max_cost_usd": max_cost}
@@ -127,18 +127,18 @@ def calibrate(
             target_kappa=target_kappa,
         )
     except JudgeConfigError as exc:
-        console.print(f"[red]invalid judge configuration: {exc}[/red]")
+        console.print(f"invalid judge configuration: {exc}", style="red")
         raise typer.Exit(EXIT_JUDGE_CONFIG) from exc
     except InputError as exc:
-        console.print(f"[red]{exc.info.render()}[/red]")
+        console.print(f"{exc.info.render()}", style="red")
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
     except ValueError as exc:
-        console.print(f"[red]{exc}[/red]")
+        console.print(f"{exc}", style="red")
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
     _print_agreement(report, gold)
     for line in conclusions(report):
-        Console().print(f"- {line}", markup=False)
-    Console().print(f"outputs in {out}/ : {' '.join(report.files)}")
+        stdout.print(f"- {line}")
+    stdout.print(f"outputs in {out}/ : {' '.join(report.files)}")
 
 
 def _print_agreement(report: CalibrationReport, gold: Path) -> None:
@@ -152,7 +152,7 @@ def _print_agreement(report: CalibrationReport, gold: Path) -> None:
     for kind, raters in (("judge", report.judges), ("panel", report.panels)):
         for name, stats in raters.items():
             table.add_row(name, kind, str(stats.n), fmt_num(stats.accuracy.value, 4, none=""), fmt_num(stats.cohen_kappa.value, none=""))
-    Console().print(table)
+    stdout.print(table)
     held = report.held_out
     if held is not None and held.rules:
         split = Table(title=f"held-out split ({held.n_held_out} items; panels learned on {held.n_train} train items)")
@@ -160,7 +160,7 @@ def _print_agreement(report: CalibrationReport, gold: Path) -> None:
         split.add_column("cohen_kappa")
         for name, stats in held.rules.items():
             split.add_row(name, fmt_num(stats.cohen_kappa.value))
-        Console().print(split)
+        stdout.print(split)
     if report.probes:
         probes = Table(title="bias probes: flip rate [95% CI]")
         for col in ("probe", "attack / rater", "pairs", "flip rate", "to positive"):
@@ -168,7 +168,7 @@ def _print_agreement(report: CalibrationReport, gold: Path) -> None:
         for pr in report.probes:
             for name, flips in [("pooled", pr.panel), *pr.variants.items(), *pr.judges.items()]:
                 probes.add_row(pr.probe, name, str(flips.n), _est(flips.flip_rate), _est(flips.to_positive_rate))
-        Console().print(probes)
+        stdout.print(probes)
 
 
 def _est(e: Estimate) -> str:

@@ -44,7 +44,7 @@ def export(
     try:
         items, summary = export_label_set(run_dir, n, stratify=stratify.value, seed=seed, rubric_table=table)
     except InputError as exc:
-        console.print(f"[red]{exc.info.render()}[/red]")
+        console.print(f"{exc.info.render()}", style="red")
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
     write_label_set(items, out)
     typer.echo(
@@ -68,7 +68,7 @@ def label(
     try:
         items = load_label_set(label_set)
     except InputError as exc:
-        console.print(f"[red]{exc.info.render()}[/red]")
+        console.print(f"{exc.info.render()}", style="red")
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
     page = out or label_set.with_suffix(".html")
     page.write_text(labelling_page(items, title=title or label_set.name), encoding="utf-8")
@@ -88,7 +88,7 @@ def import_labels(
     try:
         gold, summary = merge_labels(label_set, labels)
     except InputError as exc:
-        console.print(f"[red]{exc.info.render()}[/red]")
+        console.print(f"{exc.info.render()}", style="red")
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
     write_gold_jsonl(gold, out)
     who = ", ".join(f"{a} {k}" for a, k in summary.annotators.items())

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich.console import Console
 
 from pipelines.cli import _usage as usage
 from pipelines.cli._common import (
@@ -33,6 +32,8 @@ from pipelines.cli._common import (
     console,
     escalator_from,
     judge_settings,
+    labelled,
+    stdout,
 )
 from pipelines.cli.rubrics import RubricsOpt, load_rubric_table
 
@@ -81,7 +82,7 @@ def run_and_print(opts: GradeOptions) -> RunSummary:
                 on_bytes=lambda done, total: bar.update(task, completed=done, total=total),
             )
     except InputErrorsFound as exc:
-        console.print(f"[red]input error:[/red] {exc.info.render()}")
+        console.print(labelled("input error:", exc.info.render()))
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
     except InputChanged as exc:
         console.print(f"input error: {exc}", style="red", markup=False, highlight=False, soft_wrap=True)
@@ -89,7 +90,7 @@ def run_and_print(opts: GradeOptions) -> RunSummary:
     except UsageError as exc:
         usage.fail(exc.option, str(exc))
     except (NoTasks, ToolSpecError, RunDirError) as exc:
-        console.print(f"[red]{exc}[/red]")
+        console.print(f"{exc}", style="red")
         raise typer.Exit(EXIT_USAGE) from exc
     except ExternalCallError as exc:  # a provider batch could not be submitted: the run stays resumable
         console.print(
@@ -102,10 +103,10 @@ def run_and_print(opts: GradeOptions) -> RunSummary:
     _print_summary(outcome.summary, outcome.out)
     stats = getattr(opts.escalator, "stats", None)
     if stats is not None and getattr(stats, "budget_exhausted", False):
-        console.print(f"[yellow]judge budget reached: {stats.budget_message}[/yellow]")
+        console.print(f"judge budget reached: {stats.budget_message}", style="yellow")
     counts = outcome.summary.counts
     if counts.graded == 0 and counts.errors > 0:
-        console.print(f"[red]every one of the {counts.errors} trajectories is an input error: nothing was graded[/red]")
+        console.print(f"every one of the {counts.errors} trajectories is an input error: nothing was graded", style="red")
         raise typer.Exit(EXIT_INPUT_ERROR)
     return outcome.summary
 
@@ -113,7 +114,7 @@ def run_and_print(opts: GradeOptions) -> RunSummary:
 def print_waiting(out: Path, wait: BatchWait) -> None:
     """What a run waiting for provider batches says: which batches, and how to go on."""
     verb = f"submitted {wait.submitted} provider batch(es)" if wait.submitted else "provider batches still running"
-    console.print(f"[yellow]waiting for batch: escalation round {wait.round}, {verb}[/yellow]")
+    console.print(f"waiting for batch: escalation round {wait.round}, {verb}", style="yellow")
     for line in wait.batches:
         console.print(f"  {line}", highlight=False)
     console.print(
@@ -134,12 +135,12 @@ def _print_problems(summary: RunSummary) -> None:
         for e in mine[:_SHOWN_ERRORS]:
             where = e.file + (f":{e.line}" if e.line is not None else "")
             field = f" field {e.field}" if e.field else ""
-            console.print(f"[red]{scope} error[/red] {where}:{field} {e.message} [{e.kind}]")
+            console.print(labelled(f"{scope} error", f"{where}:{field} {e.message} [{e.kind}]"))
         if len(mine) > _SHOWN_ERRORS:
-            console.print(f"[red]... and {len(mine) - _SHOWN_ERRORS} more {scope} errors (all in summary.json)[/red]")
+            console.print(f"... and {len(mine) - _SHOWN_ERRORS} more {scope} errors (all in summary.json)", style="red")
     for kind, fields in summary.input_warnings.items():
         for pattern, w in fields.items():
-            console.print(f"[yellow]warning[/yellow] {kind} {pattern}: {w.message} ({w.count}x, first at {w.first})")
+            console.print(labelled("warning", f"{kind} {pattern}: {w.message} ({w.count}x, first at {w.first})", "yellow"))
 
 
 def _print_summary(summary: RunSummary, out: Path) -> None:
@@ -158,20 +159,20 @@ def _print_summary(summary: RunSummary, out: Path) -> None:
     for stage, n in summary.failure_stages.items():
         if n and stage != "none":
             table.add_row(f"  fail at {stage}", str(n))
-    Console().print(table)
+    stdout.print(table)
     if summary.pass_rate is not None:
         ci = summary.pass_rate_ci95
-        Console().print(f"pass rate {fmt_pct(summary.pass_rate)}" + (f" (95% CI {fmt_pct_ci(ci)})" if ci else ""))
+        stdout.print(f"pass rate {fmt_pct(summary.pass_rate)}" + (f" (95% CI {fmt_pct_ci(ci)})" if ci else ""))
     if summary.leaderboard.score is not None:
-        Console().print(f"VAKRA leaderboard score {fmt_pct(summary.leaderboard.score)}")
+        stdout.print(f"VAKRA leaderboard score {fmt_pct(summary.leaderboard.score)}")
     for source, ext in (summary.external_agreement or {}).items():
         kappa, agree = ext.cohen_kappa.value, ext.agreement
-        Console().print(
+        stdout.print(
             f"agreement with {source}: {ext.both_decided} decided by both, "
             + (f"{fmt_pct(agree)} agree, kappa {kappa:.3f}" if agree is not None and kappa is not None else "no kappa")
             + f", {len(ext.disagreements)} disagreements, {ext.unresolved_by_us} unresolved by us"
         )
-    Console().print(f"outputs in {out}/ : results.jsonl summary.json report.md manifest.json")
+    stdout.print(f"outputs in {out}/ : results.jsonl summary.json report.md manifest.json")
 
 
 def grade(
@@ -245,7 +246,7 @@ def grade(
         if path is not None and str(path) == "-"
     ]
     if len(piped) > 1:
-        console.print(f"[red]standard input (-) can feed one input only, not {' and '.join(piped)}[/red]")
+        console.print(f"standard input (-) can feed one input only, not {' and '.join(piped)}", style="red")
         raise typer.Exit(EXIT_USAGE)
     if judge_mode not in ("online", "batch"):
         usage.fail("--judge-mode", f"must be online or batch, not {judge_mode!r}")
@@ -255,7 +256,7 @@ def grade(
     usage.check_out_dir(out)
     if turns is not None:
         if turns not in TURNS_MODES:
-            console.print(f"[red]--turns must be one of {', '.join(TURNS_MODES)}, not {turns!r}[/red]")
+            console.print(f"--turns must be one of {', '.join(TURNS_MODES)}, not {turns!r}", style="red")
             raise typer.Exit(EXIT_USAGE)
         grading = grading.model_copy(update={"turns": turns})
     rubric_table = load_rubric_table(rubrics)
@@ -313,7 +314,7 @@ def demo(
 
     sample = sample_dir()
     if not (sample / "tasks.jsonl").exists():
-        console.print(f"[red]the bundled sample is missing: {sample / 'tasks.jsonl'} (a broken installation)[/red]")
+        console.print(f"the bundled sample is missing: {sample / 'tasks.jsonl'} (a broken installation)", style="red")
         raise typer.Exit(EXIT_USAGE)
     grading = usage.load_grading_config(config)
     usage.check_out_dir(out)
@@ -341,4 +342,4 @@ def demo(
         for value, g in groups.items():
             top = max(((k, v) for k, v in g.failure_stages.items() if k != "none"), key=lambda kv: kv[1])
             table.add_row(value, str(g.n), fmt_pct(g.pass_rate or 0), str(g.unresolved), f"{top[0]} ({top[1]})" if top[1] else "-")
-        Console().print(table)
+        stdout.print(table)

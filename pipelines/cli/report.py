@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
+
+from pipelines.cli._common import stdout
 
 
 def report(
@@ -24,4 +25,4 @@ def report(
 
     target = out or (run_dirs[0] if len(run_dirs) == 1 else Path("runs/comparison"))
     for path in build_report(list(run_dirs), target, calibration=calibration):
-        Console().print(str(path))
+        stdout.print(str(path))

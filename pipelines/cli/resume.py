@@ -76,7 +76,7 @@ def resume(
                         console.print("; ".join(s.describe() for s in statuses), highlight=False)
                         time.sleep(poll_interval)
                 elif cancel and not cancelled:
-                    console.print("[yellow]--cancel: no provider batch is waiting in this run[/yellow]")
+                    console.print("--cancel: no provider batch is waiting in this run", style="yellow")
                     cancelled = True
                 opts = options_from(found, escalator=escalator, rubrics=table, settings=settings, workers=workers or default_workers())
                 try:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from pipelines.cli._common import EXIT_JUDGE_CONFIG, EXIT_USAGE, console
+from pipelines.cli._common import EXIT_JUDGE_CONFIG, EXIT_USAGE, console, labelled, stdout
 
 if TYPE_CHECKING:
     from rubrics import TemplateRubric
@@ -35,7 +35,7 @@ def load_rubric_table(folder: Path | None) -> dict[str, TemplateRubric] | None:
     try:
         return rubric_set(folder)
     except RubricFileError as exc:
-        console.print(f"[red]invalid rubric:[/red] {exc}")
+        console.print(labelled("invalid rubric:", str(exc)))
         raise typer.Exit(EXIT_JUDGE_CONFIG) from exc
 
 
@@ -62,7 +62,7 @@ def export(
     try:
         files = rubrics.write_rubric_files(rubrics.RUBRICS, folder, overwrite=force)
     except FileExistsError as exc:
-        console.print(f"[red]{exc}[/red]")
+        console.print(f"{exc}", style="red")
         raise typer.Exit(EXIT_USAGE) from exc
     for path in files:
         typer.echo(str(path))
@@ -71,14 +71,13 @@ def export(
 @rubrics_app.command("check")
 def check(folder: Annotated[Path, typer.Argument(help="A rubric folder, as --rubrics takes it.")]) -> None:
     """Check every rubric file of a folder and print the rubric set it gives (name, check, version, source)."""
-    from rich.console import Console
     from rich.table import Table
 
     table = load_rubric_table(folder) or {}
     versions = rubric_versions(table)
-    out = Table(title=f"rubrics with {folder}")
+    shown = Table(title=f"rubrics with {folder}")
     for col in ("rubric", "check", "labels", "version", "source"):
-        out.add_column(col)
+        shown.add_column(col)
     for name, rubric in table.items():
-        out.add_row(name, str(rubric.check), ", ".join(rubric.labels), versions[name]["version"], versions[name]["source"])
-    Console().print(out)
+        shown.add_row(name, str(rubric.check), ", ".join(rubric.labels), versions[name]["version"], versions[name]["source"])
+    stdout.print(shown)

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.markup import escape
 
 from pipelines.cli._common import (
     EXIT_INPUT_ERROR,
@@ -30,6 +29,7 @@ from pipelines.cli._common import (
     console,
     escalator_from,
     judge_settings,
+    labelled,
 )
 from pipelines.cli.grade import OnError
 from pipelines.cli.rubrics import RubricsOpt, load_rubric_table
@@ -42,7 +42,7 @@ def _headers(values: list[str] | None) -> dict[str, str]:
     for value in values or []:
         name, sep, content = value.partition(":")
         if not sep or not name.strip():
-            console.print(f"[red]--mcp-header {escape(repr(value))}: expected 'Name: value'[/red]")
+            console.print(f"--mcp-header {value!r}: expected 'Name: value'", style="red")
             raise typer.Exit(EXIT_USAGE)
         headers[name.strip()] = content.strip()
     return headers
@@ -112,15 +112,15 @@ def run(
     )
 
     if mcp is not None and mcp_url is not None:
-        console.print("[red]give either --mcp (stdio) or --mcp-url (HTTP), not both[/red]")
+        console.print("give either --mcp (stdio) or --mcp-url (HTTP), not both", style="red")
         raise typer.Exit(EXIT_USAGE)
     if mcp_header and mcp_url is None:
-        console.print("[red]--mcp-header goes with --mcp-url[/red]")
+        console.print("--mcp-header goes with --mcp-url", style="red")
         raise typer.Exit(EXIT_USAGE)
     try:
         plan = parse_faults(faults or [], default_seed=seed)
     except FaultSpecError as exc:
-        console.print(f"[red]{escape(str(exc))}[/red]")
+        console.print(str(exc), style="red")
         raise typer.Exit(EXIT_USAGE) from exc
     rubric_table = None if no_grade else load_rubric_table(rubrics)
     # recorded with the run (judge resume rebuilds the panel from them; --workers shards judge calls with them)
@@ -159,13 +159,13 @@ def run(
     try:
         outcome = _collect_with_progress(opts, collect_trajectories)
     except AgentConfigError as exc:
-        console.print(f"[red]invalid agent configuration: {escape(str(exc))}[/red]")
+        console.print(f"invalid agent configuration: {exc}", style="red")
         raise typer.Exit(EXIT_JUDGE_CONFIG) from exc
     except TaskInputError as exc:
-        console.print(f"[red]input error:[/red] {escape(exc.info.render())}")
+        console.print(labelled("input error:", exc.info.render()))
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
     except (RunDirConflict, ValueError) as exc:
-        console.print(f"[red]{escape(str(exc))}[/red]")
+        console.print(str(exc), style="red")
         raise typer.Exit(EXIT_USAGE) from exc
     _print_collection(outcome)
     if not no_grade:
@@ -220,13 +220,11 @@ def _print_collection(outcome: object) -> None:
     )
     console.print(line)
     if c["stop_reasons"].get("max_steps"):
-        console.print(f"[yellow]{c['stop_reasons']['max_steps']} trajectories hit the call budget[/yellow]")
+        console.print(f"{c['stop_reasons']['max_steps']} trajectories hit the call budget", style="yellow")
     if outcome.task_errors:
-        console.print(f"[yellow]{len(outcome.task_errors)} task items could not be read (listed in summary.json / run.json)[/yellow]")
+        console.print(f"{len(outcome.task_errors)} task items could not be read (listed in summary.json / run.json)", style="yellow")
     if outcome.errors:
         kinds = ", ".join(f"{k}: {n}" for k, n in c["errors_by_kind"].items())
-        console.print(
-            f"[yellow]{len(outcome.errors)} trajectories not collected ({kinds}); see {escape(str(outcome.out))}/run_errors.jsonl - rerun to resume[/yellow]"
-        )
+        console.print(f"{len(outcome.errors)} trajectories not collected ({kinds}); see {outcome.out}/run_errors.jsonl - rerun to resume", style="yellow")
         for err in outcome.errors[:3]:
-            console.print(escape(f"  {err.trajectory_id}: {err.kind}: {err.message[:200]}"))
+            console.print(f"  {err.trajectory_id}: {err.kind}: {err.message[:200]}")

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+
+from pipelines.cli._common import stdout
 
 
 def schema(out: Annotated[Path, typer.Option(help="Directory for the JSON Schemas.")] = Path("docs/schemas")) -> None:
@@ -14,4 +15,4 @@ def schema(out: Annotated[Path, typer.Option(help="Directory for the JSON Schema
     from pipelines.ingest import export_json_schemas
 
     for path in export_json_schemas(out):
-        Console().print(str(path))
+        stdout.print(str(path))

@@ -60,3 +60,31 @@ def test_calibrate_with_an_unknown_recorded_judge_is_a_clear_error(tmp_path):
     gold = Path(__file__).resolve().parents[1] / "fixtures" / "calibration" / "gold_small.jsonl"
     res = runner.invoke(app, ["calibrate", "--gold", str(gold), "--judge", "not-a-provider-judge", "--out", str(tmp_path)])
     assert res.exit_code != 0
+
+
+def test_grade_with_an_unusable_judge_cache_exits_4_naming_the_file(tmp_path):
+    sample = Path(__file__).resolve().parents[2] / "data" / "sample"
+    cache = tmp_path / "cache.sqlite3"
+    cache.write_bytes(b"not SQLite at all " * 64)
+    args = ["grade", "--tasks", str(sample / "tasks.jsonl"), "--trajectories", str(sample / "trajectories.jsonl"), "--out", str(tmp_path / "out")]
+    res = runner.invoke(app, [*args, "--judge", "openai:m", "--offline", "--cache", str(cache)])
+    assert res.exit_code == 4, res.output
+    said = " ".join(res.output.split())  # rich wraps long lines
+    assert "invalid judge configuration: judge cache" in said and "file is not a database" in said
+    assert str(cache) in res.output.replace("\n", "")
+
+
+def test_user_text_that_looks_like_rich_markup_is_printed_as_written(tmp_path):
+    """An id such as ``zz[/x] [bold]`` used to crash the error listing (a rich MarkupError, then
+    again inside the internal-error handler), and every error's ``[kind]`` was eaten as a tag."""
+    sample = Path(__file__).resolve().parents[2] / "data" / "sample"
+    first, second = (sample / "trajectories.jsonl").read_text().splitlines()[:2]
+    item = json.loads(first)
+    item["task_id"] = "zz[/x] [bold]"
+    trajectories = tmp_path / "trajectories.jsonl"
+    trajectories.write_text(json.dumps(item) + "\n" + second + "\n")
+    res = runner.invoke(app, ["grade", "--tasks", str(sample / "tasks.jsonl"), "--trajectories", str(trajectories), "--out", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.output.split())
+    assert "no task with id 'zz[/x] [bold]' among" in said and "[unknown_task]" in said
+    assert "1 graded, 1 trajectory input errors" in said
