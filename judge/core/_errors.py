@@ -45,6 +45,7 @@ class InputErrorKind(StrEnum):
     CHANGED = "changed"  # an input that changed since the run that used it
     EMPTY = "empty"  # a file holding no items
     GRADING_ERROR = "grading_error"  # grading this item failed (an environment fault); the rest goes on
+    READER_ERROR = "reader_error"  # a reader failed on an item of a shape it does not handle (a bug to report); the rest goes on
 
 
 def _known_kind(value: str) -> str:

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from judge import InputErrorInfo, SourceRef
 from pipelines.ingest._base import (
+    DELIBERATE,
     Bundle,
     BundleFormat,
     ItemContext,
@@ -25,6 +26,7 @@ from pipelines.ingest._base import (
     TaskSet,
     TrajectoryFormat,
     default_trajectory_id,
+    unforeseen,
     validation_error,
 )
 from pipelines.ingest._reader import RawItem, Source, read_items, source_name
@@ -259,16 +261,22 @@ class _Stream:
         if self.fmt is None:
             info = InputErrorInfo(kind="unsupported", message=self.undetected or "format not detected", file=self.name, line=raw.line)
             return self._error(source, info, None, default)
-        task_id, trajectory_id = self.fmt.ids(raw.value, default)
+        task_id: str | None = None
+        trajectory_id: str | None = default
         error: InputErrorInfo | None = None
         trajectory = None
         ctx = ItemContext(file=self.name, line=raw.line, default_trajectory_id=default)
         try:
+            task_id, trajectory_id = self.fmt.ids(raw.value, default)
             trajectory = self.fmt.convert(raw.value, ctx)
         except ItemError as err:
             error = err.info(self.name, raw.line)
         except ValidationError as err:  # a converter that let a model error through
             error = validation_error(err).info(self.name, raw.line)
+        except DELIBERATE:
+            raise
+        except Exception as exc:  # a shape the reader did not foresee: this item's error, not the run's
+            error = unforeseen(exc, self.fmt.name).info(self.name, raw.line)
         if trajectory is not None:
             task_id, trajectory_id = trajectory.task_id, trajectory.trajectory_id
         if task_id is not None and trajectory_id is not None:

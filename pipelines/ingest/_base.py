@@ -10,13 +10,28 @@ import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import orjson
 from pydantic import ValidationError
 
-from judge import MAX_DEPTH, BadInputError, InputErrorInfo, InputWarning, SourceRef, Task, ToolSpec, Trajectory, content_hash, field_path
+from judge import (
+    MAX_DEPTH,
+    BadInputError,
+    InputErrorInfo,
+    InputWarning,
+    SourceRef,
+    Task,
+    ToolSpec,
+    Trajectory,
+    TrajectoryJudgeError,
+    content_hash,
+    field_path,
+)
 from pipelines.ingest._store import SourceIndex, TaskStore
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -77,6 +92,39 @@ class ItemError(BadInputError):
 
     def info(self, file: str, line: int | None) -> InputErrorInfo:
         return InputErrorInfo(kind=self.kind, message=self.message, file=self.file or file, line=self.line if self.line is not None else line, field=self.field)
+
+
+def unforeseen(exc: Exception, reader: str) -> ItemError:
+    """An exception a reader did not foresee, as the item's error (kind ``reader_error``).
+
+    Readers check every field they use, but real data keeps finding shapes nobody checked for (a
+    list where a role string belongs). One such item must cost one error row naming its file and
+    line, never the run; the message names the exception so the reader can be fixed."""
+    said = str(exc) if len(str(exc)) <= 200 else str(exc)[:197] + "..."
+    return ItemError(
+        "reader_error",
+        f"the {reader} reader failed on this item ({type(exc).__name__}: {said}): a field holds a shape "
+        "it does not handle; please report it with the item",
+    )
+
+
+DELIBERATE = (TrajectoryJudgeError, ValidationError, MemoryError)  # raised on purpose, or not ours to mask
+
+
+def guarded(convert: Callable[P, R]) -> Callable[P, R]:
+    """``convert`` raising ``unforeseen`` for any exception other than a deliberate one."""
+    reader = convert.__module__.rpartition("._")[2]
+
+    @functools.wraps(convert)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return convert(*args, **kwargs)
+        except DELIBERATE:
+            raise
+        except Exception as exc:
+            raise unforeseen(exc, reader) from exc
+
+    return run
 
 
 def short(value: Any, limit: int = 80) -> str:

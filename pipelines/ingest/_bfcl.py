@@ -34,7 +34,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge import ArgumentRule, ReferenceCall, Task, TaskMetadata, ToolSpec, Turn, canonical_json
-from pipelines.ingest._base import ItemError, Limits, TaskCollector, TaskFormat, TaskSet, as_id, expect, short, validation_error
+from pipelines.ingest._base import ItemError, Limits, TaskCollector, TaskFormat, TaskSet, as_id, expect, guarded, short, validation_error
 from pipelines.ingest._join import JoinSpec, join
 
 MAX_ALTERNATIVES = 256
@@ -71,13 +71,18 @@ def convert_schema(schema: Any, path: str) -> Any:
         out["x-bfcl-default"] = out.pop("default")
     if "type" in schema:
         kind = schema["type"]
-        if kind not in _TYPES:
+        if not isinstance(kind, str) or kind not in _TYPES:
             raise ItemError("unsupported", f"BFCL type {short(kind)} is not supported (supported: {sorted(_TYPES)})", f"{path}.type")
         out["x-bfcl-type"] = kind
         if _TYPES[kind] is None:
             del out["type"]
         else:
             out["type"] = _TYPES[kind]
+    required = schema.get("required")
+    if required is not None and not (isinstance(required, list) and all(isinstance(r, str) for r in required)):
+        raise ItemError("invalid_field", f"required must be a list of parameter names, got {short(required)}", f"{path}.required")
+    if "properties" in schema and not isinstance(schema["properties"], dict):
+        raise ItemError("invalid_field", f"properties must be an object, got {short(schema['properties'])}", f"{path}.properties")
     if isinstance(schema.get("properties"), dict):
         out["properties"] = {name: convert_schema(sub, f"{path}.properties.{name}") for name, sub in schema["properties"].items()}
     if isinstance(schema.get("items"), dict):
@@ -201,6 +206,7 @@ def _reference_call(entry: Any, path: str, tools: dict[str, dict[str, Any]], war
     return ReferenceCall(name=name, arguments=arguments, argument_rules=rules)
 
 
+@guarded
 def build_task(question: dict[str, Any], answer: dict[str, Any], warnings: list[tuple[str, str, str]] | None = None) -> Task:
     """One Task from a question item and its possible answer (errors name fields of either).
     ``warnings`` collects (kind, message, field in the possible answer) of soft problems."""

@@ -44,7 +44,21 @@ from pydantic import ValidationError
 
 from judge import ExternalLabel, InputErrorInfo, InputWarning, SourceRef, Task, Trajectory, parse_json_text
 from pipelines.ingest._archive import Archive, ArchiveError
-from pipelines.ingest._base import Bundle, BundleFormat, ItemContext, ItemError, Limits, Loaded, TaskCollector, TaskSet, as_id, expect, short, validation_error
+from pipelines.ingest._base import (
+    Bundle,
+    BundleFormat,
+    ItemContext,
+    ItemError,
+    Limits,
+    Loaded,
+    TaskCollector,
+    TaskSet,
+    as_id,
+    expect,
+    guarded,
+    short,
+    validation_error,
+)
 from pipelines.ingest._chat import TurnBuilder, text_of
 from pipelines.ingest._document import DocumentError, Span, read_document
 from pipelines.ingest._openai import parse_arguments
@@ -194,6 +208,7 @@ class _Tasks:
             )
         return collector.result
 
+    @guarded
     def _task(self, parts: _TaskParts, plan_tools: list[str]) -> Task:
         raw, prefix = parts.raw, parts.field_prefix
         tools = [{k: v for k, v in t.items() if k in ("name", "description", "parameters")} for t in parts.tools.values()]

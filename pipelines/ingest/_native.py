@@ -44,6 +44,7 @@ from pipelines.ingest._base import (
     TaskSet,
     TrajectoryFormat,
     as_id,
+    guarded,
     validation_error,
 )
 from pipelines.ingest._reader import RawItem, read_items
@@ -138,6 +139,7 @@ def _convert_trajectory(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
     return trajectory
 
 
+@guarded
 def convert_task(item: dict[str, Any], file: str = "<memory>", line: int | None = None) -> tuple[Task, list[InputWarning]]:
     """The task and a warning for each field it carries that the schema does not know."""
     validated: dict[str, Any] = item

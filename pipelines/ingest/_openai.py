@@ -72,7 +72,7 @@ def _convert(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
         role = message.get("role")
         if role == "function":
             raise ItemError("unsupported", "legacy 'function' role messages are not supported; convert them to 'tool' messages", f"{path}.role")
-        if role not in _ROLES:
+        if not isinstance(role, str) or role not in _ROLES:
             raise ItemError("invalid_field", f"unknown role {role!r}; expected one of {sorted(_ROLES)}", f"{path}.role")
         if "function_call" in message and message["function_call"] is not None:
             raise ItemError("unsupported", "legacy 'function_call' messages are not supported; convert them to 'tool_calls'", f"{path}.function_call")

@@ -44,7 +44,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge import ExternalLabel, InputErrorInfo, SourceRef, Trajectory, label_passed
-from pipelines.ingest._base import Bundle, BundleFormat, ItemContext, ItemError, Limits, Loaded, default_trajectory_id, validation_error
+from pipelines.ingest._base import Bundle, BundleFormat, ItemContext, ItemError, Limits, Loaded, default_trajectory_id, guarded, validation_error
 from pipelines.ingest._openai import parse_arguments
 from pipelines.ingest._otel_messages import Call, Message, indexed_messages, json_text, messages_from, tool_definitions
 from pipelines.ingest._otel_spans import Span, SpanFormatError, TraceInfo, parse_json_value, spans_of_item
@@ -472,6 +472,7 @@ def _unique(items: list[Any]) -> list[Any]:
     return out
 
 
+@guarded
 def build_trajectory(conversation: _Conversation, ctx: ItemContext) -> Trajectory:
     spans = conversation.spans
     kinds = {s.span_id: _kind(s) for s in spans}

@@ -4,7 +4,8 @@ Inspect logs), graded or with its error, under the same rules as the streaming r
 - a converter's ``ItemError`` (or a model ``ValidationError`` it let through) becomes the row's error,
   naming the file, the line the item starts on (when the file has lines) and the field path;
 - a repeated (task_id, trajectory_id) is a ``duplicate_id`` error naming where the first one was read;
-- the converter's warnings stay on its row.
+- the converter's warnings stay on its row;
+- any other exception of the converter (a shape it did not foresee) is a ``reader_error`` row.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from pydantic import ValidationError
 
 from judge import InputErrorInfo, SourceRef, Trajectory
-from pipelines.ingest._base import ItemContext, ItemError, Loaded, default_trajectory_id, validation_error
+from pipelines.ingest._base import DELIBERATE, ItemContext, ItemError, Loaded, default_trajectory_id, unforeseen, validation_error
 
 
 class Rows:
@@ -55,6 +56,10 @@ class Rows:
             error = err.info(name, line)
         except ValidationError as err:
             error = validation_error(err, note="converted trajectory is invalid").info(name, line)
+        except DELIBERATE:
+            raise
+        except Exception as exc:  # a shape the reader did not foresee: this item's error, not the run's
+            error = unforeseen(exc, convert.__module__.rpartition("._")[2]).info(name, line)
         if trajectory is not None:
             task_id, trajectory_id = trajectory.task_id, trajectory.trajectory_id
             key = (task_id, trajectory_id)

@@ -46,7 +46,21 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge import ExternalLabel, InputErrorInfo, InputWarning, Policy, SourceRef, Task, Trajectory, parse_json_text
-from pipelines.ingest._base import Bundle, BundleFormat, ItemContext, ItemError, Limits, Loaded, TaskCollector, TaskSet, as_id, expect, short, validation_error
+from pipelines.ingest._base import (
+    Bundle,
+    BundleFormat,
+    ItemContext,
+    ItemError,
+    Limits,
+    Loaded,
+    TaskCollector,
+    TaskSet,
+    as_id,
+    expect,
+    guarded,
+    short,
+    validation_error,
+)
 from pipelines.ingest._chat import TurnBuilder, text_of
 from pipelines.ingest._document import Document, DocumentError, Span, read_document
 from pipelines.ingest._openai import parse_arguments
@@ -180,6 +194,7 @@ class _TaskReader:
         self.collector.result.warnings.extend(warnings)
         self.collector.add(task, source)
 
+    @guarded
     def _task(self, raw: Any, path: str, warn: Callable[[str, str, str], None]) -> Task:
         expect(raw, dict, path, "a task")
         task_id = as_id(raw.get("id"))

@@ -35,6 +35,7 @@ from pipelines.ingest._base import (
     TrajectoryFormat,
     as_id,
     expect,
+    guarded,
     validation_error,
 )
 from pipelines.ingest._join import JoinSpec, join, object_or_error
@@ -167,6 +168,7 @@ def _metadata(case: dict[str, Any] | None, gt: dict[str, Any]) -> dict[str, Any]
     return meta
 
 
+@guarded
 def build_task(gt: dict[str, Any], case: dict[str, Any] | None) -> Task:
     """A Task from one ground-truth item, joined with its input case when there is one.
 

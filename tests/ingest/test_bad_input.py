@@ -206,3 +206,58 @@ def test_task_file_errors_are_collected(write_jsonl):
     tasks = load_tasks(path, fmt="native")
     assert list(tasks.tasks) == ["t1"]
     assert [(e.kind, e.line) for e in tasks.errors] == [("malformed_json", 2), ("encoding", 3), ("invalid_field", 4)]
+
+
+def test_a_role_of_the_wrong_type_is_an_invalid_field_not_a_crash(write_jsonl):
+    """Found by mutating real transcripts: a list or object where the role string belongs."""
+    good = {"task_id": "t1", "trajectory_id": "r1", "messages": [{"role": "user", "content": "q?"}, {"role": "assistant", "content": "a"}]}
+    odd = {**good, "trajectory_id": "r2", "messages": [{"role": ["user"], "content": "q?"}]}
+    path = write_jsonl("chat.jsonl", [odd, {**odd, "trajectory_id": "r3", "messages": [{"role": {"x": 1}}]}, good])
+    loaded = list(iter_trajectories(path, fmt="openai"))
+    assert [(x.error.kind, x.error.line, x.error.field) for x in loaded[:2]] == [("invalid_field", 1, "messages[0].role"), ("invalid_field", 2, "messages[0].role")]
+    assert "unknown role ['user']" in loaded[0].error.message
+    assert loaded[2].error is None and loaded[2].trajectory.trajectory_id == "r1"
+
+
+def test_an_exception_a_reader_did_not_foresee_is_that_items_reader_error(write_jsonl, monkeypatch):
+    """The net under every reader: one item of a shape nobody checked for costs one error row naming
+    its file and line (and the exception), never the run; deliberate errors pass through as before."""
+    from pipelines.ingest import _openai
+
+    real = _openai._add_call
+
+    def brittle(builder, call, path):
+        if call.get("id") == "boom":
+            raise TypeError("unhashable type: 'list'")
+        return real(builder, call, path)
+
+    monkeypatch.setattr(_openai, "_add_call", brittle)
+    call = {"id": "boom", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    item = {"task_id": "t1", "trajectory_id": "r1", "messages": [{"role": "user", "content": "q?"}, {"role": "assistant", "tool_calls": [call]}]}
+    fine = {**item, "trajectory_id": "r2", "messages": [{"role": "user", "content": "q?"}, {"role": "assistant", "content": "a"}]}
+    path = write_jsonl("chat.jsonl", [item, fine])
+    loaded = list(iter_trajectories(path, fmt="openai"))
+    error = loaded[0].error
+    assert (error.kind, error.file, error.line) == ("reader_error", str(path), 1)
+    assert "the openai reader failed on this item (TypeError: unhashable type: 'list')" in error.message
+    assert (loaded[0].task_id, loaded[0].trajectory_id) == ("t1", "r1")  # the row keeps its ids
+    assert loaded[1].error is None
+
+
+def test_a_task_converter_failing_unforeseen_costs_that_task_only(write_jsonl, monkeypatch):
+    from pipelines.ingest import _native
+
+    real = _native._move_top_level
+
+    def brittle(item, known, into):
+        if item.get("task_id") == "t-odd":
+            raise KeyError("tags")
+        return real(item, known, into)
+
+    monkeypatch.setattr(_native, "_move_top_level", brittle)
+    path = write_jsonl("tasks.jsonl", [dict(TASK, task_id="t-odd"), TASK])
+    taskset = load_tasks(path)
+    assert set(taskset.tasks) == {"t1"}
+    (error,) = taskset.errors
+    assert (error.kind, error.file, error.line) == ("reader_error", str(path), 1)
+    assert "the native reader failed on this item (KeyError: 'tags')" in error.message

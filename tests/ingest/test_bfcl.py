@@ -183,3 +183,26 @@ def test_empty_acceptable_values_is_a_warning_not_an_error(fixtures, write_jsonl
     (warning,) = tasks.warnings
     assert (warning.kind, warning.file, warning.line) == ("empty_acceptable_values", str(apath), 1)
     assert warning.field == "ground_truth[0].calculate_triangle_area.height" and "simple_0" in warning.message
+
+
+@pytest.mark.parametrize(
+    ("change", "kind", "field", "said"),
+    [
+        (lambda p: p.update(required=[["base"]]), "invalid_field", "function[0].parameters.required", "required must be a list of parameter names"),
+        (lambda p: p.update(required="base"), "invalid_field", "function[0].parameters.required", "required must be a list of parameter names"),
+        (lambda p: p.update(properties=["base"]), "invalid_field", "function[0].parameters.properties", "properties must be an object"),
+        (lambda p: p.update(type={"dict": 1}), "unsupported", "function[0].parameters.type", "BFCL type {'dict': 1} is not supported"),
+    ],
+)
+def test_a_schema_of_the_wrong_shape_names_its_field(fixtures, tmp_path, change, kind, field, said):
+    """Found by mutating the real BFCL files: these crashed the run (unhashable values in set lookups)."""
+    questions = _lines(fixtures / "bfcl_questions.jsonl")
+    change(questions[0]["function"][0]["parameters"])
+    path = tmp_path / "questions.jsonl"
+    path.write_text("".join(json.dumps(q) + "\n" for q in questions))
+    before = load_tasks(fixtures / "bfcl_questions.jsonl", reference=fixtures / "bfcl_possible_answers.jsonl")
+    tasks = load_tasks(path, reference=fixtures / "bfcl_possible_answers.jsonl")
+    error, *rest = tasks.errors
+    assert (error.kind, error.file, error.line, error.field) == (kind, str(path), 1, field)
+    assert said in error.message
+    assert len(rest) == len(before.errors) and len(tasks.tasks) == len(before.tasks) - 1  # the rest read as before
