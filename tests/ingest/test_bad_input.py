@@ -214,7 +214,10 @@ def test_a_role_of_the_wrong_type_is_an_invalid_field_not_a_crash(write_jsonl):
     odd = {**good, "trajectory_id": "r2", "messages": [{"role": ["user"], "content": "q?"}]}
     path = write_jsonl("chat.jsonl", [odd, {**odd, "trajectory_id": "r3", "messages": [{"role": {"x": 1}}]}, good])
     loaded = list(iter_trajectories(path, fmt="openai"))
-    assert [(x.error.kind, x.error.line, x.error.field) for x in loaded[:2]] == [("invalid_field", 1, "messages[0].role"), ("invalid_field", 2, "messages[0].role")]
+    assert [(x.error.kind, x.error.line, x.error.field) for x in loaded[:2]] == [
+        ("invalid_field", 1, "messages[0].role"),
+        ("invalid_field", 2, "messages[0].role"),
+    ]
     assert "unknown role ['user']" in loaded[0].error.message
     assert loaded[2].error is None and loaded[2].trajectory.trajectory_id == "r1"
 
