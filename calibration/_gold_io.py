@@ -53,8 +53,11 @@ def detect_gold_format(path: Path) -> str:
         raise InputError.at("not_found", "gold file does not exist", str(path))
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        with path.open(newline="", encoding="utf-8") as fh:
-            header = next(csv.reader(fh), [])
+        try:  # the header decides; bad bytes anywhere are the loader's to report, with their place
+            with path.open(newline="", encoding="utf-8", errors="replace") as fh:
+                header = next(csv.reader(fh), [])
+        except csv.Error as exc:
+            raise InputError.at("invalid_field", f"unreadable CSV header: {exc}", str(path), 1) from exc
         missing = [c for c in THAKUR_COLUMNS if c not in header]
         if not missing:
             return "thakur_csv"
@@ -77,48 +80,57 @@ def load_thakur_csv(path: Path, positive_label: str | None = None) -> GoldSet:
     path = Path(path)
     items: list[GoldItem] = []
     skipped = 0
-    with path.open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in THAKUR_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError.at("invalid_field", f"missing Thakur columns {missing}", str(path), 1)
-        end_of_previous = 1  # header line
-        for row_index, row in enumerate(reader):
-            line = end_of_previous + 1  # a record may span lines (multi-line references)
-            end_of_previous = reader.line_num
-            human = _thakur_bool(row["Human-Eval"], str(path), line, "Human-Eval", allow_blank=True)
-            if human is None:
-                skipped += 1
-                continue
-            verdicts = {j: _thakur_bool(row[j], str(path), line, j, allow_blank=True) for j in THAKUR_JUDGES}
-            question = row["question"].strip()
-            if not question:
-                raise InputError.at("invalid_field", "empty question (needed as the bootstrap cluster)", str(path), line, "question")
-            confidence = row.get("Human-Eval_Confidence", "").strip()
-            items.append(
-                GoldItem(
-                    id=f"thakur-{row_index + 1:04d}",
-                    rubric="answer_correctness",
-                    # The CSV's `response` is the exam prompt, not the model's answer: the item can be
-                    # scored from recorded verdicts but not re-judged.
-                    material={
-                        "question": question,
-                        "gold_answers": [r.strip() for r in row["references"].split("\n") if r.strip()],
-                        "answer": None,
-                    },
-                    human_labels=[
-                        HumanLabel(
-                            annotator="thakur-human",
-                            label=human,
-                            confidence=None if not confidence else (1.0 if confidence.lower() == "true" else 0.0),
-                        )
-                    ],
-                    judge_verdicts=verdicts,
-                    cluster=f"q:{question}",
-                    agent=row["model"].strip() or None,
-                    metadata={"benchmark": row["benchmark"], "source_line": line, "answer_available": False},
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            missing = [c for c in THAKUR_COLUMNS if c not in (reader.fieldnames or [])]
+            if missing:
+                raise InputError.at("invalid_field", f"missing Thakur columns {missing}", str(path), 1)
+            width = len(reader.fieldnames or [])
+            end_of_previous = 1  # header line
+            for row_index, row in enumerate(reader):
+                line = end_of_previous + 1  # a record may span lines (multi-line references)
+                end_of_previous = reader.line_num
+                if None in row or None in row.values():  # DictReader's marks of a record longer / shorter than the header
+                    fields = sum(v is not None for k, v in row.items() if k is not None) + len(row.get(None) or ())
+                    raise InputError.at("invalid_field", f"a record of {fields} fields where the header names {width}", str(path), line)
+                human = _thakur_bool(row["Human-Eval"], str(path), line, "Human-Eval", allow_blank=True)
+                if human is None:
+                    skipped += 1
+                    continue
+                verdicts = {j: _thakur_bool(row[j], str(path), line, j, allow_blank=True) for j in THAKUR_JUDGES}
+                question = row["question"].strip()
+                if not question:
+                    raise InputError.at("invalid_field", "empty question (needed as the bootstrap cluster)", str(path), line, "question")
+                confidence = row.get("Human-Eval_Confidence", "").strip()
+                items.append(
+                    GoldItem(
+                        id=f"thakur-{row_index + 1:04d}",
+                        rubric="answer_correctness",
+                        # The CSV's `response` is the exam prompt, not the model's answer: the item can be
+                        # scored from recorded verdicts but not re-judged.
+                        material={
+                            "question": question,
+                            "gold_answers": [r.strip() for r in row["references"].split("\n") if r.strip()],
+                            "answer": None,
+                        },
+                        human_labels=[
+                            HumanLabel(
+                                annotator="thakur-human",
+                                label=human,
+                                confidence=None if not confidence else (1.0 if confidence.lower() == "true" else 0.0),
+                            )
+                        ],
+                        judge_verdicts=verdicts,
+                        cluster=f"q:{question}",
+                        agent=row["model"].strip() or None,
+                        metadata={"benchmark": row["benchmark"], "source_line": line, "answer_available": False},
+                    )
                 )
-            )
+    except UnicodeDecodeError as exc:
+        raise InputError.at("encoding", f"not UTF-8: {exc}", str(path)) from exc
+    except csv.Error as exc:  # e.g. a field over the csv module's size limit
+        raise InputError.at("invalid_field", f"unreadable CSV record: {exc}", str(path), reader.line_num) from exc
     return GoldSet(
         source=str(path),
         format="thakur_csv",

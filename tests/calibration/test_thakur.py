@@ -203,3 +203,32 @@ def test_agreement_counts_abstentions_apart(thakur_gold):
     ref = agreement([truth[i] for i in kept], [rated[i] for i in kept], coder)
     assert s.cohen_kappa.value == ref.cohen_kappa.value  # abstentions left out, not counted as 'no'
     assert np.isclose(s.tpr.value + 0, ref.tpr.value)
+
+
+@pytest.mark.parametrize("change", ["short", "long", "bad_bytes"])
+def test_a_record_of_the_wrong_width_or_bytes_is_an_input_error(thakur_csv, tmp_path, change):
+    """Found by mutating the real CSV: a record shorter than the header crashed calibrate
+    (``None.strip()``); a longer one was read with its columns silently misaligned."""
+    import csv
+
+    with thakur_csv.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    header, keep = rows[0], rows[1:4]
+    if change == "short":
+        keep[1] = keep[1][:3]
+    elif change == "long":
+        keep[1] = [*keep[1], "stray"]
+    path = tmp_path / "three_rows.csv"
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows([header, *keep])
+    if change == "bad_bytes":
+        path.write_bytes(path.read_bytes() + b"x,\xff\xfe\n")
+    with pytest.raises(InputError) as exc:
+        load_gold(path)
+    info = exc.value.info
+    assert info.file == str(path)
+    if change == "bad_bytes":
+        assert info.kind == "encoding" and "not UTF-8" in info.message
+    else:
+        assert info.kind == "invalid_field" and info.line is not None and info.line > 2
+        assert f"a record of {3 if change == 'short' else len(header) + 1} fields where the header names {len(header)}" in info.message
