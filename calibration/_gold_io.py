@@ -14,11 +14,14 @@ import csv
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from calibration._gold import GoldItem, GoldSet, HumanLabel, declared_positive, default_positive_label
-from judge import InputError, field_path
+from judge import UNDECIDED, BadInputError, InputError, TooDeep, field_path, loads_exact, parse_json_bounded
+
+T = TypeVar("T")
 
 THAKUR_JUDGES: tuple[str, ...] = (
     "JudgeLM",
@@ -149,27 +152,74 @@ def _thakur_bool(value: str | None, file: str, line: int, field: str, *, allow_b
     return _THAKUR_LABELS[text]
 
 
+class _RepeatedKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _refuse_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_refuse_repeats)
+
+
+def _repeated_key(raw: str) -> str | None:
+    """The key an object of ``raw`` repeats (valid JSON text), else None."""
+    try:
+        _DECODER.decode(raw)
+    except _RepeatedKey as exc:
+        return exc.key
+    return None
+
+
+def read_jsonl(path: Path, parse: Callable[[Any], T]) -> list[tuple[int, T]]:
+    """(line, ``parse(record)``) of every non-blank line of a hand-made JSONL file (gold sets,
+    labelling sets, label files), held to the rules of the trajectory reader: UTF-8, nesting
+    bounded and no unpaired surrogate escape (``parse_json_bounded``), a repeated key refused
+    rather than overwritten; the first problem is an ``InputError`` naming file, line and field."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError.at("not_found", "file does not exist", str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError.at("encoding", f"not UTF-8 (byte {exc.start}): {exc.reason}", str(path)) from exc
+    out: list[tuple[int, T]] = []
+    for line_no, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            data = parse_json_bounded(raw)
+        except TooDeep as exc:
+            raise InputError.at("too_deep", str(exc), str(path), line_no) from None
+        except BadInputError as exc:  # an unpaired surrogate escape
+            raise InputError.at("encoding", str(exc), str(path), line_no) from None
+        except ValueError as exc:
+            raise InputError.at("malformed_json", str(exc), str(path), line_no) from exc
+        repeated = _repeated_key(raw) if loads_exact(raw, unique_keys=True) is UNDECIDED else None
+        if repeated is not None:
+            raise InputError.at("malformed_json", f"duplicate key {repeated!r} in one JSON object", str(path), line_no)
+        try:
+            out.append((line_no, parse(data)))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise InputError.at("invalid_field", err["msg"], str(path), line_no, field_path(tuple(err["loc"]))) from exc
+    return out
+
+
 @register_gold_format("jsonl")
 def load_gold_jsonl(path: Path, positive_label: str | None = None) -> GoldSet:
     path = Path(path)
     items: list[GoldItem] = []
     first_line: dict[str, int] = {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError.at("encoding", f"not UTF-8: {exc}", str(path)) from exc
-    for line_no, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            raise InputError.at("malformed_json", str(exc), str(path), line_no) from exc
-        try:
-            item = GoldItem.model_validate(data)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            raise InputError.at("invalid_field", err["msg"], str(path), line_no, field_path(tuple(err["loc"]))) from exc
+    for line_no, item in read_jsonl(path, GoldItem.model_validate):
         if item.id in first_line:
             raise InputError.at("duplicate_id", f"item id {item.id!r} already used on line {first_line[item.id]}", str(path), line_no, "id")
         first_line[item.id] = line_no

@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from calibration._gold import GoldItem, GoldSet, HumanLabel, default_positive_label
-from judge import InputError, field_path
+from calibration._gold_io import read_jsonl
+from judge import InputError
 
 RUN_PREFIX = "run:"
 
@@ -184,32 +185,8 @@ def write_label_set(items: Iterable[LabelItem], path: Path) -> int:
     return len(lines)
 
 
-def _jsonl(path: Path, parse: Callable[[Any], Any]) -> list[tuple[int, Any]]:
-    path = Path(path)
-    if not path.is_file():
-        raise InputError.at("not_found", "file does not exist", str(path))
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError.at("encoding", f"not UTF-8 (byte {exc.start})", str(path)) from exc
-    out = []
-    for line_no, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            raise InputError.at("malformed_json", str(exc), str(path), line_no) from exc
-        try:
-            out.append((line_no, parse(data)))
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            raise InputError.at("invalid_field", err["msg"], str(path), line_no, field_path(tuple(err["loc"]))) from exc
-    return out
-
-
 def load_label_set(path: Path) -> list[LabelItem]:
-    items = _jsonl(path, LabelItem.model_validate)
+    items = read_jsonl(path, LabelItem.model_validate)
     first: dict[str, int] = {}
     for line, it in items:
         if it.item_id in first:
@@ -236,7 +213,7 @@ def merge_labels(label_set: Path, label_files: Sequence[Path]) -> tuple[GoldSet,
     labels: dict[str, dict[str, tuple[LabelRecord, str]]] = defaultdict(dict)  # item -> annotator -> (record, where)
     duplicates = 0
     for path in label_files:
-        for line, rec in _jsonl(path, LabelRecord.model_validate):
+        for line, rec in read_jsonl(path, LabelRecord.model_validate):
             where = f"{path}:{line}"
             item = by_id.get(rec.item_id)
             if item is None:

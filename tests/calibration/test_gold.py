@@ -56,6 +56,10 @@ def test_material_ref_and_clusters():
             "invalid_field",
             None,
         ),
+        # held to the trajectory reader's rules (a 300-deep value once crashed writing the gold set)
+        ('{"id": "b", "rubric": "r", "rubric": "s", "material": {}, "human_labels": [{"annotator": "a", "label": "pass"}]}', "malformed_json", None),
+        ('{"id": "b", "rubric": "r", "material": {"x": ' + "[" * 300 + "]" * 300 + '}, "human_labels": []}', "too_deep", None),
+        ('{"id": "b", "rubric": "r", "material": {"x": "\\ud800"}, "human_labels": [{"annotator": "a", "label": "pass"}]}', "encoding", None),
     ],
 )
 def test_errors_name_file_line_and_field(tmp_path, line, kind, field):
