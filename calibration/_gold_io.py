@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from calibration._gold import GoldItem, GoldSet, HumanLabel, declared_positive, default_positive_label
-from judge import UNDECIDED, BadInputError, InputError, TooDeep, field_path, loads_exact, parse_json_bounded
+from judge import UNDECIDED, UNIQUE_KEYS, BadInputError, DuplicateKey, InputError, TooDeep, field_path, loads_exact, parse_json_bounded
 
 T = TypeVar("T")
 
@@ -152,29 +152,11 @@ def _thakur_bool(value: str | None, file: str, line: int, field: str, *, allow_b
     return _THAKUR_LABELS[text]
 
 
-class _RepeatedKey(ValueError):
-    def __init__(self, key: str):
-        super().__init__(key)
-        self.key = key
-
-
-def _refuse_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _RepeatedKey(key)
-        out[key] = value
-    return out
-
-
-_DECODER = json.JSONDecoder(object_pairs_hook=_refuse_repeats)
-
-
 def _repeated_key(raw: str) -> str | None:
     """The key an object of ``raw`` repeats (valid JSON text), else None."""
     try:
-        _DECODER.decode(raw)
-    except _RepeatedKey as exc:
+        UNIQUE_KEYS.decode(raw)
+    except DuplicateKey as exc:
         return exc.key
     return None
 

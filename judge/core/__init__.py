@@ -3,7 +3,7 @@
 Everything here is plain pydantic and standard library: importing it never pulls in an LLM SDK.
 """
 
-from judge.core._canonical import UNDECIDED, canonical_json, content_hash, loads_exact, loads_json, parse_json_text, response_key
+from judge.core._canonical import UNDECIDED, UNIQUE_KEYS, DuplicateKey, canonical_json, content_hash, loads_exact, loads_json, parse_json_text, response_key
 from judge.core._depth import MAX_DEPTH, TooDeep, nesting_error, parse_json_bounded, text_nesting_error
 from judge.core._errors import (
     BadInputError,
@@ -82,6 +82,7 @@ __all__ = [
     "RUBRIC_FOR_CHECK",
     "SINGLE_TURN_KEYS",
     "UNDECIDED",
+    "UNIQUE_KEYS",
     "AbstainReason",
     "AnswerLabel",
     "AnswerMaterial",
@@ -95,6 +96,7 @@ __all__ = [
     "DecidedBy",
     "DifficultyTier",
     "Disagreement",
+    "DuplicateKey",
     "ErrorEntry",
     "Escalator",
     "Evidence",

@@ -21,7 +21,7 @@ import orjson
 
 from judge.core._depth import MAX_DEPTH, TooDeep, parse_json_bounded, text_nesting_error
 
-__all__ = ["UNDECIDED", "canonical_json", "content_hash", "loads_exact", "loads_json", "parse_json_text", "response_key"]
+__all__ = ["UNDECIDED", "UNIQUE_KEYS", "DuplicateKey", "canonical_json", "content_hash", "loads_exact", "loads_json", "parse_json_text", "response_key"]
 
 
 def canonical_json(value: Any) -> str:
@@ -89,6 +89,28 @@ _LONG_RUN = b"0" * 19
 def _has_long_digit_run(text: str | bytes) -> bool:
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     return _LONG_RUN in raw.translate(_DIGITS_AS_ZERO)
+
+
+class DuplicateKey(ValueError):
+    """A JSON object repeats ``key``: ``UNIQUE_KEYS`` refuses it rather than keep the last value."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
+    return out
+
+
+UNIQUE_KEYS = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)  # the standard library, refusing repeated keys
 
 
 class _Undecided:

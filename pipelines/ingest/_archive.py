@@ -17,13 +17,12 @@ from typing import IO, Any
 
 import orjson
 
-from judge import BadInputError, InputErrorInfo
+from judge import UNIQUE_KEYS, BadInputError, DuplicateKey, InputErrorInfo
 from pipelines.ingest._base import Limits
-from pipelines.ingest._reader import _DuplicateKey, _no_duplicate_keys, _oversize_string
+from pipelines.ingest._reader import _oversize_string
 
 MAX_MEMBERS = 200_000  # an eval log holds one member per sample and epoch, plus a few headers
 
-_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
 _READ_ERRORS = (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, EOFError, OSError)
 
 
@@ -97,8 +96,8 @@ class Archive:
         except UnicodeDecodeError as err:
             return self._error("encoding", f"member {name} is not UTF-8 (byte offset {err.start})", name)
         try:
-            value = _DECODER.decode(text)
-        except _DuplicateKey as err:
+            value = UNIQUE_KEYS.decode(text)
+        except DuplicateKey as err:
             return self._error("malformed_json", f"member {name}: duplicate key {err.key!r} in one object", name)
         except json.JSONDecodeError as err:
             return self._error("malformed_json", f"member {name}: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}", name)

@@ -103,8 +103,7 @@ def unforeseen(exc: Exception, reader: str) -> ItemError:
     said = str(exc) if len(str(exc)) <= 200 else str(exc)[:197] + "..."
     return ItemError(
         "reader_error",
-        f"the {reader} reader failed on this item ({type(exc).__name__}: {said}): a field holds a shape "
-        "it does not handle; please report it with the item",
+        f"the {reader} reader failed on this item ({type(exc).__name__}: {said}): a field holds a shape it does not handle; please report it with the item",
     )
 
 

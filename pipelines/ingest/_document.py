@@ -28,11 +28,10 @@ from typing import Any
 
 import orjson
 
-from judge import BadInputError, InputErrorInfo
+from judge import UNIQUE_KEYS, BadInputError, DuplicateKey, InputErrorInfo
 from pipelines.ingest._base import Limits
-from pipelines.ingest._reader import _DuplicateKey, _no_duplicate_keys, _oversize_string
+from pipelines.ingest._reader import _oversize_string
 
-_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
 _SPACE = re.compile(r"[ \t\r\n]*")
 
 
@@ -72,8 +71,8 @@ class Document:
             except orjson.JSONDecodeError:
                 pass  # NaN / Infinity, which Python's json accepts
         try:
-            value, _ = _DECODER.raw_decode(self.text, span.start)
-        except _DuplicateKey as err:
+            value, _ = UNIQUE_KEYS.raw_decode(self.text, span.start)
+        except DuplicateKey as err:
             return self._error("malformed_json", f"duplicate key {err.key!r} in one object", span.line, f"{name}[{span.index}]")
         return self._checked(name, span, value)
 
@@ -144,8 +143,8 @@ class _Scanner:
 
     def value(self, pos: int, where: str) -> tuple[Any, int]:
         try:
-            return _DECODER.raw_decode(self.text, pos)
-        except _DuplicateKey as err:
+            return UNIQUE_KEYS.raw_decode(self.text, pos)
+        except DuplicateKey as err:
             raise self.fail("malformed_json", f"duplicate key {err.key!r} in one object", pos, where) from None
         except json.JSONDecodeError as err:
             raise self.fail("malformed_json", f"invalid JSON: {err.msg}", err.pos, where) from None
@@ -206,8 +205,8 @@ class _Scanner:
             line = self.line_at(pos)
             end: int | None
             try:
-                value, end = _DECODER.raw_decode(text, pos)
-            except _DuplicateKey:
+                value, end = UNIQUE_KEYS.raw_decode(text, pos)
+            except DuplicateKey:
                 value, end = None, self._end_of_item(pos)  # reported when the item is decoded
             except json.JSONDecodeError as err:
                 self.doc.stopped = InputErrorInfo(

@@ -42,30 +42,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from judge import UNDECIDED, InputErrorInfo, loads_exact, text_nesting_error
+from judge import UNDECIDED, UNIQUE_KEYS, DuplicateKey, InputErrorInfo, loads_exact, text_nesting_error
 from pipelines.ingest._base import Limits
 
 Source = str | os.PathLike | IO[bytes]
 
 
-class _DuplicateKey(ValueError):
-    def __init__(self, key: str):
-        super().__init__(key)
-        self.key = key
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
-    return out
-
-
-_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
 _WS = " \t\r\n"
 
 
@@ -407,8 +389,8 @@ class _Reader:
             if not text.strip():
                 continue
             try:
-                value = _DECODER.decode(text)
-            except _DuplicateKey as err:
+                value = UNIQUE_KEYS.decode(text)
+            except DuplicateKey as err:
                 yield self._error("malformed_json", f"duplicate key {err.key!r} in one JSON object", line.number)
                 continue
             except RecursionError:
@@ -422,7 +404,7 @@ class _Reader:
                         continue
                 if err.msg == "Extra data" and text[err.pos :].strip(_WS) == ",":
                     # an array's item lines without the brackets: the separator is tolerated
-                    yield self._value(_DECODER.raw_decode(text, len(text) - len(text.lstrip(_WS)))[0], line.number, line.size, text)
+                    yield self._value(UNIQUE_KEYS.raw_decode(text, len(text) - len(text.lstrip(_WS)))[0], line.number, line.size, text)
                     continue
                 yield self._error("malformed_json", f"malformed JSON at column {err.colno}: {err.msg}", line.number)
                 continue
@@ -463,8 +445,8 @@ class _Reader:
                 size += line.size
             buf = "".join(parts)
             try:
-                value, end = _DECODER.raw_decode(buf, start)
-            except _DuplicateKey as err:
+                value, end = UNIQUE_KEYS.raw_decode(buf, start)
+            except DuplicateKey as err:
                 self.lines.push_back(taken)
                 return self._error("malformed_json", f"duplicate key {err.key!r} in one JSON object", first.number)
             except RecursionError:
@@ -654,8 +636,8 @@ class _Array:
         limit = self.limits.max_line_bytes
         while True:
             try:
-                value, end = _DECODER.raw_decode(self.buf, start)
-            except _DuplicateKey as err:
+                value, end = UNIQUE_KEYS.raw_decode(self.buf, start)
+            except DuplicateKey as err:
                 raise _Bad(self.reader._info("malformed_json", f"duplicate key {err.key!r} in one JSON object", line)) from None
             except RecursionError:
                 raise _Bad(self.reader._info("too_deep", f"nested deeper than {self.limits.max_depth} levels", line, "<root>")) from None
