@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from judge.core._depth import MAX_DEPTH, TooDeep, parse_json_bounded, text_nesting_error
+from judge.core._errors import BadInputError
 
 __all__ = ["UNDECIDED", "UNIQUE_KEYS", "DuplicateKey", "canonical_json", "content_hash", "loads_exact", "loads_json", "parse_json_text", "response_key"]
 
@@ -91,8 +92,9 @@ def _has_long_digit_run(text: str | bytes) -> bool:
     return _LONG_RUN in raw.translate(_DIGITS_AS_ZERO)
 
 
-class DuplicateKey(ValueError):
-    """A JSON object repeats ``key``: ``UNIQUE_KEYS`` refuses it rather than keep the last value."""
+class DuplicateKey(BadInputError):
+    """A JSON object repeats ``key``: ``UNIQUE_KEYS`` refuses it rather than keep the last value
+    (a ``ValueError`` too, as the standard library's own decoding errors are)."""
 
     def __init__(self, key: str):
         super().__init__(key)
