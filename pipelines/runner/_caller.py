@@ -14,13 +14,14 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from judge import ToolSpec
+from judge import MAX_DEPTH, ToolSpec, nesting_error
 from judge.llm import Budget, JudgeCache, PriceConfig, RateLimiter, RetryPolicy, cost_usd
 from pipelines.runner._conversation import Conversation, ModelReply
 from pipelines.runner.agents import AgentCallError, AgentModel
@@ -30,8 +31,14 @@ KEY_VERSION = 1
 
 def request_key(identity: dict[str, Any]) -> str:
     """sha256 of the request identity as sorted-key JSON (orjson: a few microseconds where the
-    canonical form of a 20-tool conversation costs a third of a millisecond)."""
-    return hashlib.sha256(orjson.dumps({"v": KEY_VERSION, "request": identity}, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    canonical form of a 20-tool conversation costs a third of a millisecond). What orjson cannot
+    write (an integer past 64 bits a model put in its arguments) goes through the standard library."""
+    keyed = {"v": KEY_VERSION, "request": identity}
+    try:
+        text = orjson.dumps(keyed, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        text = json.dumps(keyed, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(text).hexdigest()
 
 
 @dataclass
@@ -129,6 +136,9 @@ class ModelCaller:
             try:
                 response = await self.agent.send(payload)
                 try:
+                    deep = nesting_error(response)  # the cache and the trajectory must be able to write it
+                    if deep is not None:
+                        raise ValueError(f"nested deeper than {MAX_DEPTH} levels at {deep}")
                     return response, self.agent.parse(response), attempt
                 except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:  # a 200 we cannot read: never cached
                     raise AgentCallError("server", f"unreadable response: {type(exc).__name__}: {exc}") from exc

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from judge import ConfigurationError, ExternalCallError, ToolSpec
+from judge import MAX_DEPTH, ConfigurationError, ExternalCallError, ToolSpec, loads_json, nesting_error
 from judge.llm import ProviderConfig, classify_sdk_error
 from pipelines.runner._conversation import Conversation, ModelReply, ToolCall
 
@@ -129,24 +129,72 @@ def wire_name(name: str) -> str:
 
 
 def parse_arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """Arguments as a dict, or the reason they are not one (the agent's error, never ours)."""
-    if isinstance(raw, dict):
-        return raw, None
+    """Arguments as a dict, or the reason they are not one (the agent's error, never ours).
+    Held to the input readers' bounds: nesting past ``MAX_DEPTH`` is an error, not a crash later."""
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         return {}, None
-    try:
-        value = json.loads(raw) if isinstance(raw, str) else raw
-    except json.JSONDecodeError as exc:
-        return None, f"not valid JSON ({exc.msg} at position {exc.pos})"
+    if isinstance(raw, str):
+        try:
+            value = loads_json(raw)
+        except json.JSONDecodeError as exc:
+            return None, f"not valid JSON ({exc.msg} at position {exc.pos})"
+        except ValueError as exc:  # nested too deep, an unpaired surrogate escape, an integer past Python's limit
+            return None, f"not usable JSON ({exc})"
+    else:
+        value = raw
     if not isinstance(value, dict):
         return None, f"a JSON {type(value).__name__}, not an object"
+    if nesting_error(value) is not None:
+        return None, f"nested deeper than {MAX_DEPTH} levels"
     return value, None
 
 
-def tool_call(call_id: str, name: str, raw: Any) -> ToolCall:
+def tool_call(call_id: Any, name: Any, raw: Any, fallback_id: str) -> ToolCall:
+    """One requested call, whatever the shapes of its parts: a missing or odd id gets ``fallback_id``,
+    a name that is not text is kept as its JSON text (an unknown tool the model is told about)."""
     arguments, error = parse_arguments(raw)
-    text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False, sort_keys=True)
-    return ToolCall(id=call_id, name=name, raw_arguments=text, arguments=arguments, parse_error=error)
+    text = raw if isinstance(raw, str) else _json_text(raw)
+    if isinstance(call_id, bool) or not isinstance(call_id, (str, int)) or call_id == "":
+        call_id = fallback_id
+    return ToolCall(id=str(call_id), name=name if isinstance(name, str) else _json_text(name), raw_arguments=text, arguments=arguments, parse_error=error)
+
+
+def reply_text(value: Any) -> str | None:
+    """A message's text from what a server sent: a string, a list of content parts (their text
+    parts joined; OpenAI-compatible servers send both forms), or anything else as its JSON text
+    (recorded as the model said it). Empty: None."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        texts = [p if isinstance(p, str) else p["text"] for p in value if isinstance(p, str) or (isinstance(p, dict) and isinstance(p.get("text"), str))]
+        return "".join(texts) or None
+    return _json_text(value)
+
+
+def as_object(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a part of a reply that is not)."""
+    return value if isinstance(value, dict) else {}
+
+
+def label_text(value: Any) -> str | None:
+    """A short label a server sends (stop reason, model version): text, else its JSON text."""
+    return None if value is None else value if isinstance(value, str) else _json_text(value)
+
+
+def token_count(value: Any) -> int:
+    """A usage count as sent, or 0 when it is not a count."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or value == float("inf"):
+        return 0
+    return int(value)
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)
 
 
 def classify(exc: BaseException, sdk: Any) -> AgentCallError:

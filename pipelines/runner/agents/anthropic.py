@@ -12,7 +12,7 @@ from typing import Any
 
 from judge import ToolSpec
 from pipelines.runner._conversation import Conversation, ModelReply, ToolCall, ToolResults, UserMessage
-from pipelines.runner.agents._base import AgentCallError, AgentModel, classify, tool_call, wire_name
+from pipelines.runner.agents._base import AgentCallError, AgentModel, as_object, classify, label_text, reply_text, token_count, tool_call, wire_name
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 4096
@@ -84,19 +84,21 @@ class AnthropicAgent(AgentModel):
         texts: list[str] = []
         calls: list[ToolCall] = []
         for block in response.get("content") or []:
+            if not isinstance(block, dict):
+                continue  # not a content block: nothing the model said or asked
             if block.get("type") == "text" and block.get("text"):
-                texts.append(block["text"])
+                texts.append(reply_text(block["text"]) or "")
             elif block.get("type") == "tool_use":
-                calls.append(tool_call(block.get("id") or f"toolu_{len(calls)}", block.get("name") or "", block.get("input")))
+                calls.append(tool_call(block.get("id"), block.get("name") or "", block.get("input"), f"toolu_{len(calls)}"))
         text = "\n".join(texts) or None
-        stop = response.get("stop_reason")
-        usage = response.get("usage") or {}
+        stop = label_text(response.get("stop_reason"))
+        usage = as_object(response.get("usage"))
         return ModelReply(
             text=None if stop == "refusal" else text,
             tool_calls=tuple(calls),
             refusal=(text or "refused") if stop == "refusal" else None,
             stop_reason=stop,
-            model_version=response.get("model"),
-            input_tokens=int(usage.get("input_tokens") or 0),
-            output_tokens=int(usage.get("output_tokens") or 0),
+            model_version=label_text(response.get("model")),
+            input_tokens=token_count(usage.get("input_tokens")),
+            output_tokens=token_count(usage.get("output_tokens")),
         )

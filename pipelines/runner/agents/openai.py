@@ -12,7 +12,7 @@ from typing import Any
 
 from judge import ToolSpec
 from pipelines.runner._conversation import Conversation, ModelReply, ToolResults, UserMessage
-from pipelines.runner.agents._base import AgentCallError, AgentModel, classify, tool_call, wire_name
+from pipelines.runner.agents._base import AgentCallError, AgentModel, as_object, classify, label_text, reply_text, token_count, tool_call, wire_name
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -71,19 +71,29 @@ class OpenAIAgent(AgentModel):
         return response
 
     def parse(self, response: dict[str, Any]) -> ModelReply:
+        """Liberal in shapes (see ``reply_text`` / ``tool_call``); a response with no message
+        object at all raises, and the caller retries it as unreadable."""
         choice = response["choices"][0]
-        message = choice.get("message") or {}
+        message = choice["message"] if choice.get("message") is not None else {}
+        if not isinstance(message, dict):
+            raise ValueError(f"a message that is a JSON {type(message).__name__}, not an object")
+        requested = message.get("tool_calls") or []
+        if isinstance(requested, dict):  # one call, not wrapped in a list
+            requested = [requested]
+        if not isinstance(requested, list):
+            raise ValueError(f"tool_calls that is a JSON {type(requested).__name__}, not a list")
         calls = []
-        for i, call in enumerate(message.get("tool_calls") or []):
-            function = call.get("function") or {}
-            calls.append(tool_call(call.get("id") or f"call_{i}", function.get("name") or "", function.get("arguments")))
-        usage = response.get("usage") or {}
+        for i, call in enumerate(requested):
+            call = as_object(call)
+            function = as_object(call.get("function"))
+            calls.append(tool_call(call.get("id"), function.get("name") or "", function.get("arguments"), f"call_{i}"))
+        usage = as_object(response.get("usage"))
         return ModelReply(
-            text=message.get("content") or None,
+            text=reply_text(message.get("content")),
             tool_calls=tuple(calls),
-            refusal=message.get("refusal") or None,
-            stop_reason=choice.get("finish_reason"),
-            model_version=response.get("model"),
-            input_tokens=int(usage.get("prompt_tokens") or 0),
-            output_tokens=int(usage.get("completion_tokens") or 0),
+            refusal=reply_text(message.get("refusal")),
+            stop_reason=label_text(choice.get("finish_reason")),
+            model_version=label_text(response.get("model")),
+            input_tokens=token_count(usage.get("prompt_tokens")),
+            output_tokens=token_count(usage.get("completion_tokens")),
         )
