@@ -3,6 +3,7 @@
 - our grading vs LangChain agentevals' superset trajectory match on the same realistic
   conversations (``bench_peers``), one core each;
 - grading throughput and peak RSS on one core (``bench_grading``, the realistic headline);
+- the floor under it: reading, validating the models and writing a result, no check (``bench_floor``);
 - ``--workers 1`` vs every core, outputs checked byte for byte (``bench_workers``);
 - start-up of ``judge --help`` and ``judge env list`` (``bench_startup``);
 - then the benches other parts of the project own (judge fan-out, in one process and sharded
@@ -37,7 +38,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20_000, help="conversations for the throughput and workers runs")
     parser.add_argument("--peers-n", type=int, default=4_000, help="conversations for the side-by-side with agentevals")
-    parser.add_argument("--skip", default="", help="comma-separated: peers,grading,workers,startup,hooks")
+    parser.add_argument("--skip", default="", help="comma-separated: peers,grading,floor,workers,startup,hooks")
     args = parser.parse_args()
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     rows = ["| what | figure | target |", "|---|---|---|"]
@@ -69,6 +70,19 @@ def main() -> None:
             )
         )
         rows.append(_row(f"peak RSS at {g['n']:,}", f"{g['peak_rss_mb']:.0f} MB", f"<= {TARGET_RSS_MB} MB at 100k"))
+    if "floor" not in skip:
+        from bench.bench_floor import TARGET_RATE as FLOOR_TARGET
+        from bench.bench_floor import measure as floor_of
+
+        f = floor_of(min(args.n, 5000))
+        floor_us = (f["read"] + f["models"] + f["result"]) * 1e6
+        rows.append(
+            _row(
+                f"floor under grading (read + models + result, no check), {int(f['n']):,} conversations, one core",
+                f"{floor_us:.0f} us per trajectory ({f['rate']:,.0f}/s): {floor_us / (1e6 / FLOOR_TARGET):.0%} of the target's budget",
+                "-",
+            )
+        )
     if "workers" not in skip:
         from bench.bench_workers import TARGET_SPEEDUP, compare
 
