@@ -27,7 +27,9 @@ not a live request: with a ``batch`` port (``judge.llm._batches.BatchFlow``) a m
 whose provider has a batch API is deferred before limits (nothing is sent yet), and an answer
 collected from a batch is taken before the cache (this run paid for it) and recorded as a live
 answer at batch prices (the first asker; later askers of the same question share it), so a run
-decided from batch answers records the votes an online run records from the same answers.
+decided from batch answers records the votes an online run records from the same answers. A batch
+answer the verdict schema rejects is re-asked in a later batch, as instructor re-asks online: the
+vote stays ``pending`` until the re-ask is answered.
 """
 
 from __future__ import annotations
@@ -71,6 +73,16 @@ class JudgeCall:
 Transport = Callable[[JudgeCall], Awaitable[Completion]]
 
 
+class Reasked:
+    """A batch answer the verdict schema rejected, whose re-ask waits for the next batch."""
+
+    def __repr__(self) -> str:
+        return "REASKED"
+
+
+REASKED = Reasked()
+
+
 class BatchPort(Protocol):
     """What the caller needs of a provider batch flow (``judge.llm._batches.BatchFlow``)."""
 
@@ -78,7 +90,7 @@ class BatchPort(Protocol):
 
     def defer(self, call: JudgeCall) -> None: ...
 
-    async def answer(self, call: JudgeCall) -> tuple[Completion | JudgeCallError, bool] | None: ...
+    async def answer(self, call: JudgeCall) -> tuple[Completion | JudgeCallError | Reasked, bool] | None: ...
 
 
 async def complete_online(call: JudgeCall) -> Completion:
@@ -173,6 +185,10 @@ class JudgeCaller:
             collected = await self.batch.answer(call)
             if collected is not None:
                 answer, shared = collected
+                if isinstance(answer, Reasked):
+                    return self._abstain(
+                        judge, "pending", "its batch answer failed the verdict schema: re-asked in a provider batch, answered when the run resumes"
+                    )
                 return self._shared_collected(call, answer) if shared else self._record_collected(call, answer)
         use_cache = self.cache is not None and judge.cacheable
         if use_cache:

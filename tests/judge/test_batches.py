@@ -15,10 +15,11 @@ import json
 import pytest
 
 from judge.llm import batch_price, price_for
+from judge.llm._batches._flow import reask_id
 from judge.llm._batches.openai import OpenAIBatches
 from judge.llm._settings import PriceConfig
-from tests.judge.helpers import answer_request, make_panel
-from tests.servers import BatchPlan, Reply, Status
+from tests.judge.helpers import answer_request, decide, make_panel
+from tests.servers import BatchPlan, MalformedArguments, Reply, Status
 
 JUDGES = ["openai:judge-a", "anthropic:judge-b", "openai:judge-c"]
 
@@ -295,3 +296,119 @@ batch = false
     votes = {v.judge: v for v in decisions[0].votes}
     assert votes["local:judge-l"].label == "correct" and votes["openai:judge-a"].abstain_reason == "pending"
     assert server.calls("judge-l") == 1 and [r.judges for r in records] == [["openai:judge-a"]]
+
+
+# --- validation re-asks: a batch answer the schema rejects is re-asked as online ----------------
+
+CHAT = ("/v1/chat/completions", "/v1/messages")
+PAIR = ["openai:judge-a", "anthropic:judge-b"]
+
+
+def _reasked(body) -> bool:
+    return "Validation Error" in json.dumps(body.get("messages"))
+
+
+def _rejected_then(reply):
+    """A judge whose first answer fails the verdict schema and whose answer to the re-ask is ``reply``."""
+    return lambda body: reply if _reasked(body) else MalformedArguments()
+
+
+def _request_lines(server, records):
+    """(custom_id, body) of every request ``records`` carried."""
+    bodies = {x["custom_id"]: x["params"] for r in server.requests if r.path == "/v1/messages/batches" for x in r.body["requests"]}
+    for record in records:
+        if record.api == "openai":
+            bodies.update((x["custom_id"], x["body"]) for x in map(json.loads, server.batches.files[record.input_file_id].splitlines()))
+    return [(key, bodies[key]) for record in records for key in record.keys]
+
+
+def _online(server, tmp_path, requests, judges=PAIR):
+    decisions = asyncio.run(decide(make_panel(tmp_path, judges, cache_path=tmp_path / "online.sqlite3"), requests))
+    bodies = [r.body for r in server.requests if r.path in CHAT]
+    server.reset_log()
+    return decisions, bodies
+
+
+def _batch_passes(tmp_path, requests, passes, judges=PAIR):
+    """Grade ``requests`` in batch mode over ``passes`` resumes, each with a fresh panel (as each
+    ``judge resume`` is a new process): collect every batch of the round so far, decide, and
+    submit what is still deferred. The decisions of each pass and the records of each submission."""
+    panel = _panel(tmp_path, judges)
+    decisions, first = asyncio.run(_first_pass(panel, requests))
+    asyncio.run(panel.aclose())
+    rounds, sent = [decisions], [first]
+
+    async def one_pass(panel):
+        try:
+            statuses = await _poll_until_ended(panel, [r for records in sent for r in records])
+            await panel.batch.collect(statuses, tmp_path / "batches")
+            decided = await panel.decide(requests)
+            return decided, (await panel.batch.submit("test") if panel.batch.deferred else [])
+        finally:
+            await panel.aclose()
+
+    for _ in range(passes):
+        decided, records = asyncio.run(one_pass(_panel(tmp_path, judges)))
+        rounds.append(decided)
+        if records:
+            sent.append(records)
+    return rounds, sent
+
+
+def _vote_facts(decision):
+    return [(v.judge, v.label, v.abstain_reason, v.cached, v.input_tokens, v.output_tokens, v.model_version) for v in decision.votes]
+
+
+def test_a_rejected_batch_answer_is_reasked_in_the_next_batch_with_the_online_reask(server, tmp_path):
+    for model in ("judge-a", "judge-b"):
+        server.set_responder(model, _rejected_then(Reply("correct", input_tokens=300, output_tokens=40)))
+    request = answer_request(0)
+    [online], online_bodies = _online(server, tmp_path, [request])
+    assert len(online_bodies) == 4 and sum(map(_reasked, online_bodies)) == 2  # each judge: the question, then instructor's re-ask
+    assert online.label == "correct"
+
+    rounds, sent = _batch_passes(tmp_path, [request], passes=2)
+    assert _chat_calls_none(server)
+    [pending] = rounds[1]  # the first answers collected: rejected, their re-asks deferred
+    assert {v.abstain_reason for v in pending.votes} == {"pending"} and "re-asked" in pending.votes[0].rationale
+    keys = [k for r in sent[0] for k in r.keys]
+    reasks = [k for r in sent[1] for k in r.keys]
+    assert sorted(reasks) == sorted(reask_id(k, 1) for k in keys) and not set(reasks) & set(keys)
+    assert all(len(k) == 64 and k.isalnum() for k in reasks)  # Anthropic's custom_id: [a-zA-Z0-9_-]{1,64}
+    # each re-ask line is the request the online run sent as its re-ask, byte for byte as JSON
+    assert sorted(json.dumps(b, sort_keys=True) for _, b in _request_lines(server, sent[1])) == sorted(
+        json.dumps(b, sort_keys=True) for b in online_bodies if _reasked(b)
+    )
+    [final] = rounds[2]
+    assert final.label == online.label == "correct"
+    assert _vote_facts(final) == _vote_facts(online)  # tokens of both attempts, as online; not cached
+    assert [(v.input_tokens, v.output_tokens) for v in final.votes] == [(50 + 300, 10 + 40)] * 2
+    # the final answers are cached under the online keys: an online panel now asks nothing
+    again = asyncio.run(decide(make_panel(tmp_path, PAIR), [request]))
+    assert not any(r.path in CHAT for r in server.requests) and [d.label for d in again] == ["correct"]
+
+
+def _chat_calls_none(server) -> bool:
+    return not any(r.path in CHAT for r in server.requests)
+
+
+def test_a_reask_the_schema_rejects_too_abstains_unparseable_as_online(server, tmp_path):
+    server.set_default("judge-a", MalformedArguments())
+    request = answer_request(0)
+    [online], bodies = _online(server, tmp_path, [request], ["openai:judge-a"])
+    assert len(bodies) == 2 and online.votes[0].abstain_reason == "unparseable"
+    rounds, sent = _batch_passes(tmp_path, [request], passes=2, judges=["openai:judge-a"])
+    assert [len(records) for records in sent] == [1, 1]  # the question, one re-ask (validation_retries = 1), no more
+    [final] = rounds[2]
+    assert _vote_facts(final) == _vote_facts(online) and final.votes[0].abstain_reason == "unparseable"
+
+
+def test_a_reask_whose_batch_expires_abstains_with_the_reason_and_the_first_answer_paid(server, tmp_path):
+    server.set_responder("judge-a", _rejected_then(Reply("correct")))
+    server.batches.plan(BatchPlan(), BatchPlan(end="expired", answer=0))
+    rounds, _ = _batch_passes(tmp_path, [answer_request(0)], passes=2, judges=["openai:judge-a"])
+    [vote] = rounds[2][0].votes
+    assert vote.abstain_reason == "batch_expired" and (vote.input_tokens, vote.output_tokens) == (50, 10)
+    cache = make_panel(tmp_path, ["openai:judge-a"]).cache
+    assert len(cache) == 0  # nothing final to keep: a later run asks again
+    cache.close()

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from pipelines.cli import EXIT_WAITING, app
 from tests.pipelines.helpers import NEWS_CALL, WINNER_CALL, WINNER_TASK
-from tests.servers import BatchPlan, Reply
+from tests.servers import BatchPlan, MalformedArguments, Reply
 
 runner = CliRunner()
 OUTPUTS = ("results.jsonl", "summary.json", "report.md")
@@ -154,6 +154,32 @@ def test_a_tie_goes_to_the_tie_breaker_in_a_new_batch_of_the_same_round(server, 
     para = next(r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines()) if r["trajectory_id"] == "paraphrase")
     assert "tie broken by openai:judge-t" in para["turns"][0]["checks"][2]["decision"]["reason"]
     assert [b["round"] for b in _manifest(out)["judges"]["batches"]] == [1, 1, 1]
+
+
+def test_rejected_batch_answers_are_reasked_in_new_batches_and_the_outputs_are_an_online_runs(server, tmp_path):
+    """Every first answer fails the verdict schema; the answer to instructor's re-ask is right.
+    Online, each question costs two calls; in batch mode each round's re-asks go out as a second
+    batch of the round, and the outputs are the online run's (three rounds: six batch waits)."""
+
+    def rejected_then_by_rubric(body: dict) -> object:
+        return _by_rubric(body) if "Validation Error" in json.dumps(body.get("messages")) else MalformedArguments()
+
+    for model in ("judge-a", "judge-b"):
+        server.set_responder(model, rejected_then_by_rubric)
+    server.batches.default_plan = BatchPlan(polls=0)
+    judges = ["--judge", "openai:judge-a", "--judge", "anthropic:judge-b"]
+    files = _write(tmp_path, ROUNDS)
+    _grade(files, tmp_path / "online", *judges, "--cache", str(tmp_path / "online.sqlite3"))
+    assert _chat_calls(server) == 12  # three rounds, two judges, each asked twice
+    out = tmp_path / "batch"
+    _grade(files, out, *judges, "--cache", str(tmp_path / "batch.sqlite3"), "--judge-mode", "batch", code=EXIT_WAITING)
+    said = _finish(out)
+    assert len(said) == 6 and all("escalation round" in s for s in said[:5])
+    _same_outputs(tmp_path / "online", out)
+    assert _chat_calls(server) == 12  # none in batch mode
+    assert [b["round"] for b in _manifest(out)["judges"]["batches"]] == [1] * 4 + [2] * 4 + [3] * 4  # per round: questions, then re-asks
+    result = json.loads((out / "results.jsonl").read_text())
+    assert (result["verdict"], result["decided_by"]) == ("pass", "judge:panel")
 
 
 def test_an_expired_batch_leaves_the_case_unresolved_never_failed(server, tmp_path):

@@ -15,9 +15,16 @@ How a question travels (``--judge-mode batch``):
    caller records it as a live answer of this run (stored in the cache under its key, counted and
    priced at batch prices). So the round's decisions are those an online run makes with the same
    answers, and a later run finds every answer in the cache;
-4. a question the re-decided round still needs (a tie-breaker) is deferred again: a new batch.
+4. a question the re-decided round still needs (a tie-breaker) is deferred again: a new batch;
+5. an answer the verdict schema rejects is re-asked as online: instructor reads the answers
+   collected for the question (the first, then one per re-ask) as it reads live ones and builds
+   the re-ask from the rejected one (``SDKJudge.answer_from_batch``); while re-asks are left and
+   the latest has no answer yet, that re-ask goes out in a new batch of the round under its own
+   ``custom_id`` (``reask_id``: derived from the question's key, so a resumed run finds it) and the
+   vote stays ``pending``. The decision is then the one an online run makes when the provider
+   answers the question and its re-asks the same way, and it costs the tokens of every attempt.
 
-Invariants: a question is sent at most once per round (deferrals are keyed); a collected answer
+Invariants: a request is sent at most once per round (deferrals are keyed); a collected answer
 answers every asker of its question in the round, the first as the live call and the others as
 sharers (as a second online asker shares the first's answer), so a question once answered is
 never deferred again; a request the provider never answered (expired, cancelled, failed batch) is
@@ -28,20 +35,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
 from judge.core import ExternalCallError
 from judge.llm._batches._base import Answer, BatchAPI, BatchRecord, BatchStatus, batch_api
-from judge.llm._caller import JudgeCall
-from judge.llm._providers import Completion, JudgeCallError, JudgeClient
+from judge.llm._caller import REASKED, JudgeCall, Reasked
+from judge.llm._providers import Completion, JudgeCallError, JudgeClient, NextAttempt
+from judge.llm._providers._errors import usage_tokens
 
 log = logging.getLogger("judge.batch")
 
@@ -69,9 +78,10 @@ class BatchFlow:
 
     def __init__(self, clients: Sequence[JudgeClient]):
         self.clients = {c.name: c for c in clients}
-        self._deferred: dict[str, JudgeCall] = {}  # cache key -> the question, in the order deferred
-        self._answers: dict[str, Answer] = {}  # cache key -> collected answer (this round's batches)
-        self._handed: dict[str, Completion | JudgeCallError] = {}  # cache key -> what its first asker got
+        self._deferred: dict[str, JudgeCall] = {}  # custom_id -> the question it asks, in the order deferred
+        self._bodies: dict[str, dict[str, Any]] = {}  # custom_id of a re-ask -> its request body
+        self._answers: dict[str, Answer] = {}  # custom_id -> collected answer (this round's batches)
+        self._handed: dict[str, Completion | JudgeCallError | Reasked] = {}  # cache key -> what its first asker got
 
     # --- the caller's side ----------------------------------------------------------------------
     def takes(self, judge: JudgeClient) -> bool:
@@ -83,23 +93,40 @@ class BatchFlow:
     def defer(self, call: JudgeCall) -> None:
         self._deferred.setdefault(call.key, call)
 
-    async def answer(self, call: JudgeCall) -> tuple[Completion | JudgeCallError, bool] | None:
-        """The collected answer to ``call`` (read as the online call reads one) and whether an
-        earlier asker of the same question got it first (then this asker shares it); None when
-        no batch of this round holds the question."""
+    async def answer(self, call: JudgeCall) -> tuple[Completion | JudgeCallError | Reasked, bool] | None:
+        """The collected answer to ``call`` (read as the online call reads one, re-asks included:
+        ``REASKED`` while a re-ask waits for its batch) and whether an earlier asker of the same
+        question got it first (then this asker shares it); None when no batch of this round holds
+        the question."""
         if call.key in self._handed:
             return self._handed[call.key], True
         found = self._answers.pop(call.key, None)
         if found is None:
             return None
-        answer: Completion | JudgeCallError = found
-        if not isinstance(found, JudgeCallError):
-            try:
-                answer = await call.judge.answer_from_batch(call.messages, call.rubric.verdict_schema, found)  # type: ignore[attr-defined]
-            except JudgeCallError as err:
-                answer = err
+        answer = found if isinstance(found, JudgeCallError) else await self._read(call, found)
         self._handed[call.key] = answer
         return answer, False
+
+    async def _read(self, call: JudgeCall, first: Answer) -> Completion | JudgeCallError | Reasked:
+        """The verdict in the answers to ``call`` and to its re-asks collected so far."""
+        responses = [first]
+        while (later := self._answers.pop(reask_id(call.key, len(responses)), None)) is not None:
+            if isinstance(later, JudgeCallError):  # the re-ask went unanswered (expired...): its failure, every attempt paid
+                spent = [usage_tokens(getattr(r, "usage", None)) for r in responses]
+                later.input_tokens += sum(i for i, _ in spent)
+                later.output_tokens += sum(o for _, o in spent)
+                return later
+            responses.append(later)
+        try:
+            read = await call.judge.answer_from_batch(call.messages, call.rubric.verdict_schema, responses)  # type: ignore[attr-defined]
+        except JudgeCallError as err:
+            return err
+        if isinstance(read, NextAttempt):
+            custom_id = reask_id(call.key, len(responses))
+            self._deferred.setdefault(custom_id, call)
+            self._bodies[custom_id] = read.body
+            return REASKED
+        return cast(Completion, read)
 
     # --- the run's side -------------------------------------------------------------------------
     @property
@@ -115,31 +142,37 @@ class BatchFlow:
         self._answers.clear()
         self._handed.clear()
 
+    def body(self, custom_id: str, call: JudgeCall) -> dict[str, Any]:
+        """The request body of a deferred request: a re-ask's as instructor built it, else the
+        body the online call of the question sends."""
+        body = self._bodies.get(custom_id)
+        return body if body is not None else call.judge.batch_body(call.messages, call.rubric.verdict_schema)  # type: ignore[attr-defined]
+
     async def submit(self, label: str, submitted: Callable[[BatchRecord], None] | None = None) -> list[BatchRecord]:
         """Send every deferred question as provider batches (one per judge group, split at the
         provider's limits) and forget them; the records, in submission order. ``submitted`` is
         told each batch the moment it exists (to journal it: a batch is paid for once created).
         Raises ``BatchSubmitError`` (with the records that did go out) when a submission fails."""
-        groups: dict[tuple[str, str], list[JudgeCall]] = {}
-        for call in self._deferred.values():
+        groups: dict[tuple[str, str], list[tuple[str, JudgeCall]]] = {}
+        for custom_id, call in self._deferred.items():
             api = batch_api(call.judge.kind)
             assert api is not None
-            groups.setdefault((api.kind, api.group(call.judge)), []).append(call)
+            groups.setdefault((api.kind, api.group(call.judge)), []).append((custom_id, call))
         records: list[BatchRecord] = []
         try:
-            for (kind, _), calls in sorted(groups.items()):
+            for (kind, _), requests in sorted(groups.items()):
                 api = batch_api(kind)
                 assert api is not None
-                client = _sdk(calls[0].judge)
+                client = _sdk(requests[0][1].judge)
                 try:
-                    for chunk, data in _chunks(api, calls):
+                    for chunk, data in _chunks(api, requests, self.body):
                         batch_id, file_id = await api.create(client, data, label)
                         record = BatchRecord(
                             id=batch_id,
                             api=kind,
-                            provider=chunk[0].judge.provider,
-                            judges=sorted({c.judge.name for c in chunk}),
-                            keys=[c.key for c in chunk],
+                            provider=chunk[0][1].judge.provider,
+                            judges=sorted({c.judge.name for _, c in chunk}),
+                            keys=[custom_id for custom_id, _ in chunk],
                             submitted_at=datetime.now(UTC).isoformat(timespec="seconds"),
                             bytes=len(data),
                             input_file_id=file_id,
@@ -153,8 +186,10 @@ class BatchFlow:
         except Exception as exc:
             sent = {k for r in records for k in r.keys}
             self._deferred = {k: c for k, c in self._deferred.items() if k not in sent}
+            self._bodies = {k: b for k, b in self._bodies.items() if k not in sent}
             raise BatchSubmitError(f"submitting a provider batch failed: {type(exc).__name__}: {exc}", records) from exc
         self._deferred.clear()
+        self._bodies.clear()
         return records
 
     async def poll(self, records: Sequence[BatchRecord]) -> list[BatchStatus]:
@@ -241,21 +276,30 @@ async def _close(client: Any) -> None:
         await client.close()
 
 
-def _chunks(api: BatchAPI, calls: list[JudgeCall]) -> list[tuple[list[JudgeCall], bytes]]:
-    """The calls cut into batches within the provider's request and size limits, in order."""
-    out: list[tuple[list[JudgeCall], bytes]] = []
-    chunk: list[JudgeCall] = []
+Request = tuple[str, JudgeCall]  # (custom_id, the question it asks)
+
+
+def _chunks(api: BatchAPI, requests: list[Request], body: Callable[[str, JudgeCall], dict[str, Any]]) -> list[tuple[list[Request], bytes]]:
+    """The requests cut into batches within the provider's request and size limits, in order."""
+    out: list[tuple[list[Request], bytes]] = []
+    chunk: list[Request] = []
     data = bytearray()
-    for call in calls:
-        line = api.line(call.key, call.judge.batch_body(call.messages, call.rubric.verdict_schema))  # type: ignore[attr-defined]
+    for custom_id, call in requests:
+        line = api.line(custom_id, body(custom_id, call))
         if chunk and (len(chunk) >= api.max_requests or len(data) + len(line) > api.max_bytes):
             out.append((chunk, bytes(data)))
             chunk, data = [], bytearray()
-        chunk.append(call)
+        chunk.append((custom_id, call))
         data += line
     if chunk:
         out.append((chunk, bytes(data)))
     return out
+
+
+def reask_id(key: str, attempt: int) -> str:
+    """The ``custom_id`` of the ``attempt``-th re-ask of the question keyed ``key``: 64 hex digits
+    like the key itself (Anthropic takes ``[a-zA-Z0-9_-]{1,64}``), the same in every process."""
+    return hashlib.sha256(f"{key}/reask/{attempt}".encode()).hexdigest()
 
 
 def _missing_reason(status: BatchStatus) -> str:

@@ -9,6 +9,7 @@ servers can sit side by side.
 from judge.llm._providers._base import (
     Completion,
     JudgeClient,
+    NextAttempt,
     create_client,
     parse_judge_name,
     provider_kinds,
@@ -20,6 +21,7 @@ __all__ = [
     "Completion",
     "JudgeCallError",
     "JudgeClient",
+    "NextAttempt",
     "classify_sdk_error",
     "create_client",
     "parse_judge_name",

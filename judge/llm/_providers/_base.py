@@ -32,6 +32,16 @@ class Completion:
     output_tokens: int = 0
 
 
+@dataclass(frozen=True)
+class NextAttempt:
+    """The request a judge would send next for a question answered from a provider batch: the
+    answers so far failed the verdict schema and a validation re-ask is left, so instructor built
+    the re-ask (``body``, the request as online it would go out). The batch flow sends it in the
+    next batch; nothing is decided until it is answered."""
+
+    body: dict[str, Any]
+
+
 class JudgeClient(abc.ABC):
     """A judge model behind some provider. Subclasses implement ``complete``; they may refine
     ``should_retry``, ``sampling``, ``identity``, ``check_ready``, ``configure`` and ``aclose``."""

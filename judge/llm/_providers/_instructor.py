@@ -27,13 +27,13 @@ import functools
 import os
 import sys
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from judge.llm._providers._base import Completion, JudgeClient, require_key
+from judge.llm._providers._base import Completion, JudgeClient, NextAttempt, require_key
 from judge.llm._providers._errors import JudgeCallError, classify_sdk_error, usage_tokens
 from judge.llm._settings import ProviderConfig
 
@@ -90,6 +90,10 @@ def _preload_http_stack() -> None:
     for name in _HTTP_STACK:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+
+
+class _NotAnswered(Exception):
+    """instructor re-asks a question answered from a batch that holds no answer to the re-ask yet."""
 
 
 @dataclass
@@ -197,18 +201,34 @@ class SDKJudge(JudgeClient):
             body["messages"] = handlers.message_converter(body["messages"], autodetect_images=False)
         return dict(body)  # no templating step: online calls pass no template context either
 
-    async def answer_from_batch(self, messages: list[dict[str, str]], response_model: type[BaseModel], response: Any) -> Completion:
-        """The verdict in a provider's batch answer to ``messages`` (an SDK response object), read
-        by instructor as ``complete`` reads a live answer. No validation re-ask: a batch answer
-        the schema rejects is final (``unparseable``)."""
+    async def answer_from_batch(self, messages: list[dict[str, str]], response_model: type[BaseModel], responses: Sequence[Any]) -> Completion | NextAttempt:
+        """The verdict in a provider's batch answers to ``messages`` (SDK response objects: the
+        answer to the question, then the answer to each re-ask), read by instructor as
+        ``complete`` reads live answers, validation re-asks included: an answer the schema
+        rejects, with a re-ask left (``validation_retries``), makes instructor build the re-ask
+        from it exactly as online; when no answer to that re-ask exists yet, its request body
+        comes back (``NextAttempt``) to go out in the next batch. Usage adds up over the attempts,
+        as online."""
         import instructor
         from instructor.v2 import Provider
 
-        async def answered(**_: Any) -> Any:
-            return response
+        sent: list[dict[str, Any]] = []
+
+        async def answered(**body: Any) -> Any:
+            sent.append(body)
+            if len(sent) > len(responses):
+                raise _NotAnswered
+            return responses[len(sent) - 1]
 
         create = instructor.patch(create=answered, mode=instructor.Mode.TOOLS, provider=Provider(self.instructor_provider))
-        return await self._structured(create, messages, response_model, 0)
+        try:
+            return await self._structured(create, messages, response_model, self.config.validation_retries)
+        except JudgeCallError:
+            if len(sent) > len(responses):
+                from pydantic_core import to_jsonable_python
+
+                return NextAttempt(body=to_jsonable_python(sent[-1]))  # plain JSON, as a batch line holds it
+            raise
 
     def batch_client(self) -> Any:
         """An SDK client for the provider's batch endpoints (files, batches): the judge's base URL
