@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from judge import Outcome
@@ -148,3 +152,17 @@ async def test_openai_compatible_server_leaving_out_fields_still_answers(server,
     [vote] = d.votes
     assert (vote.label, vote.rationale, vote.model_version) == ("missing", "sparse server", "judge-a-2026-01-01")
     assert (vote.input_tokens, vote.output_tokens) == (0, 0)  # no usage sent: none counted
+
+
+def test_failed_attempts_print_nothing_to_stderr(server, tmp_path):
+    """instructor logs each failed attempt at ERROR with no handler of its own: without one of
+    ours, logging's last resort printed them over the CLI's output, once per failed call."""
+    server.set_default("judge-a", MalformedArguments())
+    code = (
+        "import asyncio\nfrom pathlib import Path\nfrom tests.judge.helpers import answer_request, decide, make_panel\n"
+        f"[d] = asyncio.run(decide(make_panel(Path({str(tmp_path)!r}), ['openai:judge-a']), [answer_request()]))\n"
+        "print(d.votes[0].abstain_reason)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2], check=True)
+    assert proc.stdout.split() == ["unparseable"] and proc.stderr == ""
+    assert server.calls("judge-a") == 2  # the re-ask happened: there were failures to log

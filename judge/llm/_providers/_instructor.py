@@ -24,6 +24,7 @@ import abc
 import asyncio
 import contextlib
 import functools
+import logging
 import os
 import sys
 import weakref
@@ -36,6 +37,13 @@ from pydantic import BaseModel
 from judge.llm._providers._base import Completion, JudgeClient, NextAttempt, require_key
 from judge.llm._providers._errors import JudgeCallError, classify_sdk_error, usage_tokens
 from judge.llm._settings import ProviderConfig
+
+
+# instructor logs every failed attempt at ERROR ("API call failed ...", "Max retries exceeded ...")
+# and sets no handler, so logging's last resort printed each to stderr (over the progress bar,
+# once per failed call); the caller reports every failure as the vote's abstention with its reason.
+# With a NullHandler those records still reach whatever handlers an application sets up.
+logging.getLogger("instructor").addHandler(logging.NullHandler())
 
 
 @functools.lru_cache(maxsize=64)
