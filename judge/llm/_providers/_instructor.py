@@ -38,7 +38,6 @@ from judge.llm._providers._base import Completion, JudgeClient, NextAttempt, req
 from judge.llm._providers._errors import JudgeCallError, classify_sdk_error, usage_tokens
 from judge.llm._settings import ProviderConfig
 
-
 # instructor logs every failed attempt at ERROR ("API call failed ...", "Max retries exceeded ...")
 # and sets no handler, so logging's last resort printed each to stderr (over the progress bar,
 # once per failed call); the caller reports every failure as the vote's abstention with its reason.
