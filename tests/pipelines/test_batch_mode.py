@@ -117,17 +117,26 @@ def test_a_batch_run_waits_then_resume_writes_what_an_online_run_writes(server, 
     assert len(manifest["resumed_at"]) == 1  # a resume that only polled (still running) changes nothing
 
 
-def test_each_escalation_round_goes_out_as_a_new_batch(server, tmp_path):
+PAIR = ["--judge", "openai:judge-a", "--judge", "anthropic:judge-b"]
+
+
+def _three_rounds_online(server, tmp_path: Path, responder) -> tuple[Path, Path]:
+    """Two judges answering by ``responder``, batches that end at their first poll, the ROUNDS
+    trajectory graded online (into ``online``): the input files."""
     for model in ("judge-a", "judge-b"):
-        server.set_responder(model, _by_rubric)
+        server.set_responder(model, responder)
     server.batches.default_plan = BatchPlan(polls=0)
-    judges = ["--judge", "openai:judge-a", "--judge", "anthropic:judge-b"]
     files = _write(tmp_path, ROUNDS)
-    _grade(files, tmp_path / "online", *judges, "--cache", str(tmp_path / "online.sqlite3"))
+    _grade(files, tmp_path / "online", *PAIR, "--cache", str(tmp_path / "online.sqlite3"))
+    return files
+
+
+def test_each_escalation_round_goes_out_as_a_new_batch(server, tmp_path):
+    files = _three_rounds_online(server, tmp_path, _by_rubric)
     online_calls = _chat_calls(server)
     assert online_calls == 6  # three rounds, two judges
     out = tmp_path / "batch"
-    first = _grade(files, out, *judges, "--cache", str(tmp_path / "batch.sqlite3"), "--judge-mode", "batch", code=EXIT_WAITING)
+    first = _grade(files, out, *PAIR, "--cache", str(tmp_path / "batch.sqlite3"), "--judge-mode", "batch", code=EXIT_WAITING)
     assert "escalation round 1" in first.output
     said = _finish(out)
     assert len(said) == 3 and "escalation round 2" in said[0] and "escalation round 3" in said[1]
@@ -164,15 +173,10 @@ def test_rejected_batch_answers_are_reasked_in_new_batches_and_the_outputs_are_a
     def rejected_then_by_rubric(body: dict) -> object:
         return _by_rubric(body) if "Validation Error" in json.dumps(body.get("messages")) else MalformedArguments()
 
-    for model in ("judge-a", "judge-b"):
-        server.set_responder(model, rejected_then_by_rubric)
-    server.batches.default_plan = BatchPlan(polls=0)
-    judges = ["--judge", "openai:judge-a", "--judge", "anthropic:judge-b"]
-    files = _write(tmp_path, ROUNDS)
-    _grade(files, tmp_path / "online", *judges, "--cache", str(tmp_path / "online.sqlite3"))
+    files = _three_rounds_online(server, tmp_path, rejected_then_by_rubric)
     assert _chat_calls(server) == 12  # three rounds, two judges, each asked twice
     out = tmp_path / "batch"
-    _grade(files, out, *judges, "--cache", str(tmp_path / "batch.sqlite3"), "--judge-mode", "batch", code=EXIT_WAITING)
+    _grade(files, out, *PAIR, "--cache", str(tmp_path / "batch.sqlite3"), "--judge-mode", "batch", code=EXIT_WAITING)
     said = _finish(out)
     assert len(said) == 6 and all("escalation round" in s for s in said[:5])
     _same_outputs(tmp_path / "online", out)
