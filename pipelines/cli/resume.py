@@ -9,9 +9,10 @@ interrupted run (killed while grading or judging) is continued the same way.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -81,6 +82,7 @@ def resume(
                 opts = options_from(found, escalator=escalator, rubrics=table, settings=settings, workers=workers or default_workers())
                 try:
                     run_and_print(opts)
+                    _add_runner(found)
                     return
                 except typer.Exit as stop:
                     if stop.exit_code != EXIT_WAITING or not wait:
@@ -89,6 +91,18 @@ def resume(
     except RunDirError as exc:
         console.print(str(exc), style="red", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from exc
+
+
+def _add_runner(found: Any) -> None:
+    """A ``judge run``'s grading finished here (it graded the run's own trajectories, beside its
+    ``run.json``): its manifest gains the runner section, as when ``judge run`` grades at once."""
+    from pipelines.runner import RUN_STATE, TRAJECTORIES, add_runner_to_manifest
+
+    graded = (found.data.get("inputs") or {}).get("trajectories")
+    info = found.run_dir / RUN_STATE
+    if graded is None or not info.is_file() or (found.cwd / graded).resolve() != (found.run_dir / TRAJECTORIES).resolve():
+        return
+    add_runner_to_manifest(found.run_dir, json.loads(info.read_text(encoding="utf-8")))
 
 
 def _round(state: RunState) -> int:

@@ -185,6 +185,7 @@ def run(
             config=GradingConfig.load(config),
             escalator=escalator,
             rubrics=rubric_table,
+            rubrics_dir=rubrics,  # recorded with the run: judge resume rebuilds the same rubrics
             judge_settings=settings,
             replayer=build_replayer(replay),
             workers=default_workers(),

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from pipelines.runner import HARNESS_PROMPT, HARNESS_VERSION
 from tests.runner.conftest import bodies, games_task, host_city, invoke, read_jsonl, run_args, script, task, tools_of, write_tasks
 from tests.servers.agent import Act, Call, Say, View
-from tests.servers.loopback import Refusal
+from tests.servers.loopback import Refusal, Reply
 
 
 def _tool_messages(body: dict, wire: str) -> list[dict]:
@@ -304,3 +306,52 @@ def test_the_run_grades_with_its_judge_settings_recorded_and_every_core(tmp_path
     assert opts.workers == default_workers()
     [row] = read_jsonl(tmp_path / "out" / "results.jsonl")
     assert row["verdict"] == "pass"
+
+
+class _CutOff(BaseException):
+    """What a kill looks like to the run: it stops where it is, nothing cleaned up."""
+
+
+def test_a_judge_run_whose_grading_was_cut_off_is_finished_by_judge_resume_with_its_rubrics(tmp_path, server, monkeypatch):
+    """judge resume rebuilds a judge run's grading from the run state alone: with the rubrics of
+    --rubrics DIR (recorded with the run), and the runner section in the manifest it finishes."""
+    from typer.testing import CliRunner
+
+    from pipelines import grade_run
+    from pipelines.cli import app
+    from pipelines.cli.rubrics import load_rubric_table
+    from rubrics import RUBRICS
+
+    folder = tmp_path / "rubrics"
+    assert CliRunner().invoke(app, ["rubrics", "export", str(folder)]).exit_code == 0
+    template = folder / "answer_correctness.j2"
+    template.write_text(template.read_text(encoding="utf-8") + "\nA paraphrase that names the same thing is correct.\n", encoding="utf-8")
+    city = host_city(2008)
+    question, reference = "Which city hosted the 2008 Summer Games?", [{"name": "get_games_by_year", "arguments": {"year": 2008}}]
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [task("judged", question, reference, f"{city}, the capital of China")])
+    script(server, {"2008": [[Act((Call("get_games_by_year", {"year": 2008}),)), Say(f"It was {city}.")]]})  # part of the gold: judged
+    labels = {"AnswerCorrectnessVerdict": "correct", "TrajectorySufficiencyVerdict": "sufficient", "GroundednessVerdict": "supported"}
+    server.set_responder("judge-x", lambda body: Reply(labels[body["tools"][0]["function"]["name"]]))
+    args = run_args(tmp_path, "openai", tasks, "out", "--judge", "openai:judge-x", "--rubrics", str(folder))
+    original = grade_run._Run._escalate
+
+    def cut_off(self, *a, **kw):
+        raise _CutOff  # graded, nothing asked of a judge yet
+
+    monkeypatch.setattr(grade_run._Run, "_escalate", cut_off)
+    with pytest.raises(_CutOff):
+        invoke(*args)
+    monkeypatch.setattr(grade_run._Run, "_escalate", original)
+    assert server.calls("judge-x") == 0
+    out = tmp_path / "out"
+    assert not (out / "manifest.json").exists() and (out / ".judge-run").is_dir()
+
+    res = CliRunner().invoke(app, ["resume", str(out), "--workers", "1"])
+    assert res.exit_code == 0, res.output
+    [row] = read_jsonl(out / "results.jsonl")
+    answer = next(c for c in row["turns"][0]["checks"] if c["check"] == "answer")
+    assert row["verdict"] == "pass" and answer["decision"]["label"] == "correct"
+    custom = load_rubric_table(folder)
+    assert custom is not None and answer["decision"]["rubric_version"] == custom["answer_correctness"].version != RUBRICS["answer_correctness"].version
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["complete"] and manifest["runner"] == json.loads((out / "run.json").read_text())
