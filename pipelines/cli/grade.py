@@ -326,6 +326,7 @@ def demo(
         config=grading,
         escalator=build_escalator(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, rubric_table, min_votes=min_votes),
         rubrics=rubric_table,
+        rubrics_dir=rubrics,
         replayer=build_replayer(True),
         command=["judge", *sys.argv[1:]],
         workers=default_workers(),
