@@ -133,9 +133,6 @@ class BatchFlow:
     def deferred(self) -> int:
         return len(self._deferred)
 
-    def deferred_keys(self) -> list[str]:
-        return list(self._deferred)
-
     def forget_answers(self) -> None:
         """Drop the round's collected answers (the round is decided: a later round asking the
         same question finds it in the cache, as an online run would)."""
