@@ -142,10 +142,10 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
             return None, f"not usable JSON ({exc})"
     else:
         value = raw
+        if nesting_error(value) is not None:  # text was bounded as it was read
+            return None, f"nested deeper than {MAX_DEPTH} levels"
     if not isinstance(value, dict):
         return None, f"a JSON {type(value).__name__}, not an object"
-    if nesting_error(value) is not None:
-        return None, f"nested deeper than {MAX_DEPTH} levels"
     return value, None
 
 
