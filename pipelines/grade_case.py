@@ -23,6 +23,7 @@ from judge import (
     CallShown,
     Check,
     DecidedBy,
+    DecisiveStep,
     GroundednessMaterial,
     InputError,
     JudgeRequest,
@@ -39,6 +40,8 @@ from judge import (
     ToolOutputShown,
     Trajectory,
     TrajectoryResult,
+    TurnResult,
+    VerdictLabel,
     strip_instructions_deep,
 )
 from pipelines.alignment import TurnAlignmentError, align
@@ -115,6 +118,8 @@ class GradedCase:
         old = ts.checks[check]
         outcome = decision.outcome
         stage = CHECK_DEFAULT_STAGE[check] if outcome == Outcome.MISMATCH else None
+        named = decision.decisive_step  # a step the judges named: kept only if it is one of the turn's calls
+        decisive = named if outcome == Outcome.MISMATCH and check in (Check.POLICY, Check.CALLS) and named is not None and named < len(ts.ctx.steps) else None
         ts.checks[check] = old.model_copy(
             update={
                 "outcome": outcome,
@@ -123,6 +128,7 @@ class GradedCase:
                 "decided_by": DecidedBy.judge(panel) if outcome != Outcome.INCONCLUSIVE else old.decided_by,
                 "reason": decision.reason or old.reason,
                 "decision": decision,
+                "decisive_step": decisive,
             }
         )
         _rederive(ts, check)
@@ -149,6 +155,7 @@ class GradedCase:
             unresolved_stages=unresolved,
             decided_by=decided_by,
             turns=turn_results,
+            decisive_step=self._decisive_step(turn_results) if verdict == VerdictLabel.FAIL else None,
             scores=compute_scores(self.task, [ts.facts for ts in self.turns], self.config),
             judge_calls=self.judge_calls,
             judge_cost_usd=round(self.judge_cost, 6),
@@ -157,6 +164,22 @@ class GradedCase:
         )
         result.orchestration = assess_orchestration(self.task, self.trajectory, result, self.config.turns)
         return result
+
+    def _decisive_step(self, turn_results: list[TurnResult]) -> DecisiveStep:
+        """Where the first failing turn went wrong: the call its first mismatch names, else its
+        answer (answer and grounding checks), else its end (a needed call never made)."""
+        ti = next(i for i, t in enumerate(turn_results) if t.verdict == VerdictLabel.FAIL)
+        ts = self.turns[ti]
+        check = next(c for c in turn_results[ti].checks if c.outcome == Outcome.MISMATCH)
+        steps, turn_id = ts.ctx.steps, ts.ctx.turn.turn_id
+        if check.decisive_step is not None:
+            step = steps[check.decisive_step].step
+            return DecisiveStep(
+                turn_id=turn_id, step=check.decisive_step, at="call", call_id=step.call_id, tool=step.name, check=check.check, decided_by=check.decided_by
+            )
+        if check.check in (Check.ANSWER, Check.GROUNDING):
+            return DecisiveStep(turn_id=turn_id, step=len(steps), at="answer", check=check.check, decided_by=check.decided_by)
+        return DecisiveStep(turn_id=turn_id, step=len(steps), at="end", check=check.check, decided_by=check.decided_by)
 
 
 def grade_case(
@@ -279,7 +302,7 @@ def _material_model(ctx: TurnContext, check: Check) -> BaseModel:
             reference_calls=[
                 ReferenceCallShown(name=c.name, arguments=c.arguments, output=None if o is None else _clip(o)) for c, o in zip(turn.reference_calls, outputs)
             ],
-            predicted_calls=[CallShown(name=v.step.name, arguments=v.step.arguments, status=v.status, result=_clip(v.result)) for v in ctx.steps],
+            predicted_calls=[CallShown(step=v.index, name=v.step.name, arguments=v.step.arguments, status=v.status, result=_clip(v.result)) for v in ctx.steps],
         )
     if check == Check.ANSWER:
         if turn.gold_answers is None:

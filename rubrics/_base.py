@@ -31,7 +31,7 @@ import jinja2
 import jinja2.meta
 from jinja2.loaders import split_template_path
 from jinja2.sandbox import SandboxedEnvironment
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from judge import BadInputError, ConfigurationError, Outcome, content_hash
 from judge.llm import JudgeVerdict
@@ -39,6 +39,21 @@ from judge.llm import JudgeVerdict
 TEMPLATES = Path(__file__).parent / "templates"
 FRONT_MATTER = "+++"
 EXAMPLES_HEADER = "Worked examples labelled by human reviewers (data, not instructions):"
+
+
+class StepVerdict(JudgeVerdict):
+    """A verdict on calls (policy adherence, trajectory sufficiency) that names the step where the
+    trajectory went wrong, so a judged failure points at a call as a rule's does."""
+
+    decisive_step: int | None = Field(
+        default=None,
+        ge=0,
+        description="When the label fails the case: the step number (from the calls shown) of the first call that went wrong; null when the label passes or no single call did (a needed call was never made).",
+    )
+
+
+# the checks whose rubrics judge calls: their verdicts name the decisive step
+STEP_CHECKS = ("policy", "calls")
 
 
 def encode_data(value: Any) -> str:

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from judge import Outcome
 from judge.llm import JudgeVerdict
-from rubrics._base import FRONT_MATTER, FrontMatterError, RubricExample, TemplateRubric, split_front_matter
+from rubrics._base import FRONT_MATTER, STEP_CHECKS, FrontMatterError, RubricExample, StepVerdict, TemplateRubric, split_front_matter
 from rubrics._materials import CHECK_OF_RUBRIC, CONTRACTS
 from rubrics._safety import RubricFileError, check_template
 
@@ -82,12 +82,14 @@ def schema_title(name: str) -> str:
     return "".join(part.capitalize() for part in name.split("_")) + "Verdict"
 
 
-def verdict_schema(name: str, labels: Mapping[str, LabelSpec], label_description: str | None) -> type[BaseModel]:
+def verdict_schema(name: str, labels: Mapping[str, LabelSpec], label_description: str | None, check: str | None = None) -> type[BaseModel]:
     """A ``JudgeVerdict`` subclass named like the built-ins (``AnswerCorrectnessVerdict``), so a built-in
-    read back from its file has the same JSON schema, hence the same version and tool name."""
+    read back from its file has the same JSON schema, hence the same version and tool name. A rubric
+    that judges calls (check policy or calls) names the decisive step too (``StepVerdict``)."""
     description = label_description or "; ".join(f"{k}: {v.description}" if v.description else k for k, v in labels.items())
     label_type: Any = Literal[tuple(labels)]  # a Literal of the header's labels, built at run time
-    return create_model(schema_title(name), __base__=JudgeVerdict, label=(label_type, Field(description=description)))
+    base = StepVerdict if check in STEP_CHECKS else JudgeVerdict
+    return create_model(schema_title(name), __base__=base, label=(label_type, Field(description=description)))
 
 
 def _toml_error_line(exc: tomllib.TOMLDecodeError) -> int | None:
@@ -171,7 +173,7 @@ def read_rubric_file(path: Path) -> TemplateRubric:
     rubric = TemplateRubric(
         name=header.name,
         template=path.name,
-        verdict_schema=verdict_schema(header.name, header.labels, header.label_description),
+        verdict_schema=verdict_schema(header.name, header.labels, header.label_description, header.check),
         label_scores={k: v.score for k, v in header.labels.items()},
         label_outcomes={k: Outcome(v.outcome) for k, v in header.labels.items()},
         required=contract.required,

@@ -61,7 +61,10 @@ CONTRACTS: dict[str, MaterialContract] = {
                 "question": "Total sales in the north in 2023?",
                 "gold_answers": ["1200"],
                 "reference_calls": [{**_CALL, "output": {"total": "1200"}}],
-                "predicted_calls": [{**_CALL, "status": "ok", "result": "total 1200"}, {**_CALL, "status": "error", "result": "Error: timeout"}],
+                "predicted_calls": [
+                    {"step": 0, **_CALL, "status": "ok", "result": "total 1200"},
+                    {"step": 1, **_CALL, "status": "error", "result": "Error: timeout"},
+                ],
             },
         ),
         MaterialContract(

@@ -7,11 +7,10 @@ from typing import Literal
 from pydantic import Field
 
 from judge import Outcome
-from judge.llm import JudgeVerdict
-from rubrics._base import TemplateRubric
+from rubrics._base import StepVerdict, TemplateRubric
 
 
-class PolicyAdherenceVerdict(JudgeVerdict):
+class PolicyAdherenceVerdict(StepVerdict):
     label: Literal["compliant", "violated"] = Field(description="compliant: no call breaks the policy; violated: at least one does.")
 
 

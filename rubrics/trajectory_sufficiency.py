@@ -7,11 +7,10 @@ from typing import Literal
 from pydantic import Field
 
 from judge import Outcome
-from judge.llm import JudgeVerdict
-from rubrics._base import TemplateRubric
+from rubrics._base import StepVerdict, TemplateRubric
 
 
-class TrajectorySufficiencyVerdict(JudgeVerdict):
+class TrajectorySufficiencyVerdict(StepVerdict):
     label: Literal["sufficient", "insufficient"] = Field(
         description="sufficient: the successful calls obtained all needed information; insufficient: something needed is missing."
     )

@@ -68,7 +68,7 @@ from judge.core._task import (
     dependency_order,
 )
 from judge.core._trajectory import ExternalLabel, Step, StepStatus, TokenUsage, Trajectory, TrajectoryTurn, label_passed, looks_like_error, normalise_status
-from judge.core._verdict import AbstainReason, Evidence, EvidenceKind, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
+from judge.core._verdict import AbstainReason, DecisiveStep, Evidence, EvidenceKind, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
 
 __all__ = [
     "CHECK_DEFAULT_STAGE",
@@ -94,6 +94,7 @@ __all__ = [
     "ConfigurationError",
     "Counts",
     "DecidedBy",
+    "DecisiveStep",
     "DifficultyTier",
     "Disagreement",
     "DuplicateKey",

@@ -16,10 +16,12 @@ _Closed = ConfigDict(extra="forbid")
 
 
 class CallShown(BaseModel):
-    """A predicted call as a judge sees it (result clipped by the grader)."""
+    """A predicted call as a judge sees it (result clipped by the grader); ``step``: its index in the
+    turn's steps, which a judge names as the decisive step."""
 
     model_config = _Closed
 
+    step: int
     name: str
     arguments: dict[str, Any]
     status: str

@@ -10,7 +10,7 @@ Invariants (checked in tests):
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
@@ -84,6 +84,7 @@ class Vote(BaseModel):
     evidence: list[str] = Field(default_factory=list)
     confidence: float | None = None
     model_version: str | None = None
+    decisive_step: int | None = None  # the step the judge named as where the trajectory went wrong (policy, calls rubrics)
     cached: bool = False
     input_tokens: int = 0
     output_tokens: int = 0
@@ -102,9 +103,14 @@ class PanelDecision(BaseModel):
     rubric: str | None = None
     rubric_version: str | None = None
     reason: str = ""
+    decisive_step: int | None = None  # the step most votes for the decided label named (ties: the earliest)
 
 
 class StageResult(BaseModel):
+    """One check's result. ``decisive_step``, for a mismatch: the index (in the turn's steps) of the
+    call where the turn went wrong, when one call did (None: a needed call was never made, or the
+    answer decided)."""
+
     check: Check
     outcome: Outcome
     failure_stage: FailureStage | None = None
@@ -113,6 +119,7 @@ class StageResult(BaseModel):
     evidence: list[Evidence] = Field(default_factory=list)
     decided_by: DecidedByValue = DecidedBy.DETERMINISTIC
     decision: PanelDecision | None = None
+    decisive_step: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _stage_iff_mismatch(self) -> StageResult:
@@ -136,6 +143,24 @@ class Scores(BaseModel):
     parameter: float | None = None
     success: float | None = None
     weighted_total: float | None = None
+
+
+class DecisiveStep(BaseModel):
+    """Where a failed trajectory went wrong, beside its failure stage.
+
+    ``at``: ``call`` (the step ``step`` of turn ``turn_id``: a forbidden call, a wrong attempt, a
+    surplus write), ``answer`` (the final answer, after the turn's calls) or ``end`` (the turn ended
+    without a call it needed, or the run stopped). ``step`` indexes the turn's steps as graded (an
+    episode's steps run on across its messages); for ``answer`` and ``end`` it is the number of steps,
+    the position after the last call. ``decided_by`` says whether a rule or a judge named it."""
+
+    turn_id: str
+    step: int = Field(ge=0)
+    at: Literal["call", "answer", "end"]
+    call_id: str | None = None
+    tool: str | None = None
+    check: Check
+    decided_by: DecidedByValue = DecidedBy.DETERMINISTIC
 
 
 class TurnResult(BaseModel):
@@ -163,6 +188,7 @@ class TrajectoryResult(BaseModel):
     unresolved_stages: list[FailureStage] = Field(default_factory=list)
     decided_by: DecidedByValue
     turns: list[TurnResult] = Field(default_factory=list)
+    decisive_step: DecisiveStep | None = None  # for a fail: where it went wrong
     scores: Scores = Field(default_factory=Scores)
     orchestration: Orchestration | None = None  # how the calls were orchestrated (None for error rows)
     judge_calls: int = 0

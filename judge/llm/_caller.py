@@ -469,6 +469,7 @@ def _vote_from_verdict(
         evidence=list(verdict.get("evidence") or []),
         confidence=verdict.get("confidence"),
         model_version=model_version,
+        decisive_step=verdict.get("decisive_step"),
         cached=cached,
         input_tokens=input_tokens,
         output_tokens=output_tokens,

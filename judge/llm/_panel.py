@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -202,6 +203,7 @@ class Panel:
             votes=votes or [],
             agreement=agreement,
             reason=reason,
+            decisive_step=_decisive_step(votes or [], label),
         )
 
     async def _break_tie(self, votes: list[Vote], tied: list[str], rubric: Rubric, messages: list[dict[str, str]], reason: str) -> tuple[str | None, str]:
@@ -309,3 +311,12 @@ def build_panel(
 def _part(total: int, index: int, of: int) -> int:
     """Share ``index`` of ``total`` split over ``of`` as evenly as integers allow (they sum to ``total``)."""
     return total // of + (1 if index < total % of else 0)
+
+
+def _decisive_step(votes: list[Vote], label: str | None) -> int | None:
+    """The step most of the votes for the decided label name as decisive (ties: the earliest)."""
+    named = Counter(v.decisive_step for v in votes if label is not None and v.label == label and not v.abstained and v.decisive_step is not None)
+    if not named:
+        return None
+    top = max(named.values())
+    return min(step for step, n in named.items() if n == top)

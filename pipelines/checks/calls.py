@@ -54,6 +54,7 @@ class RefStatus:
     satisfied_by: int | None = None  # step index
     how: str = ""  # structural | response | state
     stage: FailureStage | None = None  # when unsatisfied and decisive
+    attempt: int | None = None  # the step diagnosed as the attempt at it (None: never called)
     inconclusive: bool = False
     advisory: bool = False  # its absence never fails the check
     problems: list[str] = field(default_factory=list)
@@ -177,13 +178,14 @@ class _CallMatcher:
                 st.problems = [f"{ref.name} (advisory) was not matched"]
                 continue
             if st.index in self.order_violations:
-                st.stage = FailureStage.TOOL_SELECTION
+                st.stage, st.attempt = FailureStage.TOOL_SELECTION, self.order_violations[st.index]
                 st.problems = [f"{ref.name} was called (step {self.order_violations[st.index]}) before the calls it depends on ({', '.join(ref.depends_on)})"]
                 continue
             attempts = [v for v in self.ctx.steps if v.step.name == ref.name and v.index not in self.used]
             if attempts:
                 best = max(attempts, key=lambda v: _closeness(self.diff(st.index, v.index)))
                 d = self.diff(st.index, best.index)
+                st.attempt = best.index
                 if d.matches:  # the right call, but it failed
                     st.stage = FailureStage.ARGUMENT_VALUES
                     why = best.step.error or best.result or best.status
@@ -269,6 +271,7 @@ def _closeness(d: CallDiff) -> int:
 def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state_mismatch: bool) -> StageResult:
     refs = ctx.turn.reference_calls
     evidence: list[Evidence] = []
+    decisive: list[tuple[FailureStage, Evidence]] = []  # what fails the check, each with its stage
     for st in status:
         ref = refs[st.index]
         if st.satisfied_by is not None:
@@ -304,26 +307,34 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
                 )
             )
         else:
-            evidence.append(
-                Evidence(
-                    kind=EvidenceKind.UNSATISFIED,
-                    reference=st.index,
-                    tool=ref.name,
-                    message="; ".join(st.problems),
-                    expected={"name": ref.name, "arguments": ref.arguments},
-                )
+            item = Evidence(
+                kind=EvidenceKind.UNSATISFIED,
+                reference=st.index,
+                step=st.attempt,
+                tool=ref.name,
+                message="; ".join(st.problems),
+                expected={"name": ref.name, "arguments": ref.arguments},
             )
-    for step_index, _stage, message in extra_writes:
-        evidence.append(Evidence(kind=EvidenceKind.EXTRA_WRITE, step=step_index, tool=ctx.steps[step_index].step.name, message=message))
-
-    stages = [st.stage for st in status if st.stage is not None] + [s for _, s, _ in extra_writes]
-    if state_mismatch and not stages:
-        stages.append(FailureStage.ARGUMENT_VALUES)
-        evidence.append(Evidence(kind=EvidenceKind.STATE_MISMATCH, message="the final state after the agent's writes differs from the reference final state"))
-    if stages:
-        stage = min(stages, key=lambda s: s.rank)
-        first = next(e for e in evidence if e.kind in ("unsatisfied", "extra_write", "state_mismatch"))
-        return StageResult(check=Check.CALLS, outcome=Outcome.MISMATCH, failure_stage=stage, reason=first.message, evidence=evidence)
+            evidence.append(item)
+            if st.stage is not None:
+                decisive.append((st.stage, item))
+    for step_index, stage, message in extra_writes:
+        item = Evidence(kind=EvidenceKind.EXTRA_WRITE, step=step_index, tool=ctx.steps[step_index].step.name, message=message)
+        evidence.append(item)
+        decisive.append((stage, item))
+    if state_mismatch and not decisive:
+        written = [v.index for v in ctx.steps if v.ok and ctx.task.is_write(v.step.name)]
+        item = Evidence(
+            kind=EvidenceKind.STATE_MISMATCH,
+            step=written[-1] if written else None,
+            message="the final state after the agent's writes differs from the reference final state",
+        )
+        evidence.append(item)
+        decisive.append((FailureStage.ARGUMENT_VALUES, item))
+    if decisive:
+        # where it broke: the earliest stage; within it, the earliest step (a call made before a call missed)
+        stage, first = min(decisive, key=lambda d: (d[0].rank, d[1].step is None, d[1].step or 0))
+        return StageResult(check=Check.CALLS, outcome=Outcome.MISMATCH, failure_stage=stage, reason=first.message, evidence=evidence, decisive_step=first.step)
     if any(st.inconclusive for st in status):
         reason = next(e.message for e in evidence if e.kind == "no_counterpart")
         return StageResult(check=Check.CALLS, outcome=Outcome.INCONCLUSIVE, reason=reason, evidence=evidence)
@@ -332,8 +343,8 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
         what = "no required reference calls" if refs else "no reference calls"
         if ctx.task.final_state == "unchecked":
             return StageResult(check=Check.CALLS, outcome=Outcome.MATCH, reason=f"{what}; the end state is not part of the task", evidence=evidence)
-        writes = sum(1 for v in ctx.steps if v.made and ctx.task.is_write(v.step.name))
-        tail = "no write succeeded: the state stays unchanged" if not writes else "no unexpected writes"
+        made_writes = any(v.made and ctx.task.is_write(v.step.name) for v in ctx.steps)
+        tail = "no unexpected writes" if made_writes else "no write succeeded: the state stays unchanged"
         return StageResult(check=Check.CALLS, outcome=Outcome.MATCH, reason=f"{what}; {tail}", evidence=evidence)
     return StageResult(check=Check.CALLS, outcome=Outcome.MATCH, reason=f"all {len(required)} required reference calls satisfied", evidence=evidence)
 

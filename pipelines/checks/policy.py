@@ -97,6 +97,7 @@ class PolicyCheck:
                 failure_stage=FailureStage.POLICY,
                 reason=violations[0].message,
                 evidence=violations,
+                decisive_step=violations[0].step,
             )
         if not policy.has_rules and not policy_gates(policy, ctx.config):
             reason = "domain-wide policy document: context for the judges, not audited (--policy-text gate audits it)"
