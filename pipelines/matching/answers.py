@@ -4,7 +4,7 @@
 with ``label=None`` (inconclusive) so the judge stage sees it. Never a guess: a wrong "incorrect"
 costs a passing agent its score, a wrong "correct" hides a hallucination.
 
-A rule keeps a word-for-word match from deciding what it cannot:
+Two rules keep a word-for-word match from deciding what it cannot:
 
 * **Yes/no golds are decided by the yes/no the prediction commits to.** A gold that is only a
   polar word (``_POLAR_FAMILIES``: yes/no, true/false, correct/incorrect, right/wrong, 是/否/不是/没有,
@@ -16,6 +16,18 @@ A rule keeps a word-for-word match from deciding what it cannot:
   differ across families on negative questions). A polar word that is not the answer ("No doubt
   it is the Nile"), both polarities, a hedge or a question back stay inconclusive. A gold that
   leads with a yes/no and says more ("No, it is shorter") is ``incorrect`` against the opposite.
+* **Several candidates are not an answer.** A prediction that lists other candidates of the gold's
+  kind besides the gold does not pass because the gold is among them: inconclusive. It is split
+  like a list (commas, semicolons, "and", lines, bullets); the gold's *kind* is its shape. A
+  *name* (every content word capitalised: "Paris", "Rio de Janeiro") is rivalled by items that are
+  short names ("Lyon", "Joe Biden"), and, when the gold itself stands as an item, by items opening
+  with a name ("Paris and Lyon are both ..."); a *code* (holds digits: "LJ137") by short items with
+  digits; *words* and CJK golds by short items of content words only (at most one token longer than
+  the gold). "France" in "Paris, France" counts as a rival: a shape cannot tell a qualifier from
+  a competing name, so a judge decides. Not rivals: the sentence around the gold ("The capital is
+  Paris, a city of 2 million"), the gold repeated, parts of the gold ("Obama, Barack"), items of
+  another type (a number for a name) or script (a translation). Numbers have their own rule (the
+  gold among other numbers is inconclusive), and a list gold is compared as a list.
 """
 
 from __future__ import annotations
@@ -609,6 +621,111 @@ def _judge_polar(gold: _PolarAnswer, pred: str, same_text: bool) -> _Decision:
     return AnswerLabel.INCORRECT, f"a polar (yes/no) gold: the prediction clearly answers {answer.word!r}, the opposite of the gold's {gold.word!r}"
 
 
+# ---------------------------------------------------------------- several candidates
+
+# Words that open a sentence without naming anything ("Sure, Paris"): never a candidate.
+_DISCOURSE_WORDS = frozenset(
+    {"sure", "well", "however", "indeed", "certainly", "actually", "okay", "ok", "so", "thus", "hence", "therefore", "alright",
+     "absolutely", "definitely", "basically", "honestly", "unfortunately", "fortunately", "interestingly", "note", "additionally",
+     "finally", "firstly", "secondly", "then", "now", "overall", "anyway", "again", "instead", "still", "yet", "otherwise", "sorry",
+     "great", "hello", "hi", "thanks", "historically", "originally", "currently", "today", "traditionally", "officially",
+     "technically", "generally", "typically", "usually", "initially", "ultimately", "eventually", "recently", "previously",
+     "formerly", "later", "earlier", "yesterday", "meanwhile", "besides", "furthermore", "moreover", "specifically"}
+)  # fmt: skip
+# Lower-case particles inside names ("Rio de Janeiro", "Ludwig van Beethoven").
+_NAME_PARTICLES = frozenset({"de", "da", "do", "dos", "das", "del", "della", "di", "du", "la", "le", "van", "von", "der", "den", "y", "bin", "al", "el"})
+# Lower-case words a name may hold besides particles ("Bank of America", "Tower of the Winds").
+_NAME_LOWER = _NAME_PARTICLES | {"of", "the", "and", "a", "an", "for", "on", "at", "upon"}
+_EDGE_PUNCT = re.compile(r"^[^\w]+|[^\w]+$")
+
+
+def _words_of(text: str) -> list[str]:
+    return [w for w in (_EDGE_PUNCT.sub("", w) for w in text.split()) if w]
+
+
+def _is_name(words: list[str]) -> bool:
+    """Every word capitalised but a few connecting words ("Bank of America", "Rio de Janeiro"), and
+    at least one capitalised word that is no function word ("The Hague", not "The")."""
+    if not all(w[0].isupper() or w.lower() in _NAME_LOWER for w in words):
+        return False
+    return any(w[0].isupper() and w.lower() not in _STOPWORDS for w in words)
+
+
+def _answer_kind(text: str) -> str:
+    """The gold's kind, for telling competing candidates: ``code`` (holds digits), ``cjk``,
+    ``name`` (every content word capitalised), else ``words``."""
+    if any(c.isdigit() for c in text):
+        return "code"
+    if any(is_cjk(c) for c in text):
+        return "cjk"
+    return "name" if _is_name(_words_of(text)) else "words"
+
+
+def _leading_name(item: str) -> str:
+    """The capitalised run that opens ``item`` ("Lyon" in "Lyon is larger"), name particles allowed
+    inside, ending at a comma-like mark (not at an abbreviation's dot: "Dr. Jane Doe")."""
+    run: list[str] = []
+    for raw in item.split():
+        word = _EDGE_PUNCT.sub("", raw)
+        if not ((word and word[0].isupper()) or (run and word.lower() in _NAME_PARTICLES)):
+            break
+        run.append(word)
+        if raw.endswith((",", ";", ":", "!", "?", ")")):
+            break
+    while run and run[-1].lower() in _NAME_PARTICLES:
+        run.pop()
+    return " ".join(run)
+
+
+def _other_candidates(gold: str, pred: str, th: AnswerThresholds) -> list[str]:
+    """Items the prediction lists besides the gold that are of the gold's kind (see the module doc).
+
+    The prediction is split like a list (commas, semicolons, "and", new lines, bullets). An item is
+    another candidate when it names something else than the gold (a content word the gold lacks)
+    and has the gold's shape: for a ``name`` gold, an item that is a short name ("Lyon", "Joe
+    Biden"), or, when the gold itself stands as an item, one that opens with a name ("Paris and
+    Lyon are both ..."); for a ``code`` gold, a short item with digits that is no plain number; for
+    ``cjk`` and ``words`` golds, a short item of content words only (at most one token longer than
+    the gold). Items in another script (a translation) or of another type (a number for a name)
+    are not candidates.
+    """
+    kind = _answer_kind(gold)
+    gold_toks = set(tokens(gold))
+    items = _split_list(pred)
+    limit = min(len(gold_toks) + 1, th.short_answer_tokens)
+    gold_is_item = kind == "name" and any(set(tokens(item)) == gold_toks or set(tokens(_leading_name(item))) == gold_toks for item in items)
+    found: list[str] = []
+    for item in items:
+        if kind == "name":
+            whole = _is_name(_words_of(item)) and len(tokens(item)) <= th.short_answer_tokens and _text_only(item)
+            candidate = item if whole else (_leading_name(item) if gold_is_item else "")
+            if any(is_cjk(c) for c in candidate):
+                continue
+        elif kind == "code":
+            candidate = item if any(c.isdigit() for c in item) and _as_number(item) is None else ""
+        elif kind == "cjk":
+            candidate = item if any(is_cjk(c) for c in item) else ""
+        else:
+            candidate = item if _text_only(item) and not any(is_cjk(c) for c in item) else ""
+        toks = tokens(candidate)
+        content = [t for t in toks if t not in _STOPWORDS and t not in _DISCOURSE_WORDS and t not in _POLAR]
+        if not content or all(t in gold_toks for t in content):
+            continue
+        if kind != "name" and (len(content) != len(toks) or len(toks) > limit):
+            continue
+        found.append(candidate)
+    return found
+
+
+def _no_other_candidates(gold: str, pred: str, ctx: _Ctx, reason: str) -> _Decision:
+    """``correct`` for ``reason``, unless the prediction lists other candidates of the gold's kind:
+    naming several is not answering, even when the gold is among them (a judge decides)."""
+    others = _other_candidates(gold, pred, ctx.th)
+    if others:
+        return None, f"the prediction lists several candidates of the gold's kind: the gold and {others[:3]!r}"[:300]
+    return AnswerLabel.CORRECT, reason
+
+
 def _judge_text(gold: str, pred: str, ctx: _Ctx) -> _Decision:
     norm_gold, norm_pred = normalize_answer_text(gold), normalize_answer_text(pred)
     if not norm_gold:  # gold is only punctuation: nothing to normalise
@@ -626,10 +743,10 @@ def _judge_text(gold: str, pred: str, ctx: _Ctx) -> _Decision:
     gold_toks, pred_toks = tokens(gold), tokens(pred)
     negated = bool(_negations(pred_toks) - _negations(gold_toks))
     if _contains_run(pred_toks, gold_toks) and not negated:
-        return AnswerLabel.CORRECT, "the gold appears word for word in the prediction"
+        return _no_other_candidates(gold, pred, ctx, "the gold appears word for word in the prediction")
     similarity = _f1(gold_toks, pred_toks)
     if similarity >= ctx.th.accept_similarity and not negated:
-        return AnswerLabel.CORRECT, f"token F1 {similarity:.2f} >= {ctx.th.accept_similarity}"
+        return _no_other_candidates(gold, pred, ctx, f"token F1 {similarity:.2f} >= {ctx.th.accept_similarity}")
     reject = ctx.th.reject_similarity
     if reject is not None and len(pred_toks) <= ctx.th.short_answer_tokens and similarity <= reject:
         return AnswerLabel.INCORRECT, f"short prediction, token F1 {similarity:.2f} <= {reject}"
@@ -653,6 +770,8 @@ def _judge_scalar(gold: Any, pred: Any, ctx: _Ctx) -> _Decision:
             return AnswerLabel.CORRECT, "every listed value equals the gold"
         if labels and all(label is AnswerLabel.INCORRECT for label in labels):
             return AnswerLabel.INCORRECT, "no listed value equals the gold"
+        if AnswerLabel.CORRECT in labels:  # several candidates are not an answer, the gold among them or not
+            return None, "a list of values for a single-value gold: the gold among other values"
         return None, "a list of values for a single-value gold"
     readings = _as_number(gold)
     if readings is None and isinstance(gold, str) and _NUMBER_WORDS.search(gold):

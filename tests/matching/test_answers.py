@@ -415,3 +415,47 @@ def test_golds_with_stray_whitespace_compare_trimmed():
     assert label([" Yes "], " no ") is I
     assert label(["Paris "], "  Paris") is C
     assert label([" 23"], "23") is C
+    assert label([" Paris"], "Paris, Lyon") is None
+
+
+# ---------------------------------------------------------------- several candidates
+
+
+@pytest.mark.parametrize(
+    ("gold", "prediction"),
+    [("Paris", "Paris, Lyon, Marseille"), ("Paris", "- Paris\n- Lyon\n- Marseille"), ("Paris", "1. Paris\n2. Lyon"),
+     ("Paris", "The candidates are Paris, Lyon and Marseille"), ("Paris", "Paris and Lyon are both in France"),
+     ("Paris", "PARIS; LYON"), ("Paris", "Paris, Rio de Janeiro"), ("Barack Obama", "Barack Obama, Joe Biden"),
+     ("Dr. Diego Silva", "Dr. Diego Silva, Dr. Jane Doe"), ("The Golden Anchor", "The Golden Anchor, The Silver Fork"),
+     ("blue", "blue, red and green"), ("cancelled", "cancelled, delayed"), ("北京", "北京、上海"), ("LJ137", "LJ137, LJ138"),
+     ("Paris", "Paris, France"),  # conservative: a shape cannot tell a qualifier from a rival
+     ("Paris", "The answer is Paris. Other large cities include Lyon, Marseille and Toulouse.")],
+)  # fmt: skip
+def test_several_candidates_of_the_gold_kind_are_not_an_answer(gold, prediction):
+    result = compare_answer([gold], prediction)
+    assert result.label is None, result.reason
+    assert result.reason.startswith("the prediction lists several candidates of the gold's kind")
+
+
+@pytest.mark.parametrize(
+    ("gold", "prediction"),
+    [("Paris", "The capital is Paris, a city of 2 million"), ("Paris", "The capital is Paris, a beautiful city"),
+     ("Paris", "Paris, the capital of France"), ("Paris", "Paris, which is the capital"), ("Paris", "Sure, Paris"),
+     ("Paris", "Historically, Paris was the capital"), ("Paris", "In 2010, Paris hosted it"), ("Paris", "Paris, Paris"),
+     ("Paris", "Paris, 巴黎"), ("Paris", "According to Wikipedia, the capital is Paris"), ("Barack Obama", "Obama, Barack"),
+     ("Washington, D.C.", "It is in Washington, D.C."), ("cancelled", "It was cancelled, as expected"),
+     ("北京", "北京，中国的首都"), ("LJ137", "LJ137, 2 hours"), ("Mikhail Chen", "The answer is Mikhail Chen. It has ranked in the top 21 every season since records began.")],
+)  # fmt: skip
+def test_the_gold_in_a_sentence_is_still_an_answer(gold, prediction):
+    assert label([gold], prediction) is C
+
+
+def test_candidates_in_a_structured_list_and_other_rules_that_keep_them_open():
+    assert compare_answer(["Paris"], ["Paris", "Lyon"]).reason.endswith("the gold among other values")
+    assert label(["Paris"], ["Paris", "Paris"]) is C  # the same value repeated
+    assert label(["Paris"], ["Lyon", "Nice"]) is I
+    assert label(["1912"], "It was either 1912 or 1913") is None  # numbers: the gold among other numbers
+    assert label([["Paris", "Lyon"]], "Paris, Lyon") is C  # a list gold answered by the list
+    th = AnswerThresholds(accept_similarity=0.7)  # the similarity pass keeps the rule too (F1 0.75 here)
+    assert label(["Fitzgerald John Kennedy"], "John Fitzgerald Kennedy, Robert Kennedy", thresholds=th) is None
+    assert label(["Fitzgerald John Kennedy"], "John Fitzgerald Kennedy, the president", thresholds=th) is C
