@@ -3,6 +3,31 @@
 ``compare_answer`` decides only what a rule can decide for certain; everything else comes back
 with ``label=None`` (inconclusive) so the judge stage sees it. Never a guess: a wrong "incorrect"
 costs a passing agent its score, a wrong "correct" hides a hallucination.
+
+Two rules keep a word-for-word match from deciding what it cannot:
+
+* **Yes/no golds are decided by the yes/no the prediction commits to.** A gold that is only a
+  polar word (``_POLAR_FAMILIES``: yes/no, true/false, correct/incorrect, right/wrong, 是/否/不是/没有,
+  对/错/不对; trimmed, any case) is matched by a prediction that clearly commits: the polar word
+  leads it (after "The answer is", "It's" ...) followed by the end, punctuation, a spaced dash or
+  an echo of the question ("No it isn't"), and nothing after it flips or hedges it (the opposite
+  polarity, a negation after "yes", a hedge, contrast or condition, a question mark anywhere). The
+  same polarity is ``correct``, the opposite ``incorrect``, within one family only (conventions
+  differ across families on negative questions). A polar word that is not the answer ("No doubt
+  it is the Nile"), both polarities, a hedge or a question back stay inconclusive. A gold that
+  leads with a yes/no and says more ("No, it is shorter") is ``incorrect`` against the opposite.
+* **Several candidates are not an answer.** A prediction that lists other candidates of the gold's
+  kind besides the gold does not pass because the gold is among them: inconclusive. It is split
+  like a list (commas, semicolons, "and", lines, bullets); the gold's *kind* is its shape. A
+  *name* (every content word capitalised: "Paris", "Rio de Janeiro") is rivalled by items that are
+  short names ("Lyon", "Joe Biden"), and, when the gold itself stands as an item, by items opening
+  with a name ("Paris and Lyon are both ..."); a *code* (holds digits: "LJ137") by short items with
+  digits; *words* and CJK golds by short items of content words only (at most one token longer than
+  the gold). "France" in "Paris, France" counts as a rival: a shape cannot tell a qualifier from
+  a competing name, so a judge decides. Not rivals: the sentence around the gold ("The capital is
+  Paris, a city of 2 million"), the gold repeated, parts of the gold ("Obama, Barack"), items of
+  another type (a number for a name) or script (a translation). Numbers have their own rule (the
+  gold among other numbers is inconclusive), and a list gold is compared as a list.
 """
 
 from __future__ import annotations
@@ -337,7 +362,25 @@ _STOPWORDS = frozenset(
      "的", "了", "是", "在", "和", "与", "及", "或", "也", "都", "就", "而", "其", "这", "那", "个", "之", "为", "以", "于", "把",
      "被", "对", "从", "向", "等", "吗", "呢", "吧", "啊", "我", "你", "他", "她", "它", "们", "有", "没", "不", "很", "答", "案"}
 )  # fmt: skip
-_POLAR = frozenset({"yes", "no", "true", "false", "correct", "incorrect", "right", "wrong", "是", "否", "对", "错", "不是", "没有"})
+# Polar answer words, each family a word and its opposites written in one convention. A yes/no
+# decision compares words of one family only: across families the conventions can differ (to
+# "Isn't the Nile shorter?", "No" and "True" can both mean it is not; Chinese 是 / 对 confirm the
+# question's framing, English "yes" asserts the proposition).
+_POLAR_FAMILIES: tuple[tuple[frozenset[str], frozenset[str]], ...] = (
+    (frozenset({"yes"}), frozenset({"no"})),
+    (frozenset({"true"}), frozenset({"false"})),
+    (frozenset({"correct"}), frozenset({"incorrect"})),
+    (frozenset({"right"}), frozenset({"wrong"})),
+    (frozenset({"是"}), frozenset({"否", "不是", "没有"})),
+    (frozenset({"对"}), frozenset({"错", "不对"})),
+)
+_POLARITY: dict[str, tuple[int, bool]] = {  # word -> (family, positive)
+    word: (family, positive)
+    for family, pair in enumerate(_POLAR_FAMILIES)
+    for positive, words in zip((True, False), pair, strict=True)
+    for word in words
+}  # fmt: skip
+_POLAR = frozenset(_POLARITY)
 
 
 def _english_digits(text: str) -> str:
@@ -498,20 +541,212 @@ def _judge_numeric(readings: tuple[float, ...], pred: Any, ctx: _Ctx) -> _Decisi
     return None, f"the prediction has several numbers, none equal to {gold_text}"
 
 
+# ---------------------------------------------------------------- yes/no golds
+
+_EMPHASIS = re.compile(r"[*_`\"“”]")  # markdown emphasis and quotes around an answer ("**No**, ...")
+_LATIN_POLAR_WORDS = "|".join(sorted((w for w in _POLARITY if w.isascii()), key=len, reverse=True))
+_CJK_POLAR_WORDS = "|".join(sorted((w for w in _POLARITY if not w.isascii()), key=len, reverse=True))
+# A polar word commits when it leads the text and is followed by the end, punctuation (not the dot
+# of "No. 5"), a spaced dash ("Yes - it is"), or a short echo of the question ("No it isn't").
+_LATIN_POLAR_LEAD = re.compile(
+    rf"^(?P<word>{_LATIN_POLAR_WORDS})(?:\s*(?:$|\.(?!\s*\d)|[,;:!…]|[–—]|-(?=\s|$))"
+    r"|\s+(?=(?:it|he|she|they|that|this|there|i|we|you)\s+(?:is|was|are|were|am|do|does|did|has|have|had|can|could|will|would|shall|should|may|might|must)(?:n['’]?t|['’]t)?\b))",
+    re.IGNORECASE,
+)
+_CJK_POLAR_LEAD = re.compile(rf"^(?P<word>{_CJK_POLAR_WORDS})(?:的|啊|呀|了)?\s*(?:$|[.,;:!…。，；：！、])")
+# After the polar word, these make the answer ambiguous: hedges, conditions, contrasts, alternatives.
+_HEDGE_WORDS = frozenset(
+    {"maybe", "perhaps", "probably", "possibly", "likely", "unlikely", "unsure", "uncertain", "unclear", "depends", "depending",
+     "sometimes", "partly", "partially", "somewhat", "arguably", "but", "however", "although", "though", "except", "unless",
+     "if", "whereas", "or", "either"}
+)  # fmt: skip
+# In Chinese, polar words, negators and hedges are characters inside words: any of them after the
+# answer's polar word leaves it open ("是的，它不是").
+_CJK_HEDGES = re.compile(r"[是否对错不没非未或但若]|可能|也许|大概|或许|如果|除非|要是|可是")
+
+
+@dataclass(frozen=True)
+class _PolarAnswer:
+    """The yes/no a text clearly commits to: its polar word, family and polarity, and whether the
+    text says nothing more (``bare``)."""
+
+    word: str
+    family: int
+    positive: bool
+    bare: bool
+
+
+def _polar_answer(text: str) -> _PolarAnswer | None:
+    """The yes/no ``text`` clearly commits to, or None.
+
+    It commits when a polar word leads it (framing phrases already stripped) followed by the end,
+    punctuation or an echo of the question, and nothing after that word flips or hedges it: no
+    question mark anywhere (a question back), no polar word of the opposite polarity ("No... yes"),
+    no hedge, condition or contrast ("Yes, but only in winter"), no negation after a positive word
+    ("Yes, it is not"), no negated polar word after a negative one ("No, it's not false").
+    """
+    body = _EMPHASIS.sub("", text).strip()
+    if "?" in body or "？" in body:
+        return None
+    m = _LATIN_POLAR_LEAD.match(body) or _CJK_POLAR_LEAD.match(body)
+    if m is None:
+        return None
+    word = m.group("word").lower()
+    family, positive = _POLARITY[word]
+    rest = body[m.end() :]
+    toks = tokens(rest)
+    if any(t in _HEDGE_WORDS for t in toks) or _CJK_HEDGES.search(rest):
+        return None
+    if any(_POLARITY[t][1] is not positive for t in toks if t in _POLARITY):
+        return None
+    if any(t in _NEGATION_WORDS for t in toks) and (positive or any(t in _POLARITY and t not in _NEGATION_WORDS for t in toks)):
+        return None
+    return _PolarAnswer(word, family, positive, bare=not toks)
+
+
+def _judge_polar(gold: _PolarAnswer, pred: str, same_text: bool) -> _Decision:
+    """A gold that is only a yes/no word: decided by the yes/no the prediction commits to, never by
+    the polar word merely occurring ("No doubt it is the Nile" answers neither yes nor no)."""
+    if "?" in pred or "？" in pred:
+        return None, f"a polar (yes/no) gold ({gold.word!r}): the prediction asks a question"
+    if same_text:
+        return AnswerLabel.CORRECT, "normalised exact match"
+    answer = _polar_answer(pred)
+    if answer is None:
+        return None, f"a polar (yes/no) gold ({gold.word!r}): the prediction does not clearly answer yes or no"
+    if answer.family != gold.family:
+        return None, f"a polar (yes/no) gold ({gold.word!r}): the prediction answers {answer.word!r}, a polar word of another convention"
+    if answer.positive is gold.positive:
+        return AnswerLabel.CORRECT, f"a polar (yes/no) gold: the prediction clearly answers {answer.word!r}, as the gold does"
+    return AnswerLabel.INCORRECT, f"a polar (yes/no) gold: the prediction clearly answers {answer.word!r}, the opposite of the gold's {gold.word!r}"
+
+
+# ---------------------------------------------------------------- several candidates
+
+# Words that open a sentence without naming anything ("Sure, Paris"): never a candidate.
+_DISCOURSE_WORDS = frozenset(
+    {"sure", "well", "however", "indeed", "certainly", "actually", "okay", "ok", "so", "thus", "hence", "therefore", "alright",
+     "absolutely", "definitely", "basically", "honestly", "unfortunately", "fortunately", "interestingly", "note", "additionally",
+     "finally", "firstly", "secondly", "then", "now", "overall", "anyway", "again", "instead", "still", "yet", "otherwise", "sorry",
+     "great", "hello", "hi", "thanks", "historically", "originally", "currently", "today", "traditionally", "officially",
+     "technically", "generally", "typically", "usually", "initially", "ultimately", "eventually", "recently", "previously",
+     "formerly", "later", "earlier", "yesterday", "meanwhile", "besides", "furthermore", "moreover", "specifically"}
+)  # fmt: skip
+# Lower-case particles inside names ("Rio de Janeiro", "Ludwig van Beethoven").
+_NAME_PARTICLES = frozenset({"de", "da", "do", "dos", "das", "del", "della", "di", "du", "la", "le", "van", "von", "der", "den", "y", "bin", "al", "el"})
+# Lower-case words a name may hold besides particles ("Bank of America", "Tower of the Winds").
+_NAME_LOWER = _NAME_PARTICLES | {"of", "the", "and", "a", "an", "for", "on", "at", "upon"}
+_EDGE_PUNCT = re.compile(r"^[^\w]+|[^\w]+$")
+
+
+def _words_of(text: str) -> list[str]:
+    return [w for w in (_EDGE_PUNCT.sub("", w) for w in text.split()) if w]
+
+
+def _is_name(words: list[str]) -> bool:
+    """Every word capitalised but a few connecting words ("Bank of America", "Rio de Janeiro"), and
+    at least one capitalised word that is no function word ("The Hague", not "The")."""
+    if not all(w[0].isupper() or w.lower() in _NAME_LOWER for w in words):
+        return False
+    return any(w[0].isupper() and w.lower() not in _STOPWORDS for w in words)
+
+
+def _answer_kind(text: str) -> str:
+    """The gold's kind, for telling competing candidates: ``code`` (holds digits), ``cjk``,
+    ``name`` (every content word capitalised), else ``words``."""
+    if any(c.isdigit() for c in text):
+        return "code"
+    if any(is_cjk(c) for c in text):
+        return "cjk"
+    return "name" if _is_name(_words_of(text)) else "words"
+
+
+def _leading_name(item: str) -> str:
+    """The capitalised run that opens ``item`` ("Lyon" in "Lyon is larger"), name particles allowed
+    inside, ending at a comma-like mark (not at an abbreviation's dot: "Dr. Jane Doe")."""
+    run: list[str] = []
+    for raw in item.split():
+        word = _EDGE_PUNCT.sub("", raw)
+        if not ((word and word[0].isupper()) or (run and word.lower() in _NAME_PARTICLES)):
+            break
+        run.append(word)
+        if raw.endswith((",", ";", ":", "!", "?", ")")):
+            break
+    while run and run[-1].lower() in _NAME_PARTICLES:
+        run.pop()
+    return " ".join(run)
+
+
+def _other_candidates(gold: str, pred: str, th: AnswerThresholds) -> list[str]:
+    """Items the prediction lists besides the gold that are of the gold's kind (see the module doc).
+
+    The prediction is split like a list (commas, semicolons, "and", new lines, bullets). An item is
+    another candidate when it names something else than the gold (a content word the gold lacks)
+    and has the gold's shape: for a ``name`` gold, an item that is a short name ("Lyon", "Joe
+    Biden"), or, when the gold itself stands as an item, one that opens with a name ("Paris and
+    Lyon are both ..."); for a ``code`` gold, a short item with digits that is no plain number; for
+    ``cjk`` and ``words`` golds, a short item of content words only (at most one token longer than
+    the gold). Items in another script (a translation) or of another type (a number for a name)
+    are not candidates.
+    """
+    kind = _answer_kind(gold)
+    gold_toks = set(tokens(gold))
+    items = _split_list(pred)
+    limit = min(len(gold_toks) + 1, th.short_answer_tokens)
+    gold_is_item = kind == "name" and any(set(tokens(item)) == gold_toks or set(tokens(_leading_name(item))) == gold_toks for item in items)
+    found: list[str] = []
+    for item in items:
+        if kind == "name":
+            whole = _is_name(_words_of(item)) and len(tokens(item)) <= th.short_answer_tokens and _text_only(item)
+            candidate = item if whole else (_leading_name(item) if gold_is_item else "")
+            if any(is_cjk(c) for c in candidate):
+                continue
+        elif kind == "code":
+            candidate = item if any(c.isdigit() for c in item) and _as_number(item) is None else ""
+        elif kind == "cjk":
+            candidate = item if any(is_cjk(c) for c in item) else ""
+        else:
+            candidate = item if _text_only(item) and not any(is_cjk(c) for c in item) else ""
+        toks = tokens(candidate)
+        content = [t for t in toks if t not in _STOPWORDS and t not in _DISCOURSE_WORDS and t not in _POLAR]
+        if not content or all(t in gold_toks for t in content):
+            continue
+        if kind != "name" and (len(content) != len(toks) or len(toks) > limit):
+            continue
+        found.append(candidate)
+    return found
+
+
+def _no_other_candidates(gold: str, pred: str, ctx: _Ctx, reason: str) -> _Decision:
+    """``correct`` for ``reason``, unless the prediction lists other candidates of the gold's kind:
+    naming several is not answering, even when the gold is among them (a judge decides)."""
+    others = _other_candidates(gold, pred, ctx.th)
+    if others:
+        return None, f"the prediction lists several candidates of the gold's kind: the gold and {others[:3]!r}"[:300]
+    return AnswerLabel.CORRECT, reason
+
+
 def _judge_text(gold: str, pred: str, ctx: _Ctx) -> _Decision:
     norm_gold, norm_pred = normalize_answer_text(gold), normalize_answer_text(pred)
     if not norm_gold:  # gold is only punctuation: nothing to normalise
         same = gold.strip().casefold() == pred.strip().casefold()
         return (AnswerLabel.CORRECT, "exact match") if same else (None, "gold has no words to compare")
+    polar = _polar_answer(gold)
+    if polar is not None and polar.bare:
+        return _judge_polar(polar, pred, norm_gold == norm_pred)
     if norm_gold == norm_pred:
         return AnswerLabel.CORRECT, "normalised exact match"
+    if polar is not None:  # the gold leads with a yes/no and says more: the opposite yes/no is wrong
+        answer = _polar_answer(pred)
+        if answer is not None and answer.family == polar.family and answer.positive is not polar.positive:
+            return AnswerLabel.INCORRECT, f"the prediction clearly answers {answer.word!r}, the opposite of the gold's {polar.word!r}"
     gold_toks, pred_toks = tokens(gold), tokens(pred)
     negated = bool(_negations(pred_toks) - _negations(gold_toks))
     if _contains_run(pred_toks, gold_toks) and not negated:
-        return AnswerLabel.CORRECT, "the gold appears word for word in the prediction"
+        return _no_other_candidates(gold, pred, ctx, "the gold appears word for word in the prediction")
     similarity = _f1(gold_toks, pred_toks)
     if similarity >= ctx.th.accept_similarity and not negated:
-        return AnswerLabel.CORRECT, f"token F1 {similarity:.2f} >= {ctx.th.accept_similarity}"
+        return _no_other_candidates(gold, pred, ctx, f"token F1 {similarity:.2f} >= {ctx.th.accept_similarity}")
     reject = ctx.th.reject_similarity
     if reject is not None and len(pred_toks) <= ctx.th.short_answer_tokens and similarity <= reject:
         return AnswerLabel.INCORRECT, f"short prediction, token F1 {similarity:.2f} <= {reject}"
@@ -535,6 +770,8 @@ def _judge_scalar(gold: Any, pred: Any, ctx: _Ctx) -> _Decision:
             return AnswerLabel.CORRECT, "every listed value equals the gold"
         if labels and all(label is AnswerLabel.INCORRECT for label in labels):
             return AnswerLabel.INCORRECT, "no listed value equals the gold"
+        if AnswerLabel.CORRECT in labels:  # several candidates are not an answer, the gold among them or not
+            return None, "a list of values for a single-value gold: the gold among other values"
         return None, "a list of values for a single-value gold"
     readings = _as_number(gold)
     if readings is None and isinstance(gold, str) and _NUMBER_WORDS.search(gold):
@@ -543,6 +780,8 @@ def _judge_scalar(gold: Any, pred: Any, ctx: _Ctx) -> _Decision:
         return _judge_numeric(readings, pred, ctx)
     gold_text = _text(gold)
     bare = _as_number(pred)
+    if bare is not None and bare[0] in (0.0, 1.0) and (polar := _polar_answer(gold_text)) is not None and polar.bare:
+        return None, f"a polar (yes/no) gold ({polar.word!r}): a bare {_number_text(bare[0])} may stand for yes or no"
     if bare is not None and _text_only(gold_text) and not any(_any_close(values, bare, ctx.rel) for values in _content(gold_text)[2]):
         return AnswerLabel.INCORRECT, f"a bare number for a gold that is text ({gold_text!r})"  # unless it says the number: "team of three"
     return _judge_text(gold_text, _text(pred), ctx)

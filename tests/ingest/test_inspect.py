@@ -82,6 +82,26 @@ def test_json_and_eval_of_one_run_read_the_same():
     assert json_tasks.tasks["1"].turns[0].gold_answers == [" Yes"]
 
 
+@pytest.mark.parametrize("name", ["inspect_ai_log_formats.json", "inspect_ai_log_formats.eval"])
+def test_the_popularity_answer_is_decided_and_agrees_with_the_scorer(name):
+    """The real run answers "No" to a target stored as " Yes" (untrimmed, as the log has it): the
+    yes/no rule decides it, without a judge, as the log's own `match` scorer did ("I")."""
+    from judge import Check, FailureStage, VerdictLabel
+    from pipelines.config import GradingConfig
+    from pipelines.grade_case import grade_case
+
+    tasks, items = read(shared(name))
+    (item,) = items
+    task = tasks.tasks[str(item.trajectory.task_id)]
+    assert task.turns[0].gold_answers == [" Yes"] and item.trajectory.final_answer == "No"  # reaches the answer check untrimmed
+    case = grade_case(task, item.trajectory, GradingConfig())
+    result = case.result()
+    assert (result.verdict, result.failure_stage, result.decided_by) == (VerdictLabel.FAIL, FailureStage.ANSWER_CORRECTNESS, "deterministic")
+    assert "clearly answers 'no', the opposite of the gold's 'yes'" in case.turns[0].checks[Check.ANSWER].reason
+    (label,) = item.trajectory.external_labels
+    assert (label.source, label.passed) == ("inspect:match", False)  # the scorer's verdict, which ours agrees with
+
+
 def test_tool_errors_fail_their_steps(fixtures):
     _, items = read(fixtures / "inspect_tool_call_errors.json")
     (item,) = items

@@ -352,3 +352,110 @@ def test_value_in_text_over_a_prepared_haystack_equals_leaf_by_leaf(value, outpu
     expected = _value_in_text_leaf_by_leaf(value, output)
     assert value_in_text(value, hay) == expected
     assert value_in_text(value, output) == expected
+
+
+# ---------------------------------------------------------------- yes/no golds
+
+
+@pytest.mark.parametrize(
+    ("gold", "prediction"),
+    [("Yes", "No"), (" Yes", "No"), ("yes", "No."), ("yes", "The answer is no"), ("Yes", "No, the river is shorter"),
+     ("no", "Yes - it is"), ("no", "**Yes**, it is."), ("No", "Yes it is"), ("true", "False"), ("correct", "Incorrect."),
+     ("是", "否"), ("是", "不是，长江更长"), ("对", "不对"), ("没有", "是的。")],
+)  # fmt: skip
+def test_a_yes_no_gold_against_the_opposite_clear_answer_is_incorrect(gold, prediction):
+    result = compare_answer([gold], prediction)
+    assert result.label is I
+    assert "polar (yes/no) gold" in result.reason and "the opposite of the gold's" in result.reason
+
+
+@pytest.mark.parametrize(
+    ("gold", "prediction"),
+    [("Yes", "Yes"), (" Yes", "yes"), ("no", "No, the river is shorter"), ("yes", "Yes - it is"), ("yes", "Yes—it is"),
+     ("no", "No it isn't"), ("no", "No, it is not."), ("yes", "Yes, that is correct"), ("是", "是的。"), ("不是", "否")],
+)  # fmt: skip
+def test_a_yes_no_gold_against_the_same_clear_answer_is_correct(gold, prediction):
+    assert label([gold], prediction) is C
+
+
+@pytest.mark.parametrize(
+    ("gold", "prediction", "why"),
+    [("no", "No... yes", "does not clearly answer"),  # both polarities (was a pass: "no" appears word for word)
+     ("yes", "Yes, it is not", "does not clearly answer"),  # a negation after "yes" may flip it
+     ("yes", "Yes it isn't", "does not clearly answer"),
+     ("no", "No, it's not false", "does not clearly answer"),  # a negated polar word after "no"
+     ("yes", "No doubt it is the Nile", "does not clearly answer"),  # the polar word is not the answer
+     ("no", "No doubt it is the Nile", "does not clearly answer"),  # (was a pass)
+     ("no", "There is no doubt that it is", "does not clearly answer"),  # (was a pass)
+     ("yes", "Yes, but only in winter", "does not clearly answer"),
+     ("yes", "Yes, or maybe no", "does not clearly answer"),
+     ("yes", "I think yes", "does not clearly answer"),
+     ("no", "No-one knows", "does not clearly answer"),
+     ("yes", "Yes?", "asks a question"),  # (was a pass: same words)
+     ("no", "No. Would you like me to check the tributaries?", "asks a question"),
+     ("是", "是的，它不是", "does not clearly answer"),
+     ("yes", "True.", "another convention"),  # to a negative question "no" and "true" can agree
+     ("是", "yes", "another convention"),
+     ("yes", "1", "may stand for yes or no")],  # (was incorrect: "a bare number for a text gold")
+)  # fmt: skip
+def test_an_ambiguous_answer_to_a_yes_no_gold_stays_inconclusive(gold, prediction, why):
+    result = compare_answer([gold], prediction)
+    assert result.label is None, result.reason
+    assert why in result.reason
+
+
+def test_a_gold_that_leads_with_a_yes_no_is_incorrect_against_the_opposite():
+    assert label(["No, it is shorter"], "Yes.") is I
+    assert label(["No, it is shorter"], "No.") is None  # same yes/no, but the gold says more: a judge decides
+    assert label(["No, it is shorter"], "No, it is shorter.") is C
+
+
+def test_golds_with_stray_whitespace_compare_trimmed():
+    assert label([" Yes"], "Yes") is C
+    assert label([" Yes "], " no ") is I
+    assert label(["Paris "], "  Paris") is C
+    assert label([" 23"], "23") is C
+    assert label([" Paris"], "Paris, Lyon") is None
+
+
+# ---------------------------------------------------------------- several candidates
+
+
+@pytest.mark.parametrize(
+    ("gold", "prediction"),
+    [("Paris", "Paris, Lyon, Marseille"), ("Paris", "- Paris\n- Lyon\n- Marseille"), ("Paris", "1. Paris\n2. Lyon"),
+     ("Paris", "The candidates are Paris, Lyon and Marseille"), ("Paris", "Paris and Lyon are both in France"),
+     ("Paris", "PARIS; LYON"), ("Paris", "Paris, Rio de Janeiro"), ("Barack Obama", "Barack Obama, Joe Biden"),
+     ("Dr. Diego Silva", "Dr. Diego Silva, Dr. Jane Doe"), ("The Golden Anchor", "The Golden Anchor, The Silver Fork"),
+     ("blue", "blue, red and green"), ("cancelled", "cancelled, delayed"), ("北京", "北京、上海"), ("LJ137", "LJ137, LJ138"),
+     ("Paris", "Paris, France"),  # conservative: a shape cannot tell a qualifier from a rival
+     ("Paris", "The answer is Paris. Other large cities include Lyon, Marseille and Toulouse.")],
+)  # fmt: skip
+def test_several_candidates_of_the_gold_kind_are_not_an_answer(gold, prediction):
+    result = compare_answer([gold], prediction)
+    assert result.label is None, result.reason
+    assert result.reason.startswith("the prediction lists several candidates of the gold's kind")
+
+
+@pytest.mark.parametrize(
+    ("gold", "prediction"),
+    [("Paris", "The capital is Paris, a city of 2 million"), ("Paris", "The capital is Paris, a beautiful city"),
+     ("Paris", "Paris, the capital of France"), ("Paris", "Paris, which is the capital"), ("Paris", "Sure, Paris"),
+     ("Paris", "Historically, Paris was the capital"), ("Paris", "In 2010, Paris hosted it"), ("Paris", "Paris, Paris"),
+     ("Paris", "Paris, 巴黎"), ("Paris", "According to Wikipedia, the capital is Paris"), ("Barack Obama", "Obama, Barack"),
+     ("Washington, D.C.", "It is in Washington, D.C."), ("cancelled", "It was cancelled, as expected"),
+     ("北京", "北京，中国的首都"), ("LJ137", "LJ137, 2 hours"), ("Mikhail Chen", "The answer is Mikhail Chen. It has ranked in the top 21 every season since records began.")],
+)  # fmt: skip
+def test_the_gold_in_a_sentence_is_still_an_answer(gold, prediction):
+    assert label([gold], prediction) is C
+
+
+def test_candidates_in_a_structured_list_and_other_rules_that_keep_them_open():
+    assert compare_answer(["Paris"], ["Paris", "Lyon"]).reason.endswith("the gold among other values")
+    assert label(["Paris"], ["Paris", "Paris"]) is C  # the same value repeated
+    assert label(["Paris"], ["Lyon", "Nice"]) is I
+    assert label(["1912"], "It was either 1912 or 1913") is None  # numbers: the gold among other numbers
+    assert label([["Paris", "Lyon"]], "Paris, Lyon") is C  # a list gold answered by the list
+    th = AnswerThresholds(accept_similarity=0.7)  # the similarity pass keeps the rule too (F1 0.75 here)
+    assert label(["Fitzgerald John Kennedy"], "John Fitzgerald Kennedy, Robert Kennedy", thresholds=th) is None
+    assert label(["Fitzgerald John Kennedy"], "John Fitzgerald Kennedy, the president", thresholds=th) is C
