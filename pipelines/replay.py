@@ -49,7 +49,8 @@ class Replayer:
 
     def replay(self, task: Task, trajectory: Trajectory, turns: TurnsMode = "auto") -> list[TurnReplay] | None:
         """One replay per aligned turn (``pipelines.alignment``, the grader's alignment). A call a
-        policy blocked is never executed."""
+        policy blocked is never executed; a call runs under the name grading reads
+        (``Task.tool_names``: ``math_factorial`` runs ``math.factorial``)."""
         if task.environment is None:
             return None
         env = self.environment(task.environment)
@@ -60,6 +61,7 @@ class Replayer:
         else:
             reference = self._reference(task, env)
         predicted_session = env.session(cache=self.cache)
+        names = task.tool_names
         replays = []
         for (turn, traj_turn), (ref_results, ref_state) in zip(alignment.pairs, reference, strict=True):
             predicted: list[ExecResult] = []
@@ -68,8 +70,8 @@ class Replayer:
                     predicted.append(ExecResult(ok=False, error="blocked by policy: not executed"))
                 elif not executed(step):  # re-executing it would grade a call that never ran
                     predicted.append(ExecResult(ok=False, error=step.error or "not executed"))
-                else:
-                    predicted.append(predicted_session.execute(step.name, step.arguments, label=step.call_id))
+                else:  # under the name of the tool it means, as grading reads it (Task.tool_names)
+                    predicted.append(predicted_session.execute(names.resolve(step.name), step.arguments, label=step.call_id))
             replays.append(
                 TurnReplay(
                     turn_id=turn.turn_id,
@@ -113,7 +115,7 @@ class Replayer:
     def _involves_writes(task: Task, trajectory: Trajectory, env: Environment) -> bool:
         if any(t.side_effect == "write" for t in task.tools):
             return True
-        names = {c.name for t in task.turns for c in t.reference_calls} | {s.name for s in trajectory.steps}
+        names = {c.name for t in task.turns for c in t.reference_calls} | {task.tool_names.resolve(s.name) for s in trajectory.steps}
         return any(env.is_write(n) for n in names)
 
 

@@ -67,6 +67,7 @@ from judge.core._task import (
     Turn,
     dependency_order,
 )
+from judge.core._tool_names import MAX_TOOL_NAME, ToolNames, sanitise_tool_name
 from judge.core._trajectory import ExternalLabel, Step, StepStatus, TokenUsage, Trajectory, TrajectoryTurn, label_passed, looks_like_error, normalise_status
 from judge.core._verdict import AbstainReason, DecisiveStep, Evidence, EvidenceKind, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
 
@@ -77,6 +78,7 @@ __all__ = [
     "FAILURE_STAGE_ORDER",
     "MATERIAL_FOR_RUBRIC",
     "MAX_DEPTH",
+    "MAX_TOOL_NAME",
     "RECOVERY_OUTCOMES",
     "REMOVED_MARK",
     "RUBRIC_FOR_CHECK",
@@ -144,6 +146,7 @@ __all__ = [
     "TaskMetadata",
     "TokenUsage",
     "TooDeep",
+    "ToolNames",
     "ToolOutputShown",
     "ToolSpec",
     "Trajectory",
@@ -181,6 +184,7 @@ __all__ = [
     "pattern_full_match",
     "pattern_search",
     "response_key",
+    "sanitise_tool_name",
     "strip_instructions",
     "strip_instructions_deep",
     "text_nesting_error",

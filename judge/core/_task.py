@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from judge.core._extras import Open
 from judge.core._patterns import compile_pattern
+from judge.core._tool_names import ToolNames
 
 
 def _as_str_id(value: Any) -> Any:
@@ -443,6 +444,14 @@ class Task(BaseModel):
 
     def tool(self, name: str) -> ToolSpec | None:
         return self.tool_index.get(name)
+
+    @cached_property
+    def tool_names(self) -> ToolNames:
+        """What a called name means (``judge.core._tool_names``) among the task's tools: the declared
+        ones, or with none declared the tools its reference calls name."""
+        if self.tools:
+            return ToolNames(self.tool_index)
+        return ToolNames(c.name for turn in self.turns for c in turn.reference_calls)
 
     def is_write(self, name: str) -> bool:
         spec = self.tool_index.get(name)

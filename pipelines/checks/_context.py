@@ -11,7 +11,9 @@ from pipelines.config import GradingConfig
 
 @dataclass(frozen=True)
 class StepView:
-    """A predicted step as grading sees it: replay (when available) overrides the recorded result.
+    """A predicted step as grading sees it: replay (when available) overrides the recorded result,
+    and ``step`` carries the name of the tool the call means (``Task.tool_names``: a sanitised name
+    such as ``math_factorial`` read as ``math.factorial``), so every check reads the same name.
 
     ``ok``: the call ran and ``result`` is what it returned. ``failed``: it changed nothing (a tool
     error, a blocked call). Neither: the call was made but its outcome is unknown (no result
@@ -22,6 +24,14 @@ class StepView:
     ok: bool
     result: Any
     failed: bool = False
+    written_name: str | None = None  # the name the agent wrote, when grading reads it as another tool's
+
+    @property
+    def name_note(self) -> str:
+        """What evidence about this step adds when its name was read back from a sanitised one."""
+        if self.written_name is None:
+            return ""
+        return f" (matched after name sanitisation: {self.written_name} -> {self.step.name})"
 
     @property
     def made(self) -> bool:
@@ -64,23 +74,28 @@ def build_context(
     prior_outputs: list[Any] | None = None,
     calls_before: int = 0,
 ) -> TurnContext:
-    """Merge the recorded trajectory with an optional replay (``pipelines.replay.TurnReplay``)."""
+    """Merge the recorded trajectory with an optional replay (``pipelines.replay.TurnReplay``);
+    each step's name is read as the task's tool it means (the recorded step is left as written)."""
     raw_steps = traj_turn.steps if traj_turn else []
     views: list[StepView] = []
-    for i, step in enumerate(raw_steps):
+    names = task.tool_names
+    for i, recorded in enumerate(raw_steps):
+        step = names.resolve_step(recorded)
+        written = recorded.name if step is not recorded else None
         if step.status == "blocked":  # a refused call was never executed, replay or not
-            views.append(StepView(i, step, False, step.result, failed=True))
+            ok, result, failed = False, step.result, True
         elif replay is not None and i < len(replay.predicted):
             res = replay.predicted[i]
             if res.ok and (step.status == "error" or step.fault is not None):
                 # the agent saw this call fail (a tool error, an injected fault): replay cannot undo that
-                views.append(StepView(i, step, False, parse_json_text(step.result) if step.result is not None else step.error, failed=True))
+                ok, result, failed = False, parse_json_text(step.result) if step.result is not None else step.error, True
             else:
-                views.append(StepView(i, step, res.ok, parse_json_text(res.result) if res.ok else res.error, failed=not res.ok))
+                ok, result, failed = res.ok, parse_json_text(res.result) if res.ok else res.error, not res.ok
         elif step.fault is not None:  # an injected fault: what came back is not the tool's answer
-            views.append(StepView(i, step, False, parse_json_text(step.result), failed=True))
+            ok, result, failed = False, parse_json_text(step.result), True
         else:
-            views.append(StepView(i, step, step.ok, parse_json_text(step.result), failed=step.failed))
+            ok, result, failed = step.ok, parse_json_text(step.result), step.failed
+        views.append(StepView(i, step, ok, result, failed=failed, written_name=written))
     if replay is not None:
         ref_out: list[Any] | None = [parse_json_text(r.result) if r.ok else None for r in replay.reference]
     else:

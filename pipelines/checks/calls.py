@@ -2,6 +2,9 @@
 argument values).
 
 Invariants, each a general rule:
+- A step's name is the tool it means (``StepView``, ``Task.tool_names``): a name that is no known
+  tool but the sanitised form of exactly one (``math_factorial`` for ``math.factorial``, as
+  function-calling APIs require) is that tool, and every message about the step says so.
 - A failed call (error status, a blocked call, or an error replayed) changed nothing: it never
   satisfies a reference call and is never an unexpected side effect; it still tells *where* the
   agent broke. A call with no recorded result (and no replay) was *made* with an unknown outcome: it
@@ -179,7 +182,8 @@ class _CallMatcher:
                 continue
             if st.index in self.order_violations:
                 st.stage, st.attempt = FailureStage.TOOL_SELECTION, self.order_violations[st.index]
-                st.problems = [f"{ref.name} was called (step {self.order_violations[st.index]}) before the calls it depends on ({', '.join(ref.depends_on)})"]
+                early = self.ctx.steps[self.order_violations[st.index]]
+                st.problems = [f"{ref.name} was called (step {early.index}{early.name_note}) before the calls it depends on ({', '.join(ref.depends_on)})"]
                 continue
             attempts = [v for v in self.ctx.steps if v.step.name == ref.name and v.index not in self.used]
             if attempts:
@@ -189,10 +193,10 @@ class _CallMatcher:
                 if d.matches:  # the right call, but it failed
                     st.stage = FailureStage.ARGUMENT_VALUES
                     why = best.step.error or best.result or best.status
-                    st.problems = [f"{ref.name} was called as expected at step {best.index} but failed ({best.status}): {why!r}"[:300]]
+                    st.problems = [f"{ref.name} was called as expected at step {best.index}{best.name_note} but failed ({best.status}): {why!r}"[:300]]
                 else:
                     st.stage = d.stage
-                    st.problems = [f"step {best.index}: {p}" for p in d.problems]
+                    st.problems = [f"step {best.index}{best.name_note}: {p}" for p in d.problems]
             elif self.task.is_write(ref.name) or not turn.has_answer_spec:
                 st.stage = FailureStage.TOOL_SELECTION
                 st.problems = [f"{ref.name} was never called"]
@@ -226,7 +230,7 @@ class _CallMatcher:
                 attempts_left[name] -= 1
                 continue
             what = "write" if self.task.is_write(name) else "call"
-            surplus.append((view.index, FailureStage.TOOL_SELECTION, f"surplus {what} {name} at step {view.index}"))
+            surplus.append((view.index, FailureStage.TOOL_SELECTION, f"surplus {what} {name} at step {view.index}{view.name_note}"))
         return surplus
 
     def order_edges(self) -> tuple[int, int]:
@@ -275,13 +279,14 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
     for st in status:
         ref = refs[st.index]
         if st.satisfied_by is not None:
-            unknown = ctx.steps[st.satisfied_by].status == "unknown"
+            view = ctx.steps[st.satisfied_by]
+            unknown = "; no result recorded" if view.status == "unknown" else ""
             evidence.append(
                 Evidence(
                     kind=EvidenceKind.MATCHED_RESPONSE if st.how == "response" else EvidenceKind.MATCHED_STRUCTURAL,
                     reference=st.index,
                     step=st.satisfied_by,
-                    message=f"{ref.name} satisfied by step {st.satisfied_by} ({st.how})" + ("; no result recorded" if unknown else ""),
+                    message=f"{ref.name} satisfied by step {st.satisfied_by} ({st.how}){view.name_note}{unknown}",
                     tool=ref.name,
                     expected={"name": ref.name, "arguments": ref.arguments},
                 )

@@ -1,7 +1,7 @@
 """Policy check: the machine-checkable part of a tool-use policy, per call.
 
 Rules (each violation is evidence naming the step):
-- ``allowed_tools`` / ``forbidden_tools`` by tool name;
+- ``allowed_tools`` / ``forbidden_tools`` by tool name (the name a call means: ``StepView``);
 - ``max_calls`` counts every attempted call over the whole trajectory (failed ones too: an attempt
   costs what the policy limits), the violation is flagged on the call that exceeds it;
 - ``read_only`` forbids attempting any tool whose spec says ``side_effect="write"``;
@@ -33,19 +33,23 @@ def policy_violations(ctx: TurnContext, policy: Policy) -> list[Evidence]:
     task = ctx.task
     source_rules = [r for r in policy.allowed_sources if r.turn_id in (None, ctx.turn.turn_id)]
     for view in ctx.steps:
-        step, i = view.step, view.index
+        step, i, note = view.step, view.index, view.name_note
         name = step.name
         if policy.allowed_tools is not None and name not in policy.allowed_tools:
-            found.append(Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"tool {name!r} is not in the allowed tools", actual=name))
+            found.append(
+                Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"tool {name!r} is not in the allowed tools{note}", actual=name)
+            )
         if name in policy.forbidden_tools:
-            found.append(Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"tool {name!r} is forbidden", actual=name))
+            found.append(Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"tool {name!r} is forbidden{note}", actual=name))
         if policy.max_calls is not None and ctx.calls_before + i + 1 == policy.max_calls + 1:
             found.append(
                 Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"call {ctx.calls_before + i + 1} exceeds max_calls={policy.max_calls}")
             )
         if policy.read_only and task.is_write(name):
             found.append(
-                Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"write tool {name!r} called under a read-only policy", actual=name)
+                Evidence(
+                    kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"write tool {name!r} called under a read-only policy{note}", actual=name
+                )
             )
         for ban in policy.forbidden_arguments:
             if ban.tool not in ("*", name) or ban.argument not in step.arguments:
@@ -56,7 +60,7 @@ def policy_violations(ctx: TurnContext, policy: Policy) -> list[Evidence]:
                 hit = pattern_search(ban.pattern, _as_text(value))
             if hit:
                 found.append(
-                    Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"forbidden value for {name}.{ban.argument}", actual=value)
+                    Evidence(kind=EvidenceKind.POLICY_VIOLATION, step=i, tool=name, message=f"forbidden value for {name}.{ban.argument}{note}", actual=value)
                 )
         for rule in source_rules:
             spec = task.tool(name)
@@ -67,7 +71,7 @@ def policy_violations(ctx: TurnContext, policy: Policy) -> list[Evidence]:
                         kind=EvidenceKind.POLICY_VIOLATION,
                         step=i,
                         tool=name,
-                        message=f"source {source!r} of {name!r} not allowed in turn {ctx.turn.turn_id} (allowed: {rule.allowed})",
+                        message=f"source {source!r} of {name!r} not allowed in turn {ctx.turn.turn_id} (allowed: {rule.allowed}){note}",
                         actual=source,
                     )
                 )

@@ -3,7 +3,8 @@ step satisfied which reference call according to the graded result.
 
 Turns are aligned exactly as the grader aligns them (``pipelines.alignment``: one episode for a
 one-goal task, else per message). The step-to-reference map is read from the
-calls check's ``matched_*`` evidence, so the metrics agree with the verdict by construction.
+calls check's ``matched_*`` evidence, so the metrics agree with the verdict by construction; a
+step's name is the tool it means, as grading reads it (``Task.tool_names``).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def align(task: Task, trajectory: Trajectory, result: TrajectoryResult, turns: T
     views: list[TurnView] = []
     pairs = align_turns(task, trajectory, turns).pairs
     for (turn, traj_turn), graded in zip(pairs, [*result.turns, *([None] * (len(pairs) - len(result.turns)))], strict=True):
-        steps = traj_turn.steps if traj_turn is not None else []
+        steps = [task.tool_names.resolve_step(s) for s in traj_turn.steps] if traj_turn is not None else []
         view = TurnView(turn.turn_id, turn.reference_calls, steps)
         calls = next((c for c in graded.checks if c.check == Check.CALLS), None) if graded is not None else None
         for e in calls.evidence if calls is not None else ():

@@ -25,14 +25,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from judge import Step, Task, TokenUsage, Trajectory, TrajectoryTurn, Turn
+from judge import Step, Task, TokenUsage, ToolNames, Trajectory, TrajectoryTurn, Turn
 from pipelines.runner._caller import ModelCaller
 from pipelines.runner._conversation import Conversation, ModelReply, ToolCall, ToolReply, ToolResults, UserMessage
 from pipelines.runner._faults import FaultPlan, malformed
 from pipelines.runner._gate import PolicyGate
 from pipelines.runner._prompt import harness_id, system_prompt
 from pipelines.runner._shortlist import ToolMenu
-from pipelines.runner.agents import wire_name
 from pipelines.runner.tools import ToolSession
 
 INJECTED_ERROR = "injected fault: the tool is unavailable"
@@ -76,8 +75,9 @@ class _Run:
         self.settings = settings
         self.source = source
         self.gate = PolicyGate(job.task) if settings.enforce_policy else None
-        # the providers see sanitised tool names (wire_name); steps record and execute the real ones
-        self.real_names = {wire_name(t.name): t.name for t in reversed(menu.tools)}
+        # the providers see sanitised tool names (sanitise_tool_name); steps record and execute the
+        # tool a called name means (an ambiguous one, two tools sanitising alike, stays as called)
+        self.names = ToolNames(menu.names)
         self.budget = call_budget(job.task, settings.max_steps)
         self.calls = 0  # proposed calls recorded so far (whole trajectory)
         self.rounds = 0
@@ -164,7 +164,7 @@ class _Run:
         return reply
 
     async def _execute(self, call: ToolCall, round_index: int, turn: Turn, earlier: list[Step], calls_before: int) -> tuple[Step, ToolReply]:
-        name = call.name if call.name in self.menu.names else self.real_names.get(call.name, call.name)
+        name = self.names.resolve(call.name)
         base: dict[str, Any] = {"name": name, "arguments": call.arguments or {}, "call_id": call.id, "round": round_index}
 
         def answer(content: str, is_error: bool) -> ToolReply:

@@ -186,3 +186,41 @@ def test_sample_trajectories_replay_as_their_profiles_say(sample_tasks, sample_t
             pairs = [(s, p) for s, p in zip(turn.steps, rep.predicted, strict=True) if s.fault is None]
             assert [s.ok for s, _ in pairs] == [p.ok for _, p in pairs], traj.trajectory_id
             assert [s.result for s, p in pairs if s.ok] == [p.result for _, p in pairs if p.ok], traj.trajectory_id
+
+
+def test_a_call_by_a_sanitised_name_replays_the_tool_it_means(tmp_path):
+    """``items_rename`` (the name a function-calling API allows for ``items.rename``) runs
+    ``items.rename``: the write lands and the final state equals the reference's."""
+    from data.build._toolkit import Domain, Table, endpoint, write, write_domain
+    from pipelines.config import GradingConfig
+    from pipelines.grade_case import grade_case
+
+    items = Table("items", "CREATE TABLE items (item_id INTEGER PRIMARY KEY, name TEXT NOT NULL)", [(1, "a"), (2, "b")])
+    tools = [
+        endpoint("items.get", "One item.", {"item_id": (int, "Id.")}, "SELECT * FROM items WHERE item_id = :item_id", "row"),
+        write(
+            "items.rename", "Rename an item.", {"item_id": (int, "Id."), "name": (str, "New name.")}, ["UPDATE items SET name = :name WHERE item_id = :item_id"]
+        ),
+    ]
+    write_domain(Domain("dotted", [items], tools, []), tmp_path)
+    task = Task.model_validate(
+        {
+            "task_id": "t-dots",
+            "environment": "dotted",
+            "question": "Rename item 1 to z.",
+            "reference_calls": [{"name": "items.rename", "arguments": {"item_id": 1, "name": "z"}}],
+        }
+    )
+    trajectory = Trajectory.model_validate(
+        {
+            "task_id": "t-dots",
+            "trajectory_id": "d",
+            "steps": [{"name": "items_rename", "arguments": {"item_id": 1, "name": "z"}, "result": "ok"}],
+            "final_answer": "done",
+        }
+    )
+    (replay,) = Replayer(tmp_path).replay(task, trajectory)
+    assert replay.predicted[0].ok and replay.reference_state is not None and replay.predicted_state == replay.reference_state
+    result = grade_case(task, trajectory, GradingConfig(), replay=[replay]).result()
+    assert result.verdict == "pass", result.turns[0].checks
+    assert trajectory.steps[0].name == "items_rename"

@@ -5,7 +5,7 @@ Follows ``simple_function_checker`` and its helpers (``type_checker``, ``standar
 ShishirPatil/gorilla, file
 ``berkeley-function-call-leaderboard/bfcl/eval_checker/ast_eval/ast_checker.py`` at commit
 32d6e6522b221aeba9cbda260ae3f9153b5a2222 (read for this purpose; written anew here, Python
-language only, no model-specific function-name conversion). It is a test oracle: our
+language only; the model-specific function-name conversion ``convert_func_name`` as a flag). It is a test oracle: our
 ``compare_argument`` must agree with it on the rule set both implement (test_bfcl_agreement.py).
 
 The quirks are kept on purpose, because they are what the leaderboard does:
@@ -126,10 +126,14 @@ def check_list_of_dicts(value: list, possible: list) -> Result:
     return result
 
 
-def simple_function_checker(func_description: dict, model_output: dict, possible_answer: dict) -> Result:
-    """``model_output`` is ``{name: {param: value}}``; ``possible_answer`` ``{name: {param: [values]}}``."""
+def simple_function_checker(func_description: dict, model_output: dict, possible_answer: dict, underscore_to_dot: bool = False) -> Result:
+    """``model_output`` is ``{name: {param: value}}``; ``possible_answer`` ``{name: {param: [values]}}``.
+    ``underscore_to_dot``: the model is an FC model BFCL flags so (``convert_func_name``: OpenAI-style
+    APIs refuse ``.`` in a name, so the expected name is compared with ``.`` -> ``_``)."""
     possible = next(iter(possible_answer.values()))
     name = func_description["name"]
+    if underscore_to_dot and "." in name:
+        name = re.sub(r"\.", "_", name)
     properties = func_description["parameters"]["properties"]
     required = func_description["parameters"]["required"]
     if name not in model_output:

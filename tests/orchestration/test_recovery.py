@@ -118,3 +118,22 @@ def test_a_dialogue_graded_as_one_episode_recovers_across_user_messages():
     )
     o = orchestration(task([MEDALS_7]), tr)
     assert [outcome(e) for e in o.recovery] == [("retried_fixed", True, 1)] and o.rounds_used == 2
+
+
+def test_a_retry_under_the_tools_declared_name_is_the_same_tool_as_its_sanitised_name():
+    """``medals_get`` (a sanitised name) failed, then ``medals.get`` succeeded: one tool, retried."""
+    from judge import Task
+
+    dotted = {**MEDALS_7, "name": "medals.get"}
+    t = Task.model_validate(
+        {
+            "task_id": "t",
+            "question": "How many medals?",
+            "tools": [{"name": "medals.get"}, {"name": "medal_count"}],
+            "reference_calls": [dotted],
+            "gold_answer": "3",
+        }
+    )
+    steps = [step("medals_get", "Error: athlete_id is required", status="error"), step("medals.get", {"gold": 3}, athlete_id=7)]
+    got = orchestration(t, trajectory(steps)).recovery
+    assert [outcome(e) for e in got] == [("retried_fixed", True, 1)] and got[0].tool == "medals.get"

@@ -282,6 +282,20 @@ def test_tool_names_providers_reject_are_sanitised_on_the_wire_only(tmp_path, se
     assert first["name"] == "olympics.lookup" and "unknown tool 'olympics.lookup'" in first["error"]  # executed under its real name
 
 
+def test_a_wire_name_two_tools_share_is_recorded_as_the_model_sent_it(tmp_path, server):
+    """``olympics.lookup`` and ``olympics/lookup`` both go out as ``olympics_lookup``: a call by that
+    name could mean either, so it is not guessed (``judge.ToolNames``, the rule grading applies too)."""
+    dotted = {"name": "olympics.lookup", "description": "Look something up.", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}
+    slashed = {**dotted, "name": "olympics/lookup"}
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [games_task("clash", 2008, tools=[*tools_of("olympics"), dotted, slashed])])
+    script(server, {"2008": [[Act((Call("olympics_lookup", {"q": "2008"}),)), Act((Call("get_games_by_year", {"year": 2008}),)), Say(host_city(2008))]]})
+    res = invoke(*run_args(tmp_path, "openai", tasks, "out", "--no-grade"))
+    assert res.exit_code == 0, res.output
+    [trajectory] = read_jsonl(tmp_path / "out" / "trajectories.jsonl")
+    first = trajectory["turns"][0]["steps"][0]
+    assert first["name"] == "olympics_lookup" and "unknown tool 'olympics_lookup'" in first["error"]
+
+
 def test_the_run_grades_with_its_judge_settings_recorded_and_every_core(tmp_path, server, monkeypatch):
     """``judge run`` grades like ``judge grade``: the panel's settings travel with the grading (an
     interrupted grading resumes with them; ``--workers`` shards judge calls with them) and the

@@ -8,7 +8,7 @@ The prefix is a provider kind or an alias from the config file's ``[providers.<a
 from __future__ import annotations
 
 from judge.llm import ProviderConfig
-from pipelines.runner.agents._base import AgentCallError, AgentConfigError, AgentModel, Sampling, parse_arguments, wire_name
+from pipelines.runner.agents._base import AgentCallError, AgentConfigError, AgentModel, Sampling, parse_arguments
 from pipelines.runner.agents.anthropic import AnthropicAgent
 from pipelines.runner.agents.openai import OpenAIAgent
 
@@ -49,5 +49,4 @@ __all__ = [
     "create_agent",
     "parse_agent_name",
     "parse_arguments",
-    "wire_name",
 ]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -116,16 +115,6 @@ class AgentModel(ABC):
         if self._client is not None:
             await self._client.close()
             self._client = None
-
-
-_NOT_WIRE = re.compile(r"[^a-zA-Z0-9_-]")
-MAX_NAME = 64
-
-
-def wire_name(name: str) -> str:
-    """A tool name as both providers accept it (``^[a-zA-Z0-9_-]{1,64}$``): BFCL's ``math.factorial``
-    is declared as ``math_factorial``; the loop maps the model's calls back to the real name."""
-    return _NOT_WIRE.sub("_", name)[:MAX_NAME] or "_"
 
 
 def parse_arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from judge import ToolSpec
+from judge import ToolSpec, sanitise_tool_name
 from pipelines.runner._conversation import Conversation, ModelReply, ToolCall, ToolResults, UserMessage
-from pipelines.runner.agents._base import AgentCallError, AgentModel, as_object, classify, label_text, reply_text, token_count, tool_call, wire_name
+from pipelines.runner.agents._base import AgentCallError, AgentModel, as_object, classify, label_text, reply_text, token_count, tool_call
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 4096
@@ -60,7 +60,7 @@ class AnthropicAgent(AgentModel):
             "messages": messages,
         }
         if tools:
-            payload["tools"] = [{"name": wire_name(t.name), "description": t.description, "input_schema": t.parameters} for t in tools]
+            payload["tools"] = [{"name": sanitise_tool_name(t.name), "description": t.description, "input_schema": t.parameters} for t in tools]
         return payload
 
     def preload(self) -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from judge import ToolSpec
+from judge import ToolSpec, sanitise_tool_name
 from pipelines.runner._conversation import Conversation, ModelReply, ToolResults, UserMessage
-from pipelines.runner.agents._base import AgentCallError, AgentModel, as_object, classify, label_text, reply_text, token_count, tool_call, wire_name
+from pipelines.runner.agents._base import AgentCallError, AgentModel, as_object, classify, label_text, reply_text, token_count, tool_call
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -42,7 +42,7 @@ class OpenAIAgent(AgentModel):
         payload: dict[str, Any] = {"model": self.model, "messages": messages, "seed": seed}
         if tools:
             payload["tools"] = [
-                {"type": "function", "function": {"name": wire_name(t.name), "description": t.description, "parameters": t.parameters}} for t in tools
+                {"type": "function", "function": {"name": sanitise_tool_name(t.name), "description": t.description, "parameters": t.parameters}} for t in tools
             ]
         if self.sampling.temperature is not None:
             payload["temperature"] = self.sampling.temperature
