@@ -12,6 +12,7 @@ starts fast.
 from typing import TYPE_CHECKING, Any
 
 from pipelines.env._catalog import describe_environment, list_environments
+from pipelines.env._labels import has_reference
 
 __all__ = [
     "BM25Index",
@@ -21,6 +22,7 @@ __all__ = [
     "Session",
     "UnknownEnvironment",
     "describe_environment",
+    "has_reference",
     "list_environments",
     "load_environment",
     "tokenize",
