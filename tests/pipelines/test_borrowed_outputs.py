@@ -2,17 +2,20 @@
 to a reference call whose output the task records takes that output as grounding evidence: only
 for a declared read tool, identical arguments (schema defaults filled, canonical JSON), the same
 state, and never instead of a result of its own. Each rule with the case it allows and the cases
-it refuses."""
+it refuses; then the same on VAKRA predictions whose call lost its response."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from judge import Check, FailureStage, Outcome, Task, Trajectory, VerdictLabel
+from pipelines.grade_run import GradeOptions, run_grading
 from tests.pipelines.helpers import BOOK, MEDALS, grade, task, traj
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
 LENT = "the answer value '42' appears in the output of the identical reference call get_medals (step 0 recorded no result)"
 REF = {"name": "get_medals", "arguments": {"athlete_id": 7}, "expected_output": {"medals": 42}}
 
@@ -198,3 +201,27 @@ def test_the_groundedness_material_shows_the_borrowed_output_marked():
         task([REF], gold=None, gold_answer_pattern="42"), traj([{**unknown("get_medals", athlete_id=7), "result": 42}], answer="42 medals since 1896")
     )
     assert "borrowed" not in recorded.request_for(0, Check.GROUNDING).material["tool_outputs"][0]  # a recorded output's wire form is unchanged
+
+
+# ---- real format: VAKRA predictions whose call lost its response ---------------------------------
+def _grade_vakra(tmp_path: Path, tool_specs: Path | None) -> dict[str, dict]:
+    out = tmp_path / ("specs" if tool_specs else "plain")
+    run_grading(
+        GradeOptions(tasks=FIXTURES / "vakra_ground_truth.jsonl", trajectories=FIXTURES / "vakra_predictions_unexecuted.jsonl", out=out, tool_specs=tool_specs)
+    )
+    return {r["trajectory_id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+
+
+def test_vakra_prediction_without_its_response_is_grounded_in_the_ground_truth_response(tmp_path):
+    results = _grade_vakra(tmp_path, FIXTURES / "vakra_tool_specs.json")
+    right = results["cut-right"]
+    assert (right["verdict"], right["decided_by"]) == ("pass", "deterministic")
+    check = next(c for c in right["turns"][0]["checks"] if c["check"] == "grounding")
+    assert (
+        check["reason"]
+        == "the answer value ['New York Rangers'] appears in the output of the identical reference call get_champion (step 0 recorded no result)"
+    )
+    assert (results["cut-wrong"]["verdict"], results["cut-wrong"]["failure_stage"]) == ("fail", "answer_correctness")
+    # without tool specs the task declares no tool, so no tool is marked read: nothing is borrowed
+    plain = _grade_vakra(tmp_path, None)["cut-right"]
+    assert plain["verdict"] == "unresolved" and plain["unresolved_stages"] == ["answer_grounding"]
