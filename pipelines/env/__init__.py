@@ -12,7 +12,6 @@ starts fast.
 from typing import TYPE_CHECKING, Any
 
 from pipelines.env._catalog import describe_environment, list_environments
-from pipelines.env._labels import has_reference
 
 __all__ = [
     "BM25Index",
@@ -29,6 +28,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from pipelines.env._labels import has_reference
     from pipelines.env._retriever import BM25Index, tokenize
     from pipelines.env._runtime import DomainError, Environment, ExecResult, Session, UnknownEnvironment, load_environment
 
@@ -40,6 +40,7 @@ _LAZY = {
     "ExecResult": "_runtime",
     "Session": "_runtime",
     "UnknownEnvironment": "_runtime",
+    "has_reference": "_labels",
     "load_environment": "_runtime",
 }
 
