@@ -46,7 +46,7 @@ from judge import (
 )
 from pipelines.alignment import TurnAlignmentError, align
 from pipelines.attribution import attribute_trajectory, attribute_turn
-from pipelines.checks import WATERFALL, CallMatching, TurnContext, build_context, dependents, evaluation_order, instruction_evidence, policy_gates
+from pipelines.checks import WATERFALL, CallMatching, StepView, TurnContext, build_context, dependents, evaluation_order, instruction_evidence, policy_gates
 from pipelines.config import GradingConfig
 from pipelines.orchestration import assess_orchestration
 from pipelines.scoring import TurnFacts, compute_scores
@@ -309,8 +309,21 @@ def _material_model(ctx: TurnContext, check: Check) -> BaseModel:
             document = ctx.task.policy.text if ctx.task.policy is not None else None
             return OpenEndedMaterial(question=turn.query, criteria=turn.criteria or [], answer=answer, policy_document=document)
         return AnswerMaterial(question=turn.query, gold_answers=turn.gold_answers, answer=answer)
-    outputs_shown = [ToolOutputShown(step=v.index, name=v.step.name, arguments=v.step.arguments, result=_clip(v.result)) for v in ctx.steps if v.status == "ok"]
+    outputs_shown = [_output_shown(v) for v in ctx.steps if v.status == "ok" or v.borrowed_from is not None]
     return GroundednessMaterial(question=turn.query, answer=answer, tool_outputs=outputs_shown)
+
+
+def _output_shown(view: StepView) -> ToolOutputShown:
+    """A successful step's result, or the output a no-result step borrows, marked as such."""
+    if view.borrowed_from is None:
+        return ToolOutputShown(step=view.index, name=view.step.name, arguments=view.step.arguments, result=_clip(view.result))
+    return ToolOutputShown(
+        step=view.index,
+        name=view.step.name,
+        arguments=view.step.arguments,
+        result=_clip(view.borrowed),
+        borrowed=f"no result was recorded for this call; result is the recorded output of the identical reference call {view.borrowed_from} ({view.step.name})",
+    )
 
 
 __all__ = ["CHECK_ORDER", "GradedCase", "grade_case"]

@@ -8,7 +8,7 @@ Materials per rubric (all JSON-serialisable; the rubric renders them as delimite
 - trajectory_sufficiency: {question, gold_answers: list | None,
                            reference_calls: [{name, arguments, output?}],
                            predicted_calls: [{name, arguments, status, result}]}
-- groundedness:           {question, answer, tool_outputs: [{step, name, arguments, result}]}
+- groundedness:           {question, answer, tool_outputs: [{step, name, arguments, result, borrowed?}]}
 - policy_adherence:       {policy: str, question, calls: [{step, turn_id, name, arguments, status}]}
 - step_equivalence:       {reference_call: {name, arguments}, predicted_call: {name, arguments},
                            tool: ToolSpec-as-dict | None}

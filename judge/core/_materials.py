@@ -46,12 +46,24 @@ class ReferenceCallShown(BaseModel):
 
 
 class ToolOutputShown(BaseModel):
+    """A tool output a groundedness judge weighs. ``borrowed`` (left out of the wire form when
+    unset, so existing materials keep their cache keys) says the log recorded no result for this
+    call and ``result`` is the recorded output of the identical reference call."""
+
     model_config = _Closed
 
     step: int
     name: str
     arguments: dict[str, Any]
     result: Any = None
+    borrowed: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_unborrowed(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("borrowed") is None:
+            data.pop("borrowed", None)
+        return data
 
 
 class PolicyCallShown(BaseModel):

@@ -37,6 +37,7 @@ class EvidenceKind(StrEnum):
     ANSWER = "answer"
     REQUIRED_CONTENT = "required_content"
     INSTRUCTION_LIKE_TEXT = "instruction_like_text"  # text addressed to the grader: set aside, kept from judges
+    BORROWED_OUTPUT = "borrowed_output"  # a call with no recorded result takes the output of the identical reference call
 
 
 class Evidence(BaseModel):

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge import Step, Task, Trajectory, TrajectoryTurn, Turn, parse_json_text
+from pipelines.checks._borrowed import borrow_outputs
 from pipelines.config import GradingConfig
 
 
@@ -17,7 +18,9 @@ class StepView:
 
     ``ok``: the call ran and ``result`` is what it returned. ``failed``: it changed nothing (a tool
     error, a blocked call). Neither: the call was made but its outcome is unknown (no result
-    recorded, no replay); it counts for selection, names and values, never as evidence."""
+    recorded, no replay); it counts for selection, names and values, never as evidence, except
+    that an unknown-outcome call identical to a reference call whose output the task records may
+    borrow that output for grounding (``borrowed_from``, ``borrowed``: see ``_borrowed``)."""
 
     index: int  # index within the turn's steps
     step: Step
@@ -25,6 +28,8 @@ class StepView:
     result: Any
     failed: bool = False
     written_name: str | None = None  # the name the agent wrote, when grading reads it as another tool's
+    borrowed_from: int | None = None  # the identical reference call whose recorded output stands in
+    borrowed: Any = None  # that output (parsed)
 
     @property
     def name_note(self) -> str:
@@ -99,6 +104,7 @@ def build_context(
     if replay is not None:
         ref_out: list[Any] | None = [parse_json_text(r.result) if r.ok else None for r in replay.reference]
     else:
+        views = borrow_outputs(task, turn, trajectory, traj_turn, views)  # the no-result case: replay gave every step a result
         ref_out = [parse_json_text(c.expected_output) if c.has_expected_output else None for c in turn.reference_calls]
     return TurnContext(
         task=task,

@@ -8,7 +8,8 @@ Invariants, each a general rule:
 - A failed call (error status, a blocked call, or an error replayed) changed nothing: it never
   satisfies a reference call and is never an unexpected side effect; it still tells *where* the
   agent broke. A call with no recorded result (and no replay) was *made* with an unknown outcome: it
-  counts for selection, names and values like a successful one, but its result is no evidence.
+  counts for selection, names and values like a successful one, but its result is no evidence
+  (only grounding may take the recorded output of an identical reference call: ``_borrowed``).
 - An advisory reference call (``required=False``, or a read under ``grading="outcome"``) is matched
   and reported when it is satisfied; its absence never fails the check nor leaves it inconclusive.
 - With ``extra_calls="forbid"`` (BFCL) every made call must satisfy a reference call: a surplus call

@@ -21,12 +21,14 @@ __all__ = [
     "Session",
     "UnknownEnvironment",
     "describe_environment",
+    "has_reference",
     "list_environments",
     "load_environment",
     "tokenize",
 ]
 
 if TYPE_CHECKING:
+    from pipelines.env._labels import has_reference
     from pipelines.env._retriever import BM25Index, tokenize
     from pipelines.env._runtime import DomainError, Environment, ExecResult, Session, UnknownEnvironment, load_environment
 
@@ -38,6 +40,7 @@ _LAZY = {
     "ExecResult": "_runtime",
     "Session": "_runtime",
     "UnknownEnvironment": "_runtime",
+    "has_reference": "_labels",
     "load_environment": "_runtime",
 }
 
