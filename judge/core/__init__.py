@@ -67,7 +67,19 @@ from judge.core._task import (
     Turn,
     dependency_order,
 )
-from judge.core._trajectory import ExternalLabel, Step, StepStatus, TokenUsage, Trajectory, TrajectoryTurn, label_passed, looks_like_error, normalise_status
+from judge.core._trajectory import (
+    EndedEarly,
+    EndedEarlyKind,
+    ExternalLabel,
+    Step,
+    StepStatus,
+    TokenUsage,
+    Trajectory,
+    TrajectoryTurn,
+    label_passed,
+    looks_like_error,
+    normalise_status,
+)
 from judge.core._verdict import AbstainReason, Evidence, EvidenceKind, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
 
 __all__ = [
@@ -97,6 +109,8 @@ __all__ = [
     "DifficultyTier",
     "Disagreement",
     "DuplicateKey",
+    "EndedEarly",
+    "EndedEarlyKind",
     "ErrorEntry",
     "Escalator",
     "Evidence",

@@ -35,6 +35,7 @@ class EvidenceKind(StrEnum):
     POLICY_VIOLATION = "policy_violation"
     ANSWER = "answer"
     REQUIRED_CONTENT = "required_content"
+    ENDED_EARLY = "ended_early"  # the run stopped (a limit, a crash) before the agent finished: no answer delivered
     INSTRUCTION_LIKE_TEXT = "instruction_like_text"  # text addressed to the grader: set aside, kept from judges
 
 
