@@ -43,7 +43,7 @@ from judge import (
 )
 from pipelines.alignment import TurnAlignmentError, align
 from pipelines.attribution import attribute_trajectory, attribute_turn
-from pipelines.checks import WATERFALL, CallMatching, TurnContext, build_context, dependents, evaluation_order, instruction_evidence
+from pipelines.checks import WATERFALL, CallMatching, TurnContext, build_context, dependents, evaluation_order, instruction_evidence, policy_gates
 from pipelines.config import GradingConfig
 from pipelines.orchestration import assess_orchestration
 from pipelines.scoring import TurnFacts, compute_scores
@@ -59,7 +59,7 @@ class TurnState:
     checks: dict[Check, StageResult]
     facts: TurnFacts
     asked: set[Check] = field(default_factory=set)  # escalated already (decided or left open)
-    nothing_to_check: str | None = None  # the task specifies nothing for this turn: unresolved, never asked
+    open_reason: str | None = None  # why the turn cannot pass on what is checked here: unresolved, never asked
 
 
 @dataclass
@@ -75,7 +75,7 @@ class GradedCase:
     # ---- escalation -------------------------------------------------------------------------
     def next_escalation(self) -> tuple[int, Check] | None:
         for ti, ts in enumerate(self.turns):
-            if ts.nothing_to_check is not None and not any(c.outcome == Outcome.MISMATCH for c in ts.checks.values()):
+            if ts.open_reason is not None and not any(c.outcome == Outcome.MISMATCH for c in ts.checks.values()):
                 continue
             mismatch_seen = False
             for check in CHECK_ORDER:
@@ -129,7 +129,7 @@ class GradedCase:
 
     # ---- result -----------------------------------------------------------------------------
     def result(self) -> TrajectoryResult:
-        turn_results = [attribute_turn(ts.ctx.turn.turn_id, [ts.checks[c] for c in CHECK_ORDER], ts.nothing_to_check) for ts in self.turns]
+        turn_results = [attribute_turn(ts.ctx.turn.turn_id, [ts.checks[c] for c in CHECK_ORDER], ts.open_reason) for ts in self.turns]
         verdict, stage, unresolved, decided_by = attribute_trajectory(turn_results)
         for ts in self.turns:
             ts.facts.answer = ts.checks[Check.ANSWER]
@@ -200,20 +200,32 @@ def _evaluate(ctx: TurnContext) -> TurnState:
             matching = outcome.detail
     assert matching is not None  # the calls check is part of the waterfall
     facts = TurnFacts(ctx, matching, checks[Check.POLICY], checks[Check.ANSWER])
-    return TurnState(ctx=ctx, checks=checks, facts=facts, nothing_to_check=_nothing_to_check(ctx, matching))
+    return TurnState(ctx=ctx, checks=checks, facts=facts, open_reason=_open_reason(ctx, matching))
 
 
-def _nothing_to_check(ctx: TurnContext, matching: CallMatching) -> str | None:
-    """Why the turn has nothing to check, or None. Something to check: a required reference call,
-    an answer specification (gold, pattern, criteria, required content), a policy, a ban on extra
-    calls, or a final state compared by replay."""
+def _open_reason(ctx: TurnContext, matching: CallMatching) -> str | None:
+    """Why the turn cannot pass on what is checked here, or None: it specifies nothing to check, or
+    it gates on assertions only the benchmark's own environment evaluates. Something to check: a
+    required reference call, an answer specification (gold, pattern, criteria, required content), a
+    gating policy, a ban on extra calls, a final state compared by replay, or a turn that states its
+    reference calls with none required (it expects no write: the calls check decides)."""
     task, turn = ctx.task, ctx.turn
+    if turn.environment_assertions:
+        return (
+            f"needs the environment: {len(turn.environment_assertions)} assertion(s) on the end state gate this task "
+            "and only the benchmark's own environment evaluates them"
+        )
     if any(not st.advisory for st in matching.refs) or turn.has_answer_spec or task.extra_calls == "forbid":
         return None
-    if task.policy is not None and (task.policy.has_rules or task.policy.text):
+    if task.policy is not None and policy_gates(task.policy, ctx.config):
         return None
     if ctx.reference_state is not None and ctx.predicted_state is not None:
         return None
+    if turn.states_calls and task.final_state == "checked":
+        unknown = sorted({v.step.name for v in ctx.steps if v.made and task.tool(v.step.name) is None})
+        if not unknown:
+            return None  # no write expected: the calls check passes it or fails it at the first write
+        return f"nothing to check: the turn expects no write, but the task does not declare {unknown}, so whether they write is unknown"
     return "nothing to check: the task gives no required reference call, no answer specification and no policy for this turn"
 
 
@@ -276,7 +288,8 @@ def _material_model(ctx: TurnContext, check: Check) -> BaseModel:
         )
     if check == Check.ANSWER:
         if turn.gold_answers is None:
-            return OpenEndedMaterial(question=turn.query, criteria=turn.criteria or [], answer=answer)
+            document = ctx.task.policy.text if ctx.task.policy is not None else None
+            return OpenEndedMaterial(question=turn.query, criteria=turn.criteria or [], answer=answer, policy_document=document)
         return AnswerMaterial(question=turn.query, gold_answers=turn.gold_answers, answer=answer)
     outputs_shown = [ToolOutputShown(step=v.index, name=v.step.name, arguments=v.step.arguments, result=_clip(v.result)) for v in ctx.steps if v.status == "ok"]
     return GroundednessMaterial(question=turn.query, answer=answer, tool_outputs=outputs_shown)

@@ -33,6 +33,7 @@ class EvidenceKind(StrEnum):
     EXTRA_WRITE = "extra_write"  # a surplus call (a write, or any call when extra calls are forbidden)
     STATE_MISMATCH = "state_mismatch"  # the final state differs from the reference's
     POLICY_VIOLATION = "policy_violation"
+    POLICY_NOT_AUDITED = "policy_not_audited"  # a domain-wide policy document kept as judge context, not audited
     ANSWER = "answer"
     REQUIRED_CONTENT = "required_content"
     ENDED_EARLY = "ended_early"  # the run stopped (a limit, a crash) before the agent finished: no answer delivered

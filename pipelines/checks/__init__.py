@@ -9,7 +9,7 @@ from pipelines.checks._waterfall import CheckOutcome, WaterfallCheck, dependents
 from pipelines.checks.answer import AnswerCheck, instruction_evidence
 from pipelines.checks.calls import CallMatching, CallsCheck, match_calls
 from pipelines.checks.grounding import GroundingCheck
-from pipelines.checks.policy import PolicyCheck, policy_violations
+from pipelines.checks.policy import PolicyCheck, policy_gates, policy_violations
 
 WATERFALL: tuple[WaterfallCheck, ...] = (PolicyCheck(), CallsCheck(), AnswerCheck(), GroundingCheck())
 
@@ -29,5 +29,6 @@ __all__ = [
     "evaluation_order",
     "instruction_evidence",
     "match_calls",
+    "policy_gates",
     "policy_violations",
 ]

@@ -9,7 +9,10 @@ Rules (each violation is evidence naming the step):
   string as written, anything else as JSON), linear in the text whatever the pattern;
 - ``allowed_sources`` per turn: a call's source is its tool's ``source`` kind, or its name.
 An attempted violation counts even if the call failed: the policy governs behaviour, not effects.
-A policy with plain text only cannot be checked by a machine -> inconclusive (policy rubric).
+A policy with plain text only cannot be checked by a machine -> inconclusive (policy rubric), unless
+it is a benchmark's domain-wide policy document (``Policy.scope="domain"``): that is context for the
+judges, audited only with ``--policy-text gate``; otherwise the check is skipped with a
+``policy_not_audited`` evidence item, which the summary counts.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 from judge import Check, Evidence, EvidenceKind, FailureStage, Outcome, Policy, StageResult, pattern_search
 from pipelines.checks._context import TurnContext
 from pipelines.checks._waterfall import CheckOutcome
+from pipelines.config import GradingConfig
 from pipelines.matching import values_equal
 
 
@@ -94,6 +98,10 @@ class PolicyCheck:
                 reason=violations[0].message,
                 evidence=violations,
             )
+        if not policy.has_rules and not policy_gates(policy, ctx.config):
+            reason = "domain-wide policy document: context for the judges, not audited (--policy-text gate audits it)"
+            evidence = [Evidence(kind=EvidenceKind.POLICY_NOT_AUDITED, message=reason)]
+            return StageResult(check=self.check, outcome=Outcome.SKIPPED, reason=reason, evidence=evidence)
         if not policy.has_rules:
             return StageResult(
                 check=self.check,
@@ -101,3 +109,11 @@ class PolicyCheck:
                 reason="plain-text policy without machine-checkable rules",
             )
         return StageResult(check=self.check, outcome=Outcome.MATCH, reason="no rule violated")
+
+
+def policy_gates(policy: Policy, config: GradingConfig) -> bool:
+    """Whether the policy can decide a verdict: machine rules and per-task text always; a domain-wide
+    policy document's text only when the run asks for it (``policy_text = "gate"``)."""
+    if policy.has_rules or (policy.text and policy.scope == "task"):
+        return True
+    return bool(policy.text) and config.policy_text == "gate"
