@@ -77,6 +77,8 @@ class AnswerCheck:
         prediction = ctx.traj_turn.final_answer if ctx.traj_turn is not None else None
         if ctx.ended_early is not None:
             return ended_early_result(ctx, prediction)
+        if ctx.traj_turn is None and turn.has_answer_spec:  # never reached: nothing was said, so nothing wrong
+            return self._mismatch("missing", f"the trajectory has no turn {turn.turn_id}", None, turn.gold_answers)
         told: list[Evidence] = []
         if turn.required_content:
             messages = _agent_messages(ctx)
@@ -113,8 +115,6 @@ class AnswerCheck:
                     return self._mismatch("missing", "no answer to judge against the criteria", prediction, None)
                 return StageResult(check=self.check, outcome=Outcome.INCONCLUSIVE, reason="open-ended answer: judged against its criteria")
             return StageResult(check=self.check, outcome=Outcome.SKIPPED, reason="no gold answer (call-only task)")
-        if ctx.traj_turn is None:
-            return self._mismatch("missing", f"the trajectory has no turn {turn.turn_id}", None, turn.gold_answers)
         match = compare_answer(turn.gold_answers, prediction, ordered=turn.answer_ordered, tolerance=turn.answer_tolerance, thresholds=thresholds_from(ctx))
         flagged = [instruction_evidence(match.instructions)] if match.instructions else []
         if match.label is None:

@@ -164,3 +164,11 @@ def test_a_trajectory_that_finished_has_no_ended_turn_and_writes_no_field():
     assert "ended_early" not in json.loads(tr.model_dump_json(exclude_none=True))
     with pytest.raises(ValidationError):
         traj(STEPS, ended_early={"kind": "limit"})  # a reason is required
+
+
+def test_a_turn_never_reached_is_missing_whatever_its_answer_specification():
+    spec = [{"required_content": ["14"]}, {"gold_answer_pattern": "^1"}, {"criteria": ["says a number"]}, {"gold_answer": "1"}]
+    for extra in spec:
+        t = Task.model_validate({"task_id": "t1", "turns": [{"turn_id": 1, "query": "a", "gold_answer": "1"}, {"turn_id": 2, "query": "b", **extra}]})
+        case = grade(t, _two([{"turn_id": 1, "final_answer": "1"}], ended=LIMIT))
+        assert (answer(case, 1).label, answer(case, 1).reason) == ("missing", "the trajectory has no turn 2"), extra
