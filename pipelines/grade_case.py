@@ -191,7 +191,9 @@ def grade_case(
     replay: list[Any] | None = None,
 ) -> GradedCase:
     """Run every deterministic check of every turn (turns aligned by ``config.turns``, see
-    ``pipelines.alignment``). Raises ``InputError`` when the turns cannot be aligned."""
+    ``pipelines.alignment``). A run that ended early (``Trajectory.ended_early``) is marked on the
+    turn it stopped in (the answer check fails it there). Raises ``InputError`` when the turns
+    cannot be aligned."""
     try:
         alignment = align(task, trajectory, config.turns)
     except TurnAlignmentError as exc:
@@ -199,9 +201,12 @@ def grade_case(
     states: list[TurnState] = []
     prior_outputs: list[Any] = []
     calls_before = 0
+    stopped = trajectory.ended_turn
     for i, (turn, traj_turn) in enumerate(alignment.pairs):
         rep = replay[i] if replay else None
-        ctx = build_context(task, turn, trajectory, traj_turn, config, replay=rep, prior_outputs=prior_outputs, calls_before=calls_before)
+        # the turn the run stopped in: the episode holding it, or the message turn itself
+        ended = trajectory.ended_early if stopped is not None and (alignment.episode or traj_turn is stopped) else None
+        ctx = build_context(task, turn, trajectory, traj_turn, config, replay=rep, prior_outputs=prior_outputs, calls_before=calls_before, ended_early=ended)
         states.append(_evaluate(ctx))
         prior_outputs = prior_outputs + [v.result for v in ctx.steps if v.ok]
         calls_before += len(ctx.steps)

@@ -26,6 +26,7 @@ OUTCOME_COLORS = {
     "recovered_later": "#91cf60",
     "repeated_unchanged": "#fc8d59",
     "gave_up": "#d7301f",
+    "cut_off": "#969696",
 }
 MAX_TOOL_ROWS = 30
 TOP_AGENTS, TOP_TOOLS = 8, 5  # per failure mode in the tables (the summary keeps all)
@@ -34,6 +35,11 @@ NO_DATA = "no orchestration figures in this run's summary.json (graded before th
 
 def _r(x: Any) -> Any:
     return None if x is None else round(float(x), 6)
+
+
+def _outcomes(group: dict[str, Any]) -> dict[str, int]:
+    """Every outcome's count, 0 for one a summary written before it existed does not list."""
+    return {o: int(group["outcomes"].get(o, 0)) for o in RECOVERY_OUTCOMES}
 
 
 def section(run: RunData) -> dict[str, Any] | None:
@@ -48,7 +54,7 @@ def recovery_table(run: RunData, key: str) -> pd.DataFrame:
     orch = section(run)
     groups = (orch or {}).get("recovery", {}).get(f"by_{key}", {})
     rows = [
-        {key: name, "failed_calls": g["failed_calls"], "recovered_calls": g["recovered_calls"], "recovery_rate": _r(g["recovery_rate"]), **g["outcomes"]}
+        {key: name, "failed_calls": g["failed_calls"], "recovered_calls": g["recovered_calls"], "recovery_rate": _r(g["recovery_rate"]), **_outcomes(g)}
         for name, g in groups.items()
         if key == "agent" or g["failed_calls"]
     ]
@@ -181,7 +187,7 @@ def render_markdown(run: RunData, t: dict[str, pd.DataFrame], level: str) -> lis
     loops = orch["loops"]
     lines.append(
         f"- Failed calls (tool errors, policy blocks, injected faults): {rec['failed_calls']}, recovered {rec['recovered_calls']} "
-        f"(recovery rate {pct(rec['recovery_rate'])}); outcomes: " + ", ".join(f"{o} {rec['outcomes'][o]}" for o in RECOVERY_OUTCOMES)
+        f"(recovery rate {pct(rec['recovery_rate'])}); outcomes: " + ", ".join(f"{o} {n}" for o, n in _outcomes(rec).items())
     )
     if rounds["trajectories_with_rounds"]:
         lines.append(

@@ -68,7 +68,19 @@ from judge.core._task import (
     dependency_order,
 )
 from judge.core._tool_names import MAX_TOOL_NAME, ToolNames, sanitise_tool_name
-from judge.core._trajectory import ExternalLabel, Step, StepStatus, TokenUsage, Trajectory, TrajectoryTurn, label_passed, looks_like_error, normalise_status
+from judge.core._trajectory import (
+    EndedEarly,
+    EndedEarlyKind,
+    ExternalLabel,
+    Step,
+    StepStatus,
+    TokenUsage,
+    Trajectory,
+    TrajectoryTurn,
+    label_passed,
+    looks_like_error,
+    normalise_status,
+)
 from judge.core._verdict import AbstainReason, DecisiveStep, Evidence, EvidenceKind, PanelDecision, Scores, StageResult, TrajectoryResult, TurnResult, Vote
 
 __all__ = [
@@ -100,6 +112,8 @@ __all__ = [
     "DifficultyTier",
     "Disagreement",
     "DuplicateKey",
+    "EndedEarly",
+    "EndedEarlyKind",
     "ErrorEntry",
     "Escalator",
     "Evidence",

@@ -19,8 +19,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-RecoveryOutcome = Literal["retried_fixed", "switched_tool", "repeated_unchanged", "recovered_later", "gave_up"]
-RECOVERY_OUTCOMES: tuple[RecoveryOutcome, ...] = ("retried_fixed", "switched_tool", "repeated_unchanged", "recovered_later", "gave_up")
+RecoveryOutcome = Literal["retried_fixed", "switched_tool", "repeated_unchanged", "recovered_later", "gave_up", "cut_off"]
+RECOVERY_OUTCOMES: tuple[RecoveryOutcome, ...] = ("retried_fixed", "switched_tool", "repeated_unchanged", "recovered_later", "gave_up", "cut_off")
 DifficultyTier = Literal["linear", "branching", "recovery"]
 DIFFICULTY_TIERS: tuple[DifficultyTier, ...] = ("linear", "branching", "recovery")
 
@@ -40,8 +40,8 @@ class RecoveryEvent(BaseModel):
     def _recovered_has_a_step(self) -> RecoveryEvent:
         if self.recovered != (self.by_step is not None):
             raise ValueError("by_step is set exactly when the failed call was recovered")
-        if self.outcome == "gave_up" and self.recovered:
-            raise ValueError("gave_up means the goal was never reached")
+        if self.outcome in ("gave_up", "cut_off") and self.recovered:
+            raise ValueError(f"{self.outcome} means the goal was never reached")
         return self
 
 

@@ -12,6 +12,11 @@ A failed call (``error`` / ``blocked``) changed nothing: it never satisfies a re
 never an unexpected side effect. ``round`` numbers the model messages that issued calls (parallel
 calls share a round); ``fault`` names a fault injected by the runner (error, timeout, empty,
 malformed) so recovery can be measured.
+
+``ended_early`` on a trajectory says the run stopped before the agent finished: a step, token,
+time or error limit was hit, or something crashed. Such a run did not deliver its answer, whatever
+its last message says (tau2 gives it reward 0); grading fails it at answer correctness unless it
+failed earlier (``pipelines.checks.answer``).
 """
 
 from __future__ import annotations
@@ -176,8 +181,32 @@ class ExternalLabel(BaseModel):
         return data
 
 
+EndedEarlyKind = Literal["limit", "error"]
+
+
+class EndedEarly(BaseModel):
+    """Why a run stopped before the agent finished.
+
+    ``kind``: ``limit`` when a budget the harness set ran out (steps, messages, tokens, time,
+    context window, errors in a row), ``error`` when something crashed (the agent, the user
+    simulator, the infrastructure). ``reason`` says which, in the source's words (it is the
+    reason of the failing check). ``turn_id`` names the trajectory turn the run stopped in; None
+    means its last turn (the usual case: nothing after it ran)."""
+
+    model_config = Open
+
+    kind: EndedEarlyKind
+    reason: str = Field(min_length=1)
+    turn_id: str | None = None
+
+    coerce_ids = field_validator("turn_id", mode="before")(_as_str_id)
+
+
 class Trajectory(BaseModel):
-    """One run of an agent on one task. Single-turn shorthand: ``steps`` + ``final_answer``."""
+    """One run of an agent on one task. Single-turn shorthand: ``steps`` + ``final_answer``.
+
+    ``ended_early`` is set when the run stopped before the agent finished (see ``EndedEarly``);
+    None means it ran to its end (the agent or the user stopped)."""
 
     model_config = Open
 
@@ -188,6 +217,7 @@ class Trajectory(BaseModel):
     token_usage: TokenUsage | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     external_labels: list[ExternalLabel] = Field(default_factory=list)
+    ended_early: EndedEarly | None = None
 
     coerce_ids = field_validator("task_id", "trajectory_id", mode="before")(_as_str_id)
 
@@ -200,6 +230,23 @@ class Trajectory(BaseModel):
             data = dict(data)
             data["turns"] = [{"turn_id": "1", "steps": data.pop("steps", []), "final_answer": data.pop("final_answer", None)}]
         return data
+
+    @model_validator(mode="after")
+    def _ended_in_a_turn_it_has(self) -> Trajectory:
+        where = self.ended_early.turn_id if self.ended_early is not None else None
+        if where is not None and all(t.turn_id != where for t in self.turns):
+            raise ValueError(f"ended_early.turn_id {where!r} names no turn of the trajectory {[t.turn_id for t in self.turns]}")
+        return self
+
+    @property
+    def ended_turn(self) -> TrajectoryTurn | None:
+        """The turn the run stopped in when it ended early (the first with ``ended_early.turn_id``,
+        else the last turn); None when the run finished."""
+        if self.ended_early is None:
+            return None
+        if self.ended_early.turn_id is None:
+            return self.turns[-1]
+        return next(t for t in self.turns if t.turn_id == self.ended_early.turn_id)
 
     @property
     def steps(self) -> list[Step]:

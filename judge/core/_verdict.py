@@ -36,6 +36,7 @@ class EvidenceKind(StrEnum):
     POLICY_NOT_AUDITED = "policy_not_audited"  # a domain-wide policy document kept as judge context, not audited
     ANSWER = "answer"
     REQUIRED_CONTENT = "required_content"
+    ENDED_EARLY = "ended_early"  # the run stopped (a limit, a crash) before the agent finished: no answer delivered
     INSTRUCTION_LIKE_TEXT = "instruction_like_text"  # text addressed to the grader: set aside, kept from judges
     BORROWED_OUTPUT = "borrowed_output"  # a call with no recorded result takes the output of the identical reference call
 

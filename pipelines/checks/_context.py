@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge import Step, Task, Trajectory, TrajectoryTurn, Turn, parse_json_text
+from judge import EndedEarly, Step, Task, Trajectory, TrajectoryTurn, Turn, parse_json_text
 from pipelines.checks._borrowed import borrow_outputs
 from pipelines.config import GradingConfig
 
@@ -66,6 +66,7 @@ class TurnContext:
     prior_outputs: list[Any] = field(default_factory=list)  # successful outputs of earlier turns
     calls_before: int = 0  # calls made in earlier turns (max_calls counts the whole trajectory)
     replayed: bool = False
+    ended_early: EndedEarly | None = None  # set on the turn the run stopped in, when it stopped before the agent finished
 
 
 def build_context(
@@ -78,9 +79,11 @@ def build_context(
     replay: Any = None,
     prior_outputs: list[Any] | None = None,
     calls_before: int = 0,
+    ended_early: EndedEarly | None = None,
 ) -> TurnContext:
     """Merge the recorded trajectory with an optional replay (``pipelines.replay.TurnReplay``);
-    each step's name is read as the task's tool it means (the recorded step is left as written)."""
+    each step's name is read as the task's tool it means (the recorded step is left as written).
+    ``ended_early``: the trajectory's, when this turn is the one its run stopped in."""
     raw_steps = traj_turn.steps if traj_turn else []
     views: list[StepView] = []
     names = task.tool_names
@@ -119,4 +122,5 @@ def build_context(
         prior_outputs=list(prior_outputs or []),
         calls_before=calls_before,
         replayed=replay is not None,
+        ended_early=ended_early,
     )

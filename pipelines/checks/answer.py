@@ -2,6 +2,11 @@
 
 A missing turn or an "I don't know" is ``missing`` (CRAG score 0), never ``incorrect``.
 Rules, in order:
+0. a run that ended early (``Trajectory.ended_early``: a limit hit, a crash) fails on the turn it
+   stopped in, whatever that turn's last message says and also on a call-only turn: the agent never
+   delivered its answer. Label ``missing`` (CRAG 0: no answer was given, so none was wrong; a
+   call-only turn has no answer to label: no label), evidence ``ended_early`` with the run's reason.
+   Decided here, never by a judge; an earlier stage's failure (policy, calls) still comes first.
 1. ``required_content``: every item must appear in some agent message of the turn (or episode):
    tau2's rule (case-insensitive substring of the message with commas removed) or, more lenient,
    the item's normalised words / numbers inside the message. An item found nowhere is ``incorrect``
@@ -70,6 +75,10 @@ class AnswerCheck:
     def _result(self, ctx: TurnContext) -> StageResult:
         turn = ctx.turn
         prediction = ctx.traj_turn.final_answer if ctx.traj_turn is not None else None
+        if ctx.ended_early is not None:
+            return ended_early_result(ctx, prediction)
+        if ctx.traj_turn is None and turn.has_answer_spec:  # never reached: nothing was said, so nothing wrong
+            return self._mismatch("missing", f"the trajectory has no turn {turn.turn_id}", None, turn.gold_answers)
         told: list[Evidence] = []
         if turn.required_content:
             messages = _agent_messages(ctx)
@@ -106,8 +115,6 @@ class AnswerCheck:
                     return self._mismatch("missing", "no answer to judge against the criteria", prediction, None)
                 return StageResult(check=self.check, outcome=Outcome.INCONCLUSIVE, reason="open-ended answer: judged against its criteria")
             return StageResult(check=self.check, outcome=Outcome.SKIPPED, reason="no gold answer (call-only task)")
-        if ctx.traj_turn is None:
-            return self._mismatch("missing", f"the trajectory has no turn {turn.turn_id}", None, turn.gold_answers)
         match = compare_answer(turn.gold_answers, prediction, ordered=turn.answer_ordered, tolerance=turn.answer_tolerance, thresholds=thresholds_from(ctx))
         flagged = [instruction_evidence(match.instructions)] if match.instructions else []
         if match.label is None:
@@ -140,6 +147,21 @@ class AnswerCheck:
             reason=reason,
             evidence=[Evidence(kind=EvidenceKind.ANSWER, message=reason, expected=gold, actual=prediction)],
         )
+
+
+def ended_early_result(ctx: TurnContext, prediction: Any) -> StageResult:
+    """Rule 0: the run stopped in this turn before the agent finished."""
+    ended = ctx.ended_early
+    assert ended is not None
+    reason = f"the run ended before the agent finished ({ended.kind}): {ended.reason}"
+    return StageResult(
+        check=Check.ANSWER,
+        outcome=Outcome.MISMATCH,
+        failure_stage=FailureStage.ANSWER_CORRECTNESS,
+        label=AnswerLabel.MISSING.value if ctx.turn.has_answer_spec else None,
+        reason=reason,
+        evidence=[Evidence(kind=EvidenceKind.ENDED_EARLY, message=reason, expected=ended.kind, actual=prediction)],
+    )
 
 
 def _agent_messages(ctx: TurnContext) -> list[str]:

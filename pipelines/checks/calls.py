@@ -33,7 +33,9 @@ Invariants, each a general rule:
   state are not checked: only the reference calls count.
 - When a reference read has no counterpart but the agent made other calls and got the answer
   right, an alternative path is possible: inconclusive (trajectory-sufficiency rubric), unless
-  the turn specifies no answer (then the calls are the whole specification).
+  the turn specifies no answer (then the calls are the whole specification). On the turn a run
+  ended early in, whether the answer is right is unknown (it fails because the run stopped, not
+  because it is wrong), so a missing read is not decisive there for that reason.
 - The failure stage of an unsatisfied reference call is the furthest stage an attempt at it
   reached (tool selection < argument names < argument values), where an attempt is a same-name call
   that satisfied no other reference call; with no attempt the call was never made. The check
@@ -260,6 +262,8 @@ class CallsCheck:
     def run(self, ctx: TurnContext, decided: Mapping[Check, StageResult]) -> CheckOutcome:
         answer = decided[Check.ANSWER].outcome
         correct = True if answer == Outcome.MATCH else False if answer == Outcome.MISMATCH else None
+        if ctx.ended_early is not None:  # the answer fails because the run stopped, not because it is wrong
+            correct = None
         matching = match_calls(ctx, correct)
         return CheckOutcome(matching.result, detail=matching)
 

@@ -26,9 +26,11 @@ recorded in ``metadata.truncated_outputs``). Reasoning parts and ``<think>`` blo
 agent said, nor answers. The answer is ``output.completion``, what Inspect's scorers read (a react
 agent's submitted answer is only there); when it differs from the agent's last message it is added
 as the agent's last message. Each scorer's value -> external label ``inspect:<scorer>`` (C/I/P/N, numbers,
-booleans via ``label_passed``; other values are kept with ``passed`` unknown). Other sample fields are
-kept in metadata, except the event transcript, attachments and message pool (storage of what the
-messages already hold).
+booleans via ``label_passed``; other values are kept with ``passed`` unknown). A sample ``error``
+(``EvalError``) or ``limit`` (``EvalSampleLimit``) did not complete -> ``ended_early`` (``error`` /
+``limit``, with the error's first line or the limit's type and value). Other sample fields (those
+two too) are kept in metadata, except the event transcript, attachments and message pool (storage
+of what the messages already hold).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judge import ExternalLabel, InputErrorInfo, InputWarning, SourceRef, Task, Trajectory, parse_json_text
+from judge import EndedEarly, ExternalLabel, InputErrorInfo, InputWarning, SourceRef, Task, Trajectory, parse_json_text
 from pipelines.ingest._archive import Archive, ArchiveError
 from pipelines.ingest._base import (
     Bundle,
@@ -343,7 +345,11 @@ class _Sample:
             metadata["truncated_outputs"] = self.truncated
         item = {"task_id": sample_id, "trajectory_id": f"{sample_id}:{epoch}", "agent": agent}
         trajectory = self.builder.build(item, self.ctx, _usage(raw.get("model_usage"), agent), metadata)
-        return trajectory.model_copy(update={"external_labels": _labels(raw.get("scores"), f"{self.prefix}scores")})
+        update: dict[str, Any] = {"external_labels": _labels(raw.get("scores"), f"{self.prefix}scores")}
+        ended = _ended_early(raw.get("error"), raw.get("limit"))
+        if ended is not None:
+            update["ended_early"] = ended
+        return trajectory.model_copy(update=update)
 
     def completion(self, output: Any) -> None:
         """The answer Inspect's scorers read is ``output.completion``. A react agent's submitted answer
@@ -441,6 +447,28 @@ class _Sample:
             self.ctx.warn("orphan_result", "a tool message without a tool_call_id answers no call; kept in metadata.orphan_results", f"{path}.tool_call_id")
             return
         self.builder.add_result(call_id, result, status, path, "tool_call_id", error=why)
+
+
+def _ended_early(error: Any, limit: Any) -> EndedEarly | None:
+    """The sample did not complete: ``error`` (an ``EvalError`` ``{message, traceback}``: a solver
+    or the sandbox failed) or ``limit`` (an ``EvalSampleLimit`` ``{type, limit}``: the message,
+    token, time, working-time, context, cost, operator or custom limit halted it). The error wins
+    when both are set; the limit is then named in the reason. ``error_retries`` (errors of attempts
+    retried before this one) say nothing of this attempt."""
+    if not error and not limit:
+        return None
+    halted = []
+    if limit:
+        kind, value = (limit.get("type"), limit.get("limit")) if isinstance(limit, dict) else (limit, None)
+        halted.append(f"the sample hit its {kind} limit" + (f" ({value:g})" if isinstance(value, (int, float)) and not isinstance(value, bool) else ""))
+    if error:
+        message = error.get("message") if isinstance(error, dict) else error
+        if isinstance(message, str):
+            text = message.strip().splitlines()[0] if message.strip() else "no message recorded"
+        else:
+            text = short(message, 300) if message is not None else "no message recorded"
+        halted.insert(0, f"the sample stopped with an error: {text[:300]}")
+    return EndedEarly(kind="error" if error else "limit", reason="Inspect: " + "; ".join(halted))
 
 
 def _usage(model_usage: Any, agent: str | None) -> dict[str, Any] | None:

@@ -30,8 +30,11 @@ trial), agent = ``info.agent_info.llm``. Each user message with text starts a tu
 calls are steps paired with ``role: "tool"`` messages by id (``error: true`` -> a failed step whose
 error is the tool's message); calls without a result stay ``unknown``. User-side tool calls
 (``requestor: "user"``) are not the agent's: they and their results go to ``metadata.user_tool_calls``.
-``reward_info.reward`` -> external label ``tau2.reward`` with tau2's reasons. Every other field of the
-simulation (termination_reason, trial, seed, costs, reward_info, ...) is kept in metadata; per
+``reward_info.reward`` -> external label ``tau2.reward`` with tau2's reasons. A ``termination_reason``
+other than ``agent_stop`` / ``user_stop`` -> ``ended_early`` (``limit``: max_steps, timeout,
+too_many_errors, context_window_exceeded; ``error``: agent_error, user_error, infrastructure_error,
+unexpected_error and any value tau2 adds), as tau2 gives such runs reward 0. Every other field of the
+simulation (termination_reason too, trial, seed, costs, reward_info, ...) is kept in metadata; per
 message, the timing, cost and raw provider response fields are summarised (usage -> token_usage)
 and fields tau2's message model does not have are kept in ``metadata.message_extras``.
 Full-duplex (voice) simulations, recorded as ``ticks``, are reported as ``unsupported``.
@@ -49,7 +52,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judge import ExternalLabel, InputErrorInfo, InputWarning, Policy, SourceRef, Task, Trajectory, parse_json_text
+from judge import EndedEarly, EndedEarlyKind, ExternalLabel, InputErrorInfo, InputWarning, Policy, SourceRef, Task, Trajectory, parse_json_text
 from pipelines.ingest._base import (
     Bundle,
     BundleFormat,
@@ -444,8 +447,14 @@ class _Simulation:
             usage["cost_usd"] = cost
         item = {"task_id": task_id, "trajectory_id": sim_id, "agent": self.agent}
         trajectory = self.builder.build(item, self.ctx, usage or None, metadata)
+        update: dict[str, Any] = {}
         label = reward_label(raw.get("reward_info"), raw.get("termination_reason"))
-        return trajectory.model_copy(update={"external_labels": [label]}) if label is not None else trajectory
+        if label is not None:
+            update["external_labels"] = [label]
+        ended = ended_early(raw.get("termination_reason"))
+        if ended is not None:
+            update["ended_early"] = ended
+        return trajectory.model_copy(update=update) if update else trajectory
 
     def message(self, message: Any, path: str) -> None:
         expect(message, dict, path, "a message")
@@ -524,6 +533,29 @@ def _object(value: Any) -> dict[str, Any]:
 
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+# tau2's TerminationReason values other than agent_stop / user_stop (src/tau2/data_model/simulation.py):
+# a budget tau2 enforces ran out (limit), or something crashed (error). tau2's evaluator gives each reward 0.
+_ENDED_EARLY: dict[str, tuple[EndedEarlyKind, str]] = {
+    "max_steps": ("limit", "the simulation reached its step limit (info.max_steps)"),
+    "timeout": ("limit", "the simulation ran past its wall-clock timeout"),
+    "too_many_errors": ("limit", "too many tool errors in a row (info.max_errors)"),
+    "context_window_exceeded": ("limit", "the conversation outgrew the model's context window (tau2 counts this run as not evaluable)"),
+    "agent_error": ("error", "the agent failed with an error"),
+    "user_error": ("error", "the user simulator failed with an error"),
+    "infrastructure_error": ("error", "the infrastructure failed (e.g. an API disconnect; tau2 counts this run as not evaluable)"),
+    "unexpected_error": ("error", "an unexpected error stopped the simulation"),
+}
+
+
+def ended_early(termination: Any) -> EndedEarly | None:
+    """A ``termination_reason`` other than ``agent_stop`` / ``user_stop``: the simulation stopped
+    before the agent or the user ended it. A value tau2 does not define (yet) is an error."""
+    if not isinstance(termination, str) or not termination or termination in _FINISHED:
+        return None
+    kind, what = _ENDED_EARLY.get(termination, ("error", "the simulation stopped for a reason this reader does not know"))
+    return EndedEarly(kind=kind, reason=f"tau2 termination_reason {termination}: {what}; tau2 gives reward 0")
 
 
 def reward_label(reward_info: Any, termination: Any) -> ExternalLabel | None:

@@ -13,8 +13,12 @@ earlier labelled call depends on that call. The policy is ``additional_instructi
 A ground-truth file alone is a valid task file. Joined with input cases, a uuid present on only
 one side is an ``unknown_task`` error naming both files.
 
-Predictions may add ``status``, ``error``, ``duration_s`` per call (-> the step) or per turn (kept
-in ``metadata["turns"][turn_id]``, since ``TrajectoryTurn`` has no such fields).
+Predictions may add ``status``, ``error``, ``duration_s`` per call (-> the step), per turn (kept
+in ``metadata["turns"][turn_id]``, since ``TrajectoryTurn`` has no such fields) or per prediction
+(VAKRA's runner writes ``{uuid, domain, status: "success" | "error", error, duration_s, output}``;
+kept in metadata). ``status: "error"`` on a prediction or a turn means the agent's run crashed or
+timed out (VAKRA's runner records its timeout as an error) -> ``ended_early`` (kind ``error``, with
+the ``error`` text), in the first turn so marked, else the last turn.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from pipelines.ingest._base import (
     as_id,
     expect,
     guarded,
+    short,
     validation_error,
 )
 from pipelines.ingest._join import JoinSpec, join, object_or_error
@@ -332,6 +337,7 @@ def _convert_trajectory(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
         extra = {k: turn[k] for k in ("status", "error", "duration_s") if turn.get(k) is not None}
         if extra:
             turn_meta[turn_id] = extra
+    ended = _ended_early(item, output)
     meta = dict(item["metadata"]) if isinstance(item.get("metadata"), dict) else {}
     for key, value in item.items():
         if key not in _PRED_KNOWN:
@@ -344,11 +350,33 @@ def _convert_trajectory(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
         "agent": item.get("agent"),
         "turns": turns,
         "metadata": meta,
+        "ended_early": ended,
     }
     try:
         return Trajectory.model_validate(data)
     except ValidationError as err:
         raise _prediction_error(err, output) from None
+
+
+def _crashed(record: dict[str, Any]) -> bool:
+    status = record.get("status")
+    return isinstance(status, str) and status.strip().lower() == "error"
+
+
+def _ended_early(item: dict[str, Any], output: list[Any]) -> dict[str, Any] | None:
+    """``status: "error"`` on a turn (the first such turn) or on the prediction (its last turn)."""
+    for turn in output:
+        if isinstance(turn, dict) and _crashed(turn):
+            return {"kind": "error", "reason": _crash_reason(turn, f"turn {turn.get('turn_id')}"), "turn_id": turn.get("turn_id")}
+    if _crashed(item):
+        return {"kind": "error", "reason": _crash_reason(item, "the prediction")}
+    return None
+
+
+def _crash_reason(record: dict[str, Any], where: str) -> str:
+    error = record.get("error")
+    text = error.strip() if isinstance(error, str) else (short(error, 300) if error is not None else "")
+    return f"VAKRA status 'error' on {where}: " + (text[:300] or "no error text recorded")
 
 
 def _prediction_error(err: ValidationError, output: list[Any]) -> ItemError:

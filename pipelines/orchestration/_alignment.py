@@ -39,6 +39,7 @@ class TurnView:
     steps: list[Step]
     satisfied_by: dict[int, int] = field(default_factory=dict)  # reference index -> step index
     reached: dict[int, set[int]] = field(default_factory=dict)  # step index -> reference indices it satisfied
+    ended: bool = False  # the run ended early (a limit, a crash) in this turn, as the grader marks it
 
     def open_at(self, step: int) -> set[int]:
         """Reference calls not satisfied by any step before ``step``."""
@@ -50,10 +51,13 @@ def align(task: Task, trajectory: Trajectory, result: TrajectoryResult, turns: T
     ``turns`` is the grading's turn-alignment mode (``[grading] turns``): the same pairing the
     grader used, so the graded turn results line up one to one."""
     views: list[TurnView] = []
-    pairs = align_turns(task, trajectory, turns).pairs
+    alignment = align_turns(task, trajectory, turns)
+    pairs = alignment.pairs
+    stopped = trajectory.ended_turn
     for (turn, traj_turn), graded in zip(pairs, [*result.turns, *([None] * (len(pairs) - len(result.turns)))], strict=True):
         steps = [task.tool_names.resolve_step(s) for s in traj_turn.steps] if traj_turn is not None else []
-        view = TurnView(turn.turn_id, turn.reference_calls, steps)
+        ended = stopped is not None and (alignment.episode or traj_turn is stopped)
+        view = TurnView(turn.turn_id, turn.reference_calls, steps, ended=ended)
         calls = next((c for c in graded.checks if c.check == Check.CALLS), None) if graded is not None else None
         for e in calls.evidence if calls is not None else ():
             if e.kind in MATCHED_KINDS and e.reference is not None and e.step is not None and e.step < len(steps):

@@ -18,7 +18,10 @@ With ``first`` the first attempt and ``success`` the first attempt that reached 
   either reached the goal itself (a transient fault: recovered) or nothing ever did (a stall);
 - ``recovered_later``: ``first`` did not reach the goal, a later attempt did;
 - ``gave_up``: no attempt at all, or attempts that never reached the goal: the agent went on
-  (answered) without what the failed call was for.
+  (answered) without what the failed call was for;
+- ``cut_off``: the same, in the turn a run that ended early stopped in (``Trajectory.ended_early``:
+  a limit, a crash): the agent did not go on, it was stopped; whether it would have recovered is
+  unknown.
 
 ``recovered`` is true exactly when some attempt reached the goal.
 """
@@ -80,6 +83,8 @@ def _classify(view: TurnView, i: int) -> RecoveryEvent:
             outcome = "recovered_later"
         else:
             outcome = "gave_up"
+    if outcome == "gave_up" and view.ended:
+        outcome = "cut_off"
     return RecoveryEvent(
         turn_id=view.turn_id,
         step=i,

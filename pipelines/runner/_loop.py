@@ -12,7 +12,8 @@ Invariants:
   ``--max-steps``, and at most the policy's ``max_calls`` + 1 (the first call over the limit is
   attempted, so grading sees the violation; blocked when the policy is enforced). A call over the
   budget is not executed and not recorded: the trajectory stops there (``stop_reason="max_steps"``,
-  ``dropped_calls`` counts them) and later turns are not run;
+  ``dropped_calls`` counts them, ``ended_early`` says so: grading fails the run at answer
+  correctness unless it broke earlier) and later turns are not run;
 - a turn's final answer is the last assistant text of that turn (a refusal's text included); every
   text the agent sent in the turn is kept in ``agent_messages``;
 - nothing here raises for anything the model does; ``AgentCallError`` (no answer from the model)
@@ -25,7 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from judge import Step, Task, TokenUsage, ToolNames, Trajectory, TrajectoryTurn, Turn
+from judge import EndedEarly, Step, Task, TokenUsage, ToolNames, Trajectory, TrajectoryTurn, Turn
 from pipelines.runner._caller import ModelCaller
 from pipelines.runner._conversation import Conversation, ModelReply, ToolCall, ToolReply, ToolResults, UserMessage
 from pipelines.runner._faults import FaultPlan, malformed
@@ -120,6 +121,15 @@ class _Run:
             turns=turns,
             token_usage=TokenUsage(input_tokens=self.input_tokens, output_tokens=self.output_tokens, cost_usd=round(self.cost_usd, 10)),
             metadata=self._metadata(wall_ms),
+            ended_early=self._ended_early(),
+        )
+
+    def _ended_early(self) -> EndedEarly | None:
+        if self.stop_reason != "max_steps":
+            return None
+        return EndedEarly(
+            kind="limit",
+            reason=f"the call budget ({self.budget} calls) ran out: {self.dropped} further proposed call(s) were dropped and the run stopped before the agent answered",
         )
 
     async def _turn(self, conversation: Conversation, turn: Turn, offered: list[Any], calls_before: int) -> tuple[list[Step], list[str]]:

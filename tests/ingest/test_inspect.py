@@ -240,6 +240,64 @@ def test_the_answer_is_what_scorers_read(tmp_path):
     assert items[0].trajectory.turns[0].agent_messages == ["Hello"]  # the usual case: not said twice
 
 
+def _with_sample_fields(tmp_path: Path, name: str, **fields: Any) -> Path:
+    """The shared v3 log (inspect_ai_log_message_deduplication.eval, see its SOURCE.md) with fields
+    set on its one sample, every other member copied as it is: Inspect's sample ``error``
+    (``EvalError``) and ``limit`` (``EvalSampleLimit``), which no shared log shows."""
+    source = shared("inspect_ai_log_message_deduplication.eval")
+    path = tmp_path / name
+    with zipfile.ZipFile(source) as src, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            if info.filename == "samples/0_epoch_1.json":
+                data = json.dumps({**json.loads(data), **fields}).encode()
+            dst.writestr(info.filename, data)
+    return path
+
+
+def test_a_sample_that_hit_a_limit_or_an_error_ended_early(tmp_path):
+    _, [item] = read(_with_sample_fields(tmp_path, "limit.eval", limit={"type": "message", "limit": 12}))
+    traj = item.trajectory
+    assert (traj.ended_early.kind, traj.ended_early.reason) == ("limit", "Inspect: the sample hit its message limit (12)")
+    assert traj.metadata["limit"] == {"type": "message", "limit": 12}  # kept where it was
+    error = {"message": "RuntimeError('sandbox gone')\nmore", "traceback": "Traceback ...", "traceback_ansi": "Traceback ..."}
+    _, [item] = read(_with_sample_fields(tmp_path, "error.eval", error=error, limit={"type": "time", "limit": 60.0}))
+    ended = item.trajectory.ended_early
+    assert (
+        ended.kind == "error" and ended.reason == "Inspect: the sample stopped with an error: RuntimeError('sandbox gone'); the sample hit its time limit (60)"
+    )
+    assert item.trajectory.metadata["error"] == error
+    _, [item] = read(_with_sample_fields(tmp_path, "retried.eval", error_retries=[error]))  # an earlier attempt failed; this one completed
+    assert item.trajectory.ended_early is None
+    _, [item] = read(shared("inspect_ai_log_message_deduplication.eval"))
+    assert item.trajectory.ended_early is None
+
+
+def test_a_limited_sample_fails_for_its_limit(tmp_path):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    path = _with_sample_fields(tmp_path, "limit.eval", limit={"type": "token", "limit": 5000})
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["grade", "--trajectories", str(path), "--out", str(out), "--offline"])
+    assert result.exit_code == 0, result.output
+    (row,) = map(json.loads, (out / "results.jsonl").read_text().splitlines())
+    assert (row["verdict"], row["failure_stage"]) == ("fail", "answer_correctness")
+    answer = next(c for c in row["turns"][0]["checks"] if c["check"] == "answer")
+    assert answer["label"] == "missing" and answer["reason"].endswith("Inspect: the sample hit its token limit (5000)")
+
+
+def test_limit_and_error_as_older_or_sparser_logs_write_them(tmp_path):
+    samples = [sample(1, limit="message"), sample(2, error="boom"), sample(3, error={"message": ""}), sample(4, limit=None, error=None)]
+    _, items = read(write_json(tmp_path / "log.json", samples))
+    ended = [i.trajectory.ended_early for i in items]
+    assert (ended[0].kind, ended[0].reason) == ("limit", "Inspect: the sample hit its message limit")
+    assert (ended[1].kind, ended[1].reason) == ("error", "Inspect: the sample stopped with an error: boom")
+    assert (ended[2].kind, ended[2].reason) == ("error", "Inspect: the sample stopped with an error: no message recorded")
+    assert ended[3] is None
+
+
 def test_missing_attachment_is_a_warning(tmp_path):
     messages = [{"role": "user", "content": "attachment://nope"}, {"role": "assistant", "content": "ok"}]
     _, items = read(write_json(tmp_path / "log.json", [sample(messages=messages, attachments={})]))

@@ -312,6 +312,67 @@ def test_early_termination_is_recorded(tmp_path):
     assert "terminated early (max_steps)" in traj.external_labels[0].reason
 
 
+# tau2's TerminationReason (src/tau2/data_model/simulation.py): every value but agent_stop / user_stop
+# gets reward 0 from tau2's evaluator; a budget that ran out is a limit, a crash an error
+@pytest.mark.parametrize(
+    ("termination", "kind"),
+    [
+        ("agent_stop", None),
+        ("user_stop", None),
+        ("max_steps", "limit"),
+        ("timeout", "limit"),
+        ("too_many_errors", "limit"),
+        ("context_window_exceeded", "limit"),
+        ("agent_error", "error"),
+        ("user_error", "error"),
+        ("infrastructure_error", "error"),
+        ("unexpected_error", "error"),
+        ("a_reason_tau2_adds_later", "error"),
+    ],
+)
+def test_a_termination_other_than_a_stop_ended_the_run_early(tmp_path, termination, kind):
+    sim = _sim("s1", "t", _dialogue(), reward=0.0 if kind else 1.0, termination_reason=termination)
+    _, items = read(write_results(tmp_path, [_task("t")], [sim]))
+    traj = items[0].trajectory
+    assert traj.metadata["termination_reason"] == termination  # kept where it was
+    if kind is None:
+        assert traj.ended_early is None
+    else:
+        assert traj.ended_early.kind == kind and traj.ended_early.turn_id is None
+        assert traj.ended_early.reason.startswith(f"tau2 termination_reason {termination}: ") and "tau2 gives reward 0" in traj.ended_early.reason
+
+
+def test_the_derived_max_steps_run_ended_early(fixtures):
+    """fixtures/formats/tau2_airline_max_steps.json: the real airline task-0 simulation with tau2's
+    max_steps ending (TAU2_ORIGIN.md)."""
+    _, items = read(fixtures / "tau2_airline_max_steps.json")
+    (item,) = items
+    traj = item.trajectory
+    assert traj.trajectory_id == "804db61e-ffb0-4fa3-95e1-0cc6ba405348" and traj.metadata["termination_reason"] == "max_steps"
+    assert traj.ended_early.kind == "limit" and "step limit" in traj.ended_early.reason
+    (label,) = traj.external_labels
+    assert (label.value, label.passed) == (0.0, False) and "terminated early (max_steps)" in label.reason
+    assert [s.name for s in traj.steps] == ["get_reservation_details", "transfer_to_human_agents"]  # the messages are the real run's
+
+
+def test_a_run_that_ended_early_fails_as_tau2_says(tmp_path, fixtures):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["grade", "--trajectories", str(fixtures / "tau2_airline_max_steps.json"), "--out", str(out), "--offline"])
+    assert result.exit_code == 0, result.output
+    (row,) = map(json.loads, (out / "results.jsonl").read_text().splitlines())
+    assert (row["verdict"], row["failure_stage"]) == ("fail", "answer_correctness")
+    answer = next(c for c in row["turns"][0]["checks"] if c["check"] == "answer")
+    assert "label" not in answer  # task 0 asks for no answer (its communicate_info is empty): no CRAG label
+    assert [e["kind"] for e in answer["evidence"]] == ["ended_early"]
+    assert "tau2 termination_reason max_steps" in answer["reason"]
+    agreement = json.loads((out / "summary.json").read_text())["external_agreement"]["tau2.reward"]
+    assert agreement["confusion"]["fail"]["fail"] == 1 and agreement["disagreements"] == []  # tau2 gave it reward 0
+
+
 def test_no_reward_info_no_label(tmp_path):
     sim = _sim("s1", "t", _dialogue())
     sim["reward_info"] = None

@@ -116,6 +116,27 @@ def test_predictions(fixtures):
     assert [check_task(x, tasks) for x in loaded] == [None, None]
 
 
+def test_a_crashed_run_ended_early(fixtures, write_jsonl):
+    """VAKRA's runner records a crash or its timeout as ``status: "error"`` on the prediction
+    (vakra_runner_predictions.jsonl, VAKRA_ORIGIN.md); a turn may carry it too."""
+    (loaded,) = iter_trajectories(fixtures / "vakra_runner_predictions.jsonl", fmt="vakra")
+    traj = loaded.trajectory
+    assert (traj.ended_early.kind, traj.ended_early.turn_id) == ("error", None)
+    assert traj.ended_early.reason == "VAKRA status 'error' on the prediction: Agent timed out after 300 seconds"
+    assert (traj.metadata["status"], traj.metadata["duration_s"]) == ("error", 300.0)  # kept where they were
+    assert [s.status for s in traj.steps] == ["unknown", "unknown"]  # the runner saves no responses
+    per_turn = list(iter_trajectories(fixtures / "vakra_predictions.jsonl"))[1].trajectory
+    assert (per_turn.ended_early.kind, per_turn.ended_early.turn_id) == ("error", "2")
+    assert per_turn.ended_early.reason == "VAKRA status 'error' on turn 2: step budget exhausted"
+    assert per_turn.ended_turn is per_turn.turns[1]
+    record = json.loads((fixtures / "vakra_runner_predictions.jsonl").read_text())
+    finished = {**record, "status": "success", "error": ""}
+    silent = {**record, "uuid": "x", "error": None}
+    first, second = iter_trajectories(write_jsonl("p.jsonl", [finished, silent]), fmt="vakra")
+    assert first.trajectory.ended_early is None
+    assert second.trajectory.ended_early.reason == "VAKRA status 'error' on the prediction: no error text recorded"
+
+
 def test_prediction_errors_name_input_fields(write_jsonl):
     path = write_jsonl(
         "p.jsonl",

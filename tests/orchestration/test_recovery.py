@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from judge import RecoveryEvent, Trajectory
-from tests.orchestration.helpers import orchestration, step, task, trajectory
+from judge import RecoveryEvent, Task, Trajectory
+from tests.orchestration.helpers import TOOLS, orchestration, step, task, trajectory
 
 MEDALS_7 = {"id": "m", "name": "get_medals", "arguments": {"athlete_id": 7}, "expected_output": {"gold": 3}}
 
@@ -53,6 +53,40 @@ def test_recovered_later_after_a_second_failed_attempt():
 def test_gave_up_answering_without_the_missing_information():
     got = events([step("get_medals", "Error: athlete_id is required", status="error")], answer="Sorry, I cannot tell.")
     assert [outcome(e) for e in got] == [("gave_up", False, None)]
+
+
+def test_a_run_stopped_before_any_attempt_reached_the_goal_was_cut_off_not_given_up():
+    failed = step("get_medals", "Error: athlete_id is required", status="error")
+    t = task([MEDALS_7])
+
+    def stopped(steps, answer=None):
+        tr = trajectory(steps, answer)
+        return Trajectory.model_validate({**tr.model_dump(), "ended_early": {"kind": "limit", "reason": "the step limit was reached"}})
+
+    assert [outcome(e) for e in orchestration(t, trajectory([failed], answer=None)).recovery] == [("gave_up", False, None)]  # finished
+    assert [outcome(e) for e in orchestration(t, stopped([failed])).recovery] == [("cut_off", False, None)]
+    bad = step("get_medals", "Error: unknown argument 'athlete'", status="error", athlete=7)
+    stalled = orchestration(t, stopped([bad, bad])).recovery
+    assert [outcome(e) for e in stalled] == [("repeated_unchanged", False, None), ("cut_off", False, None)]  # what it did is still said
+    fixed = [failed, step("get_medals", {"gold": 3}, athlete_id=7)]
+    assert [outcome(e) for e in orchestration(t, stopped(fixed, "3")).recovery] == [("retried_fixed", True, 1)]
+
+
+def test_an_earlier_turn_of_a_run_that_stopped_later_still_gave_up():
+    two = Task.model_validate(
+        {
+            "task_id": "t",
+            "tools": TOOLS,
+            "turns": [
+                {"turn_id": 1, "query": "a", "gold_answer": "3", "reference_calls": [MEDALS_7]},
+                {"turn_id": 2, "query": "b", "gold_answer": "3", "reference_calls": [MEDALS_7]},
+            ],
+        }
+    )
+    failed = step("get_medals", "Error: athlete_id is required", status="error")
+    turns = [{"turn_id": 1, "steps": [failed], "final_answer": "I cannot tell."}, {"turn_id": 2, "steps": [failed]}]
+    tr = Trajectory.model_validate({"task_id": "t", "trajectory_id": "a", "turns": turns, "ended_early": {"kind": "error", "reason": "crash"}})
+    assert [(e.turn_id, e.outcome) for e in orchestration(two, tr).recovery] == [("1", "gave_up"), ("2", "cut_off")]
 
 
 def test_a_retry_that_runs_but_misses_the_reference_is_not_a_recovery():

@@ -107,7 +107,8 @@ def test_a_faulted_step_never_satisfies_a_reference_even_though_replay_runs_it(r
 def test_every_new_summary_section_has_non_trivial_numbers(summary):
     orch = summary["orchestration"]
     rec = orch["recovery"]
-    assert all(rec["outcomes"][o] > 0 for o in RECOVERY_OUTCOMES), rec["outcomes"]
+    assert all(rec["outcomes"][o] > 0 for o in RECOVERY_OUTCOMES if o != "cut_off"), rec["outcomes"]
+    assert rec["outcomes"]["cut_off"] == 0  # every scripted run finished: none was stopped mid-recovery
     assert 0 < rec["recovery_rate"] < 1
     assert {"tool_error", "error", "timeout", "empty", "malformed"} <= set(rec["by_fault"])
     assert rec["by_tool"] and set(rec["by_agent"]) == set(summary["by"]["agent"])
@@ -187,6 +188,19 @@ def test_a_run_graded_before_these_metrics_still_renders(run, tmp_path):
     build_report([old], tmp_path / "report")
     md = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
     assert "no orchestration figures in this run's summary.json" in md
+
+
+def test_a_run_graded_before_the_cut_off_outcome_still_renders(run, tmp_path):
+    old = tmp_path / "old"
+    shutil.copytree(run, old)
+    summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    recovery = summary["orchestration"]["recovery"]
+    for group in [recovery, *(g for key in ("by_agent", "by_tool", "by_fault") for g in recovery[key].values())]:
+        del group["outcomes"]["cut_off"]
+    (old / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    build_report([old], tmp_path / "report")
+    md = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    assert "gave_up " in md and "cut_off 0" in md
 
 
 @pytest.mark.skipif(find_chromium() is None, reason="no chromium binary on PATH")

@@ -164,9 +164,15 @@ def test_a_looping_agent_stops_at_the_call_budget(tmp_path, server, wire):
     assert len(trajectory["turns"][0]["steps"]) == 3 and [s["round"] for s in trajectory["turns"][0]["steps"]] == [0, 1, 2]
     assert (meta["stop_reason"], meta["dropped_calls"], meta["model_calls"]) == ("max_steps", 1, 4)
     assert "final_answer" not in trajectory["turns"][0]
+    assert trajectory["ended_early"] == {
+        "kind": "limit",
+        "reason": "the call budget (3 calls) ran out: 1 further proposed call(s) were dropped and the run stopped before the agent answered",
+    }
     assert "hit the call budget" in res.output
     [row] = read_jsonl(tmp_path / "out" / "results.jsonl")
-    assert row["verdict"] == "fail"
+    assert (row["verdict"], row["failure_stage"]) == ("fail", "answer_correctness")
+    answer = next(c for c in row["turns"][0]["checks"] if c["check"] == "answer")
+    assert answer["reason"].startswith("the run ended before the agent finished (limit): the call budget (3 calls) ran out")
 
 
 def test_the_policy_call_limit_caps_the_budget_at_one_attempted_violation(tmp_path, server):
