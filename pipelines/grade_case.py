@@ -43,7 +43,17 @@ from judge import (
 )
 from pipelines.alignment import TurnAlignmentError, align
 from pipelines.attribution import attribute_trajectory, attribute_turn
-from pipelines.checks import WATERFALL, CallMatching, TurnContext, build_context, dependents, evaluation_order, instruction_evidence
+from pipelines.checks import (
+    CONFIRM_WRITES_RULE,
+    WATERFALL,
+    CallMatching,
+    TurnContext,
+    build_context,
+    dependents,
+    evaluation_order,
+    instruction_evidence,
+    writes_to_confirm,
+)
 from pipelines.config import GradingConfig
 from pipelines.orchestration import assess_orchestration
 from pipelines.scoring import TurnFacts, compute_scores
@@ -201,11 +211,20 @@ def _evaluate(ctx: TurnContext) -> TurnState:
 def _nothing_to_check(ctx: TurnContext, matching: CallMatching) -> str | None:
     """Why the turn has nothing to check, or None. Something to check: a required reference call,
     an answer specification (gold, pattern, criteria, required content), a policy, a ban on extra
-    calls, or a final state compared by replay."""
+    calls, or a final state compared by replay. Under ``[grading] confirm_writes`` a policy that is
+    plain text is formalised by that rule, which has something to check only where a write needed
+    the user's confirmation (a vacuous rule is no reason to pass)."""
     task, turn = ctx.task, ctx.turn
     if any(not st.advisory for st in matching.refs) or turn.has_answer_spec or task.extra_calls == "forbid":
         return None
-    if task.policy is not None and (task.policy.has_rules or task.policy.text):
+    if task.policy is not None and task.policy.has_rules:
+        return None
+    if ctx.config.confirm_writes:
+        # the rule the config adds to every task (it formalises a plain-text policy, as any rule
+        # does): something to check only where a write needed the user's confirmation
+        if writes_to_confirm(ctx):
+            return None
+    elif task.policy is not None and task.policy.text:
         return None
     if ctx.reference_state is not None and ctx.predicted_state is not None:
         return None
@@ -256,7 +275,9 @@ def _material_model(ctx: TurnContext, check: Check) -> BaseModel:
     turn = ctx.turn
     answer = ctx.traj_turn.final_answer if ctx.traj_turn is not None else None
     if check == Check.POLICY:
-        policy = (ctx.task.policy.text if ctx.task.policy is not None else None) or ""
+        policy = (ctx.policy.text if ctx.policy is not None else None) or ""
+        if ctx.policy is not None and ctx.policy.confirm_writes:  # the judge is told the rule it is asked about
+            policy = f"{policy}\n\n{CONFIRM_WRITES_RULE}" if policy else CONFIRM_WRITES_RULE
         calls = [PolicyCallShown(step=v.index, turn_id=turn.turn_id, name=v.step.name, arguments=v.step.arguments, status=v.status) for v in ctx.steps]
         return PolicyMaterial(policy=policy, question=turn.query, calls=calls)
     if check == Check.CALLS:

@@ -218,6 +218,9 @@ class Policy(BaseModel):
 
     When structured rules are present they are taken as the formalisation of ``text``; a policy
     with text only can be checked by the policy-adherence rubric, never deterministically.
+    ``confirm_writes``: every successful write must follow an agent message describing it and a
+    user message confirming it (the seed articles' and tau2's "explicit confirmation (yes)" rule;
+    checked over the dialogue by ``pipelines.checks.policy``).
     """
 
     model_config = Open
@@ -229,6 +232,7 @@ class Policy(BaseModel):
     read_only: bool = False
     forbidden_arguments: list[ForbiddenArgument] = Field(default_factory=list)
     allowed_sources: list[SourceRule] = Field(default_factory=list)
+    confirm_writes: bool = False
 
     @property
     def has_rules(self) -> bool:
@@ -239,6 +243,7 @@ class Policy(BaseModel):
             or self.read_only
             or self.forbidden_arguments
             or self.allowed_sources
+            or self.confirm_writes
         )
 
 

@@ -33,6 +33,8 @@ class EvidenceKind(StrEnum):
     EXTRA_WRITE = "extra_write"  # a surplus call (a write, or any call when extra calls are forbidden)
     STATE_MISMATCH = "state_mismatch"  # the final state differs from the reference's
     POLICY_VIOLATION = "policy_violation"
+    WRITE_CONFIRMED = "write_confirmed"  # a write the agent described and the user confirmed first (confirm_writes)
+    CONFIRMATION_UNCLEAR = "confirmation_unclear"  # a write whose confirmation the rule cannot decide (confirm_writes)
     ANSWER = "answer"
     REQUIRED_CONTENT = "required_content"
     INSTRUCTION_LIKE_TEXT = "instruction_like_text"  # text addressed to the grader: set aside, kept from judges

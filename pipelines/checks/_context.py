@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
-from judge import Step, Task, Trajectory, TrajectoryTurn, Turn, parse_json_text
+from judge import Policy, Step, Task, Trajectory, TrajectoryTurn, Turn, parse_json_text
 from pipelines.config import GradingConfig
 
 
@@ -51,6 +52,11 @@ class TurnContext:
     prior_outputs: list[Any] = field(default_factory=list)  # successful outputs of earlier turns
     calls_before: int = 0  # calls made in earlier turns (max_calls counts the whole trajectory)
     replayed: bool = False
+
+    @cached_property
+    def policy(self) -> Policy | None:
+        """The policy the checks apply: the task's, plus what the grading config adds to every task."""
+        return self.config.policy_for(self.task)
 
 
 def build_context(

@@ -9,16 +9,29 @@ Rules (each violation is evidence naming the step):
   string as written, anything else as JSON), linear in the text whatever the pattern;
 - ``allowed_sources`` per turn: a call's source is its tool's ``source`` kind, or its name.
 An attempted violation counts even if the call failed: the policy governs behaviour, not effects.
-A policy with plain text only cannot be checked by a machine -> inconclusive (policy rubric).
+These per-call rules are ``policy_violations`` (the run-time gate asks them too, ``pipelines.runner``).
+
+- ``confirm_writes`` reads the dialogue: every successful (or unknown-outcome) write must come after
+  an agent message describing it and a user message confirming it (``_confirmation``). A failed call
+  changed nothing and needs none. Per write it is confirmed, a violation, or open (the user's
+  replies are unclear): the one rule that can leave the check inconclusive by itself. The grading
+  config can add it to every task (``[grading] confirm_writes``, ``judge grade --confirm-writes``).
+
+A violation of any rule decides (mismatch at the policy stage), open writes or not. Otherwise an
+open write makes the check inconclusive (the policy judge decides). A policy with plain text only
+cannot be checked by a machine -> inconclusive (policy rubric). Structured rules, ``confirm_writes``
+included, are taken as the formalisation of the text (``judge.Policy``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from judge import Check, Evidence, EvidenceKind, FailureStage, Outcome, Policy, StageResult, pattern_search
+from pipelines.checks._confirmation import judge_writes
 from pipelines.checks._context import TurnContext
 from pipelines.checks._waterfall import CheckOutcome
 from pipelines.matching import values_equal
@@ -70,6 +83,32 @@ def policy_violations(ctx: TurnContext, policy: Policy) -> list[Evidence]:
     return found
 
 
+@dataclass(frozen=True)
+class PolicyFindings:
+    """Every rule of a policy over one turn: ``violations`` decide; ``open`` are findings a rule could
+    not decide (the reason in each message); ``facts`` are what a passed rule rested on."""
+
+    violations: list[Evidence] = field(default_factory=list)
+    open: list[Evidence] = field(default_factory=list)
+    facts: list[Evidence] = field(default_factory=list)
+
+
+def policy_findings(ctx: TurnContext, policy: Policy) -> PolicyFindings:
+    """The per-call rules (``policy_violations``) and, when the policy asks for it, confirm_writes;
+    violations in step order."""
+    violations = policy_violations(ctx, policy)
+    if not policy.confirm_writes:
+        return PolicyFindings(violations)
+    verdicts = judge_writes(ctx)
+    violations += [v.evidence for v in verdicts if v.finding == "violation"]
+    violations.sort(key=lambda e: -1 if e.step is None else e.step)  # stable: per step, the per-call rules first
+    return PolicyFindings(
+        violations,
+        open=[v.evidence for v in verdicts if v.finding == "open"],
+        facts=[v.evidence for v in verdicts if v.finding == "confirmed"],
+    )
+
+
 def _as_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
@@ -82,22 +121,24 @@ class PolicyCheck:
         return CheckOutcome(self._result(ctx))
 
     def _result(self, ctx: TurnContext) -> StageResult:
-        policy = ctx.task.policy
+        policy = ctx.policy
         if policy is None:
             return StageResult(check=self.check, outcome=Outcome.SKIPPED, reason="no policy")
-        violations = policy_violations(ctx, policy)
-        if violations:
+        found = policy_findings(ctx, policy)
+        if found.violations:
             return StageResult(
                 check=self.check,
                 outcome=Outcome.MISMATCH,
                 failure_stage=FailureStage.POLICY,
-                reason=violations[0].message,
-                evidence=violations,
+                reason=found.violations[0].message,
+                evidence=[*found.violations, *found.open, *found.facts],
             )
+        if found.open:
+            return StageResult(check=self.check, outcome=Outcome.INCONCLUSIVE, reason=found.open[0].message, evidence=[*found.open, *found.facts])
         if not policy.has_rules:
             return StageResult(
                 check=self.check,
                 outcome=Outcome.INCONCLUSIVE,
                 reason="plain-text policy without machine-checkable rules",
             )
-        return StageResult(check=self.check, outcome=Outcome.MATCH, reason="no rule violated")
+        return StageResult(check=self.check, outcome=Outcome.MATCH, reason="no rule violated", evidence=found.facts)

@@ -211,6 +211,14 @@ def grade(
         Optional[str],
         typer.Option(help="auto (default): a one-goal task grades a dialogue as one episode; episode; per-message: each user message answers one task turn."),
     ] = None,
+    confirm_writes: Annotated[
+        bool,
+        typer.Option(
+            "--confirm-writes",
+            help="Apply the confirm_writes policy rule to every task: each successful write must follow an agent message describing it "
+            "and a user message confirming it (config: [grading] confirm_writes).",
+        ),
+    ] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Fields the schema does not know are errors instead of warnings.")] = False,
     labels: Annotated[
         Optional[Path],
@@ -259,6 +267,8 @@ def grade(
             console.print(f"--turns must be one of {', '.join(TURNS_MODES)}, not {turns!r}", style="red")
             raise typer.Exit(EXIT_USAGE)
         grading = grading.model_copy(update={"turns": turns})
+    if confirm_writes:
+        grading = grading.model_copy(update={"confirm_writes": True})
     rubric_table = load_rubric_table(rubrics)
     settings = judge_settings(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, min_votes, judge_mode)
     opts = GradeOptions(
