@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from calibration import cluster_bootstrap_ci
-from judge import FAILURE_STAGE_ORDER, InputErrorInfo, InputWarning, RunSummary, Scores, TrajectoryResult
+from judge import FAILURE_STAGE_ORDER, EvidenceKind, InputErrorInfo, InputWarning, RunSummary, Scores, TrajectoryResult
 from pipelines.config import GradingConfig
 from pipelines.orchestration import OrchestrationTally
 
@@ -49,6 +49,7 @@ class Aggregator:
     errors: list[dict[str, Any]] = field(default_factory=list)
     judge_calls: int = 0
     judge_cost: float = 0.0
+    policy_not_audited: int = 0  # graded trajectories whose domain-wide policy document was judge context only
     scores: dict[str, array] = field(default_factory=dict)  # NaN = not applicable; 8 bytes a value
     warnings: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (kind, field pattern) -> count, first
     external: dict[str, _External] = field(default_factory=dict)  # label source -> what agreement needs
@@ -107,6 +108,8 @@ class Aggregator:
         row["unresolved_stages"].append(_STAGE_TUPLES.setdefault(stages, stages))
         self.judge_calls += r.judge_calls
         self.judge_cost += r.judge_cost_usd
+        if any(e.kind == EvidenceKind.POLICY_NOT_AUDITED for t in r.turns for c in t.checks for e in c.evidence):
+            self.policy_not_audited += 1
         for label in r.external_labels or ():
             self.external.setdefault(label.source, _External()).add(r, label)
 
@@ -129,6 +132,7 @@ class Aggregator:
                 "errors": trajectory_errors,
                 "task_errors": sum(1 for e in self.errors if e["scope"] == "task"),
                 "label_errors": sum(1 for e in self.errors if e["scope"] == "labels"),
+                "policy_not_audited": self.policy_not_audited,
                 **{v: int((verdict == v).sum()) for v in ("pass", "fail", "unresolved")},
             },
             **self._group(everything, verdict, tasks, with_scores=True),

@@ -121,14 +121,17 @@ def collapse_task_turns(task: Task) -> Turn:
     last = task.turns[-1]
     criteria = [c for t in task.turns for c in (t.criteria or [])]
     required = [c for t in task.turns for c in (t.required_content or [])]
+    assertions = [a for t in task.turns for a in (t.environment_assertions or [])]
+    stated = {"reference_calls": calls} if any(t.states_calls for t in task.turns) else {}  # "no write" only if a turn says so
     return Turn(
         turn_id=task.turns[0].turn_id,
         query="\n".join(t.query for t in task.turns),
-        reference_calls=calls,
+        **stated,
         gold_answers=last.gold_answers,
         gold_answer_pattern=last.gold_answer_pattern,
         answer_ordered=last.answer_ordered,
         answer_tolerance=last.answer_tolerance,
         criteria=criteria or None,
         required_content=required or None,
+        environment_assertions=assertions or None,
     )

@@ -5,8 +5,9 @@ Rules (earliest wins):
   ``fail`` at its failure stage; inconclusive checks before it are listed as unresolved stages
   (they could only move the blame earlier, never turn the fail into a pass).
 - With no mismatch, any inconclusive check leaves the turn ``unresolved``; so does a turn with
-  nothing to check (no required reference call, no answer specification, no policy): a pass must
-  rest on something checked, never on an empty specification. Otherwise ``pass``.
+  nothing to check (no required reference call, no answer specification, no gating policy, no
+  stated "no write") or one gated by assertions only the benchmark's environment evaluates: a pass
+  must rest on something checked, never on an empty specification. Otherwise ``pass``.
 - A trajectory passes iff every turn passes. It fails at the stage of its chronologically first
   failing turn (where it broke). Otherwise, any unresolved turn makes it ``unresolved``.
 - ``decided_by`` is ``judge:<panel>`` when a judge decided a check the verdict rests on,
@@ -18,12 +19,14 @@ from __future__ import annotations
 from judge import CHECK_DEFAULT_STAGE, DecidedBy, FailureStage, Outcome, StageResult, TurnResult, VerdictLabel
 
 
-def attribute_turn(turn_id: str, checks: list[StageResult], nothing_to_check: str | None = None) -> TurnResult:
+def attribute_turn(turn_id: str, checks: list[StageResult], open_reason: str | None = None) -> TurnResult:
+    """``open_reason``: why the turn cannot pass on what is checked here (nothing to check, or a
+    requirement only the benchmark's environment evaluates); a decisive failure still fails it."""
     for check in checks:
         if check.outcome == Outcome.MISMATCH:
             return TurnResult(turn_id=turn_id, verdict=VerdictLabel.FAIL, failure_stage=check.failure_stage, checks=checks)
-    if nothing_to_check is not None:
-        return TurnResult(turn_id=turn_id, verdict=VerdictLabel.UNRESOLVED, checks=checks, reason=nothing_to_check)
+    if open_reason is not None:
+        return TurnResult(turn_id=turn_id, verdict=VerdictLabel.UNRESOLVED, checks=checks, reason=open_reason)
     if any(c.outcome == Outcome.INCONCLUSIVE for c in checks):
         return TurnResult(turn_id=turn_id, verdict=VerdictLabel.UNRESOLVED, checks=checks)
     return TurnResult(turn_id=turn_id, verdict=VerdictLabel.PASS, failure_stage=FailureStage.NONE, checks=checks)

@@ -49,6 +49,10 @@ class GradingConfig(BaseModel):
     seed: int = 0
     multi_source_capability: str = Field("4", description="capability whose multi-source cases count 2x on the leaderboard")
     multi_source_weight: float = Field(2.0, ge=1)
+    policy_text: Literal["context", "gate"] = Field(
+        "context",
+        description="a benchmark's domain-wide policy document (tau2's environment policy): context for the judges, or a gate the policy rubric audits",
+    )
     turns: Literal["auto", "episode", "per-message"] = Field(
         "auto", description="auto: a one-goal task grades a dialogue as one episode; episode / per-message force one way (see pipelines.alignment)"
     )

@@ -52,6 +52,7 @@ from pipelines.checks import (
     dependents,
     evaluation_order,
     instruction_evidence,
+    policy_gates,
     writes_to_confirm,
 )
 from pipelines.config import GradingConfig
@@ -69,7 +70,7 @@ class TurnState:
     checks: dict[Check, StageResult]
     facts: TurnFacts
     asked: set[Check] = field(default_factory=set)  # escalated already (decided or left open)
-    nothing_to_check: str | None = None  # the task specifies nothing for this turn: unresolved, never asked
+    open_reason: str | None = None  # why the turn cannot pass on what is checked here: unresolved, never asked
 
 
 @dataclass
@@ -85,7 +86,7 @@ class GradedCase:
     # ---- escalation -------------------------------------------------------------------------
     def next_escalation(self) -> tuple[int, Check] | None:
         for ti, ts in enumerate(self.turns):
-            if ts.nothing_to_check is not None and not any(c.outcome == Outcome.MISMATCH for c in ts.checks.values()):
+            if ts.open_reason is not None and not any(c.outcome == Outcome.MISMATCH for c in ts.checks.values()):
                 continue
             mismatch_seen = False
             for check in CHECK_ORDER:
@@ -139,7 +140,7 @@ class GradedCase:
 
     # ---- result -----------------------------------------------------------------------------
     def result(self) -> TrajectoryResult:
-        turn_results = [attribute_turn(ts.ctx.turn.turn_id, [ts.checks[c] for c in CHECK_ORDER], ts.nothing_to_check) for ts in self.turns]
+        turn_results = [attribute_turn(ts.ctx.turn.turn_id, [ts.checks[c] for c in CHECK_ORDER], ts.open_reason) for ts in self.turns]
         verdict, stage, unresolved, decided_by = attribute_trajectory(turn_results)
         for ts in self.turns:
             ts.facts.answer = ts.checks[Check.ANSWER]
@@ -205,29 +206,36 @@ def _evaluate(ctx: TurnContext) -> TurnState:
             matching = outcome.detail
     assert matching is not None  # the calls check is part of the waterfall
     facts = TurnFacts(ctx, matching, checks[Check.POLICY], checks[Check.ANSWER])
-    return TurnState(ctx=ctx, checks=checks, facts=facts, nothing_to_check=_nothing_to_check(ctx, matching))
+    return TurnState(ctx=ctx, checks=checks, facts=facts, open_reason=_open_reason(ctx, matching))
 
 
-def _nothing_to_check(ctx: TurnContext, matching: CallMatching) -> str | None:
-    """Why the turn has nothing to check, or None. Something to check: a required reference call,
-    an answer specification (gold, pattern, criteria, required content), a policy, a ban on extra
-    calls, or a final state compared by replay. Under ``[grading] confirm_writes`` a policy that is
-    plain text is formalised by that rule, which has something to check only where a write needed
-    the user's confirmation (a vacuous rule is no reason to pass)."""
+def _open_reason(ctx: TurnContext, matching: CallMatching) -> str | None:
+    """Why the turn cannot pass on what is checked here, or None: it specifies nothing to check, or
+    it gates on assertions only the benchmark's own environment evaluates. Something to check: a
+    required reference call, an answer specification (gold, pattern, criteria, required content), a
+    gating policy, a ban on extra calls, a final state compared by replay, a turn that states its
+    reference calls with none required (it expects no write: the calls check decides), or, under
+    ``[grading] confirm_writes``, a write that needed the user's confirmation (the rule the config
+    adds to every task has something to check only there: a vacuous rule is no reason to pass)."""
     task, turn = ctx.task, ctx.turn
+    if turn.environment_assertions:
+        return (
+            f"needs the environment: {len(turn.environment_assertions)} assertion(s) on the end state gate this task "
+            "and only the benchmark's own environment evaluates them"
+        )
     if any(not st.advisory for st in matching.refs) or turn.has_answer_spec or task.extra_calls == "forbid":
         return None
-    if task.policy is not None and task.policy.has_rules:
+    if task.policy is not None and policy_gates(task.policy, ctx.config):
         return None
-    if ctx.config.confirm_writes:
-        # the rule the config adds to every task (it formalises a plain-text policy, as any rule
-        # does): something to check only where a write needed the user's confirmation
-        if writes_to_confirm(ctx):
-            return None
-    elif task.policy is not None and task.policy.text:
+    if ctx.config.confirm_writes and writes_to_confirm(ctx):
         return None
     if ctx.reference_state is not None and ctx.predicted_state is not None:
         return None
+    if turn.states_calls and task.final_state == "checked":
+        unknown = sorted({v.step.name for v in ctx.steps if v.made and task.tool(v.step.name) is None})
+        if not unknown:
+            return None  # no write expected: the calls check passes it or fails it at the first write
+        return f"nothing to check: the turn expects no write, but the task does not declare {unknown}, so whether they write is unknown"
     return "nothing to check: the task gives no required reference call, no answer specification and no policy for this turn"
 
 
@@ -292,7 +300,8 @@ def _material_model(ctx: TurnContext, check: Check) -> BaseModel:
         )
     if check == Check.ANSWER:
         if turn.gold_answers is None:
-            return OpenEndedMaterial(question=turn.query, criteria=turn.criteria or [], answer=answer)
+            document = ctx.task.policy.text if ctx.task.policy is not None else None
+            return OpenEndedMaterial(question=turn.query, criteria=turn.criteria or [], answer=answer, policy_document=document)
         return AnswerMaterial(question=turn.query, gold_answers=turn.gold_answers, answer=answer)
     outputs_shown = [ToolOutputShown(step=v.index, name=v.step.name, arguments=v.step.arguments, result=_clip(v.result)) for v in ctx.steps if v.status == "ok"]
     return GroundednessMaterial(question=turn.query, answer=answer, tool_outputs=outputs_shown)

@@ -118,6 +118,8 @@ def _headline_cards(rep: RunReport) -> str:
         ("CRAG score", num(s.crag_score), "correct 1 / missing 0 / incorrect -1"),
         ("graded", str(c.graded), f"{c.passed} pass, {c.fail} fail, {c.unresolved} unresolved, {c.errors} errors"),
     ]
+    if c.policy_not_audited:
+        cards.append(("policy not audited", str(c.policy_not_audited), "domain policy document kept as judge context (--policy-text gate audits it)"))
     cf = rep.calibration_facts
     if cf and cf.get("corrected_pass_rate") is not None:
         cards.append(("pass rate corrected for judge error", pct(cf["corrected_pass_rate"]), f"Rogan-Gladen, {cf['rater']}"))

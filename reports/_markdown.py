@@ -27,6 +27,11 @@ def _headline(rep: RunReport) -> list[str]:
         caps = ", ".join(f"cap {md_text(str(k))}: {pct(v)}" for k, v in lb.capabilities.items())
         lines.append(f"- VAKRA leaderboard score: **{pct(lb.score)}** ({caps}; {lb.rule})")
     lines.append(f"- CRAG score: {num(s.crag_score)} (accuracy minus hallucination rate)")
+    if c.policy_not_audited:
+        lines.append(
+            f"- Policy not audited: {c.policy_not_audited} trajectories had a domain-wide policy document, kept as context for the judges "
+            "(`--policy-text gate` audits it)"
+        )
     cf = rep.calibration_facts
     if cf and cf.get("corrected_pass_rate") is not None:
         lines.append(

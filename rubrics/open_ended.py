@@ -22,7 +22,7 @@ RUBRIC = TemplateRubric(
     label_scores={"meets": 1.0, "partially_meets": 0.5, "fails": 0.0},
     label_outcomes={"meets": Outcome.MATCH, "partially_meets": Outcome.MISMATCH, "fails": Outcome.MISMATCH},
     required=("question", "criteria", "answer"),
-    optional=(),
+    optional=("policy_document",),
     description=__doc__.strip().splitlines()[0],
     check="open_ended",
 )

@@ -73,13 +73,23 @@ class AnswerMaterial(BaseModel):
 
 
 class OpenEndedMaterial(BaseModel):
-    """open_ended: the answer against the points a good answer covers."""
+    """open_ended: the answer against the points a good answer covers. ``policy_document``: the
+    domain's policy the agent worked under (tau2's environment policy), context for criteria such
+    as "the agent should refuse"; omitted from the wire when there is none (cache keys unchanged)."""
 
     model_config = _Closed
 
     question: str
     criteria: list[str]
     answer: Any  # required, may be null
+    policy_document: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_no_policy(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("policy_document") is None:
+            data.pop("policy_document", None)
+        return data
 
 
 class SufficiencyMaterial(BaseModel):

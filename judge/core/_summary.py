@@ -28,6 +28,7 @@ class Counts(BaseModel):
     errors: int  # trajectory input errors
     task_errors: int = 0
     label_errors: int = 0
+    policy_not_audited: int = 0  # graded trajectories whose domain-wide policy document was context only (--policy-text gate audits it)
     passed: int = Field(alias="pass")
     fail: int
     unresolved: int

@@ -12,7 +12,14 @@ Partial and alternative references (a real benchmark rarely pins every argument)
 - ``grading="outcome"``: read calls are advisory; writes, the final state and the answer decide
   (how state-based benchmarks such as tau2 score);
 - ``extra_calls="forbid"``: a successful or unknown-outcome call that satisfies no reference call
-  fails at tool selection (BFCL counts calls exactly); by default extra reads are evidence.
+  fails at tool selection (BFCL counts calls exactly); by default extra reads are evidence;
+- ``final_state="unchecked"``: the benchmark does not score the environment's end state (tau2 without
+  ``DB`` in its reward basis): a surplus write is not a failure, and no turn expects "no write".
+
+"No write" is a specification too: a turn that states its reference calls (the key is given, even as
+``[]``) and requires none expects the state to stay unchanged; it passes when no write succeeded and
+fails at the first successful write. A turn that states nothing (no reference key, no answer, no
+policy) has nothing to check.
 """
 
 from __future__ import annotations
@@ -218,6 +225,9 @@ class Policy(BaseModel):
 
     When structured rules are present they are taken as the formalisation of ``text``; a policy
     with text only can be checked by the policy-adherence rubric, never deterministically.
+    ``scope="domain"`` marks a benchmark's domain-wide policy document (tau2's environment policy, a
+    system prompt shared by every task): it is context for the judges, and its text gates a verdict
+    only when asked (``--policy-text gate``); a per-task policy (``scope="task"``) always gates.
     ``confirm_writes``: every successful write must follow an agent message describing it and a
     user message confirming it (the seed articles' and tau2's "explicit confirmation (yes)" rule;
     checked over the dialogue by ``pipelines.checks.policy``).
@@ -226,6 +236,7 @@ class Policy(BaseModel):
     model_config = Open
 
     text: str | None = None
+    scope: Literal["task", "domain"] = "task"
     allowed_tools: list[str] | None = None
     forbidden_tools: list[str] = Field(default_factory=list)
     max_calls: int | None = Field(default=None, ge=0)
@@ -261,6 +272,9 @@ class Turn(BaseModel):
     answer_tolerance: float | None = Field(default=None, ge=0)  # relative, for numeric answers
     criteria: list[str] | None = None  # open-ended tasks: key points a good answer covers
     required_content: list[str] | None = None  # facts the agent must tell the user (tau2 communicate_info)
+    # assertions on the environment's end state that only the benchmark's own environment evaluates
+    # (tau2 env_assertions): a turn with them cannot pass here (unresolved, never asked of a judge)
+    environment_assertions: list[Any] | None = None
 
     coerce_ids = field_validator("turn_id", mode="before")(_as_str_id)
 
@@ -270,6 +284,11 @@ class Turn(BaseModel):
         if value is not None:
             compile_pattern(value)
         return value
+
+    @property
+    def states_calls(self) -> bool:
+        """The turn says which calls it needs: its ``reference_calls`` were given, even as ``[]``."""
+        return "reference_calls" in self.model_fields_set
 
     @property
     def has_answer_spec(self) -> bool:
@@ -366,6 +385,7 @@ SINGLE_TURN_KEYS = (
     "answer_tolerance",
     "criteria",
     "required_content",
+    "environment_assertions",
 )
 
 
@@ -383,6 +403,7 @@ class Task(BaseModel):
     extra_arguments: ExtraArguments = "forbid"  # default for reference calls that do not say
     extra_calls: Literal["allow", "forbid"] = "allow"  # forbid: every call must be a reference call (BFCL)
     grading: Literal["trajectory", "outcome"] = "trajectory"
+    final_state: Literal["checked", "unchecked"] = "checked"  # unchecked: surplus writes never fail
 
     coerce_ids = field_validator("task_id", mode="before")(_as_str_id)
 

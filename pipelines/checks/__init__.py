@@ -11,7 +11,7 @@ from pipelines.checks._waterfall import CheckOutcome, WaterfallCheck, dependents
 from pipelines.checks.answer import AnswerCheck, instruction_evidence
 from pipelines.checks.calls import CallMatching, CallsCheck, match_calls
 from pipelines.checks.grounding import GroundingCheck
-from pipelines.checks.policy import PolicyCheck, PolicyFindings, policy_findings, policy_violations
+from pipelines.checks.policy import PolicyCheck, PolicyFindings, policy_findings, policy_gates, policy_violations
 
 WATERFALL: tuple[WaterfallCheck, ...] = (PolicyCheck(), CallsCheck(), AnswerCheck(), GroundingCheck())
 
@@ -35,6 +35,7 @@ __all__ = [
     "instruction_evidence",
     "match_calls",
     "policy_findings",
+    "policy_gates",
     "policy_violations",
     "read_reply",
     "writes_to_confirm",

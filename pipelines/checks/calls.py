@@ -23,7 +23,10 @@ Invariants, each a general rule:
   to the same tool.
 - Write calls must match as a multiset; a surplus successful write (a duplicate, or a write the
   task never asked for) fails at tool selection: calling it was the mistake. With replay, the
-  final state must equal the reference's final state.
+  final state must equal the reference's final state. A turn that states its reference calls and
+  requires none therefore passes when no write succeeded and fails at the first one ("no write").
+  Under ``final_state="unchecked"`` (the benchmark scores no end state) surplus writes and the final
+  state are not checked: only the reference calls count.
 - When a reference read has no counterpart but the agent made other calls and got the answer
   right, an alternative path is possible: inconclusive (trajectory-sufficiency rubric), unless
   the turn specifies no answer (then the calls are the whole specification).
@@ -105,7 +108,12 @@ class _CallMatcher:
         self.diagnose_unsatisfied()
         surplus = self.surplus_calls()
         ctx = self.ctx
-        state_mismatch = ctx.reference_state is not None and ctx.predicted_state is not None and ctx.reference_state != ctx.predicted_state
+        state_mismatch = (
+            self.task.final_state == "checked"
+            and ctx.reference_state is not None
+            and ctx.predicted_state is not None
+            and ctx.reference_state != ctx.predicted_state
+        )
         edges, respected = self.order_edges()
         result = _stage_result(ctx, self.status, surplus, state_mismatch)
         return CallMatching(self.status, self.used, surplus, edges, respected, state_mismatch, result)
@@ -206,10 +214,11 @@ class _CallMatcher:
                 name = self.refs[st.index].name
                 attempts_left[name] = attempts_left.get(name, 0) + 1
         strict_calls = self.task.extra_calls == "forbid"
+        writes_count = self.task.final_state == "checked"  # a benchmark that scores no end state ignores surplus writes
         surplus: list[tuple[int, FailureStage, str]] = []
         for view in self.made:
             name = view.step.name
-            if view.index in self.used or not (strict_calls or self.task.is_write(name)):
+            if view.index in self.used or not (strict_calls or (writes_count and self.task.is_write(name))):
                 continue
             if attempts_left.get(name, 0) > 0:
                 attempts_left[name] -= 1
@@ -321,7 +330,11 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
     required = [st for st in status if not st.advisory]
     if not required:
         what = "no required reference calls" if refs else "no reference calls"
-        return StageResult(check=Check.CALLS, outcome=Outcome.MATCH, reason=f"{what}; no unexpected writes", evidence=evidence)
+        if ctx.task.final_state == "unchecked":
+            return StageResult(check=Check.CALLS, outcome=Outcome.MATCH, reason=f"{what}; the end state is not part of the task", evidence=evidence)
+        writes = sum(1 for v in ctx.steps if v.made and ctx.task.is_write(v.step.name))
+        tail = "no write succeeded: the state stays unchanged" if not writes else "no unexpected writes"
+        return StageResult(check=Check.CALLS, outcome=Outcome.MATCH, reason=f"{what}; {tail}", evidence=evidence)
     return StageResult(check=Check.CALLS, outcome=Outcome.MATCH, reason=f"all {len(required)} required reference calls satisfied", evidence=evidence)
 
 

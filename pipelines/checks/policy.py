@@ -18,9 +18,14 @@ These per-call rules are ``policy_violations`` (the run-time gate asks them too,
   config can add it to every task (``[grading] confirm_writes``, ``judge grade --confirm-writes``).
 
 A violation of any rule decides (mismatch at the policy stage), open writes or not. Otherwise an
-open write makes the check inconclusive (the policy judge decides). A policy with plain text only
-cannot be checked by a machine -> inconclusive (policy rubric). Structured rules, ``confirm_writes``
-included, are taken as the formalisation of the text (``judge.Policy``).
+open write makes the check inconclusive (the policy judge decides). The task's own structured rules
+(``confirm_writes`` included) are taken as the formalisation of its text (``judge.Policy``); a rule
+the grading config adds formalises nothing: a task whose own policy is plain text still needs the
+policy rubric (inconclusive) when that text gates. A policy with plain text only cannot be checked
+by a machine -> inconclusive (policy rubric), unless it is a benchmark's domain-wide policy document
+(``Policy.scope="domain"``): that is context for the judges, audited only with ``--policy-text
+gate``; otherwise the check is skipped (or, when the config's rule was checked, matched) with a
+``policy_not_audited`` evidence item, which the summary counts.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from judge import Check, Evidence, EvidenceKind, FailureStage, Outcome, Policy, 
 from pipelines.checks._confirmation import judge_writes
 from pipelines.checks._context import TurnContext
 from pipelines.checks._waterfall import CheckOutcome
+from pipelines.config import GradingConfig
 from pipelines.matching import values_equal
 
 
@@ -135,10 +141,27 @@ class PolicyCheck:
             )
         if found.open:
             return StageResult(check=self.check, outcome=Outcome.INCONCLUSIVE, reason=found.open[0].message, evidence=[*found.open, *found.facts])
-        if not policy.has_rules:
+        own = ctx.task.policy
+        own_text_only = own is None or not own.has_rules  # a rule the config adds never formalises the task's text
+        if own_text_only and not (own is not None and policy_gates(own, ctx.config)):
+            reason = "domain-wide policy document: context for the judges, not audited (--policy-text gate audits it)"
+            not_audited = [Evidence(kind=EvidenceKind.POLICY_NOT_AUDITED, message=reason)] if own is not None else []
+            if policy.has_rules:  # the config's rule was checked
+                return StageResult(check=self.check, outcome=Outcome.MATCH, reason="no rule violated", evidence=[*found.facts, *not_audited])
+            return StageResult(check=self.check, outcome=Outcome.SKIPPED, reason=reason, evidence=not_audited)
+        if own_text_only:
             return StageResult(
                 check=self.check,
                 outcome=Outcome.INCONCLUSIVE,
                 reason="plain-text policy without machine-checkable rules",
+                evidence=found.facts,
             )
         return StageResult(check=self.check, outcome=Outcome.MATCH, reason="no rule violated", evidence=found.facts)
+
+
+def policy_gates(policy: Policy, config: GradingConfig) -> bool:
+    """Whether the policy can decide a verdict: machine rules and per-task text always; a domain-wide
+    policy document's text only when the run asks for it (``policy_text = "gate"``)."""
+    if policy.has_rules or (policy.text and policy.scope == "task"):
+        return True
+    return bool(policy.text) and config.policy_text == "gate"

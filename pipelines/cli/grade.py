@@ -211,6 +211,12 @@ def grade(
         Optional[str],
         typer.Option(help="auto (default): a one-goal task grades a dialogue as one episode; episode; per-message: each user message answers one task turn."),
     ] = None,
+    policy_text: Annotated[
+        Optional[str],
+        typer.Option(
+            help="context (default): a benchmark's domain-wide policy document (tau2's environment policy) is context for the judges; gate: the policy rubric audits it."
+        ),
+    ] = None,
     confirm_writes: Annotated[
         bool,
         typer.Option(
@@ -267,6 +273,10 @@ def grade(
             console.print(f"--turns must be one of {', '.join(TURNS_MODES)}, not {turns!r}", style="red")
             raise typer.Exit(EXIT_USAGE)
         grading = grading.model_copy(update={"turns": turns})
+    if policy_text is not None:
+        if policy_text not in ("context", "gate"):
+            usage.fail("--policy-text", f"must be context or gate, not {policy_text!r}")
+        grading = grading.model_copy(update={"policy_text": policy_text})
     if confirm_writes:
         grading = grading.model_copy(update={"confirm_writes": True})
     rubric_table = load_rubric_table(rubrics)

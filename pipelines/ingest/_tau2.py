@@ -10,12 +10,16 @@ check only then and is kept in ``metadata.tags["tau2"]`` otherwise.
   ``compare_args`` null compares every argument (extra arguments fail, as tau2 compares the call's
   keys); a list compares only those (``extra_arguments: "allow"``). The list is unordered.
   ``DB`` without ``ACTION`` -> ``grading: "outcome"`` (reads advisory; writes decide); ``ACTION``
-  -> every action required; neither -> every action advisory (``required: false``).
+  -> every action required; neither -> every action advisory (``required: false``). Without ``DB``
+  tau2 scores no end state: ``final_state: "unchecked"`` (surplus writes are not failures). With
+  ``DB``, a task whose actions hold no write expects none ("no write" is a check).
   Actions with requestor ``user`` (telecom device actions) are the user's: ``tags.tau2.user_actions``.
 - ``communicate_info`` -> ``required_content`` (COMMUNICATE); ``nl_assertions`` -> ``criteria``
-  (NL_ASSERTION); ``env_assertions`` cannot be checked without tau2's environment: kept, with a
-  warning when they gate the reward.
-- ``info.environment_info.policy`` -> the policy text; ``domain_name`` -> metadata domain.
+  (NL_ASSERTION); ``env_assertions`` (ENV_ASSERTION) -> the turn's ``environment_assertions``:
+  they need tau2's environment, so such a task is unresolved unless another check fails it (warned).
+- ``info.environment_info.policy`` -> the policy text, as the domain's policy document
+  (``scope: "domain"``: context for the judges, audited only with ``--policy-text gate``);
+  ``domain_name`` -> metadata domain.
 - Tools: every tool the file types (``reward_info.action_checks[].tool_type``) or, for tau2's
   published domains, that tau2's source types (``tau2_tool_types.json``); ``write`` -> a write tool,
   ``read``/``generic``/``think`` -> a read. A reference call's tool of unknown type is a read, with a
@@ -172,7 +176,8 @@ class _TaskReader:
         self.file = file
         self.domain = as_id(environment.get("domain_name"))
         policy = environment.get("policy")
-        self.policy = Policy(text=policy) if isinstance(policy, str) and policy.strip() else None
+        # the domain's policy document, shared by every task: context for the judges, not a per-task gate
+        self.policy = Policy(text=policy, scope="domain") if isinstance(policy, str) and policy.strip() else None
         self.types = types
         self.collector = collector
 
@@ -224,9 +229,10 @@ class _TaskReader:
         if criteria.get("env_assertions"):
             tags["env_assertions"] = criteria["env_assertions"]
             if "ENV_ASSERTION" in basis:
+                turn["environment_assertions"] = expect(criteria["env_assertions"], list, f"{cpath}.env_assertions", "env_assertions")
                 warn(
                     "uncheckable_criterion",
-                    f"task {task_id!r}: env_assertions gate tau2's reward but need tau2's environment to check; they are kept in metadata, not graded",
+                    f"task {task_id!r}: env_assertions gate tau2's reward but need tau2's environment to check: the task stays unresolved unless another check fails it",
                     f"{cpath}.env_assertions",
                 )
         if user_actions:
@@ -253,6 +259,7 @@ class _TaskReader:
                 "policy": self.policy,
                 "metadata": {"domain": self.domain, "tags": {"tau2": tags}},
                 "grading": "outcome" if "DB" in basis and "ACTION" not in basis else "trajectory",
+                "final_state": "checked" if "DB" in basis else "unchecked",
             }
         )
 

@@ -50,7 +50,8 @@ def test_airline_sample_tasks_follow_the_reward_basis():
     # nl_assertions do not gate this task's reward in tau2 (NL_ASSERTION not in the basis): kept, not graded
     assert one.turns[0].criteria is None and one.metadata.tags["tau2"]["nl_assertions"] == ["Agent should not approve the cancellation."]
     assert one.turns[0].required_content is None  # communicate_info is empty
-    assert one.policy is not None and one.policy.text.startswith("# Airline Agent Policy")
+    assert one.policy is not None and one.policy.text.startswith("# Airline Agent Policy") and one.policy.scope == "domain"
+    assert one.turns[0].states_calls  # the actions are the reference calls: with none a write, "no write" is checked
     assert one.metadata.domain == "airline"
     assert "Raj Sanchez" in one.turns[0].query and "Philadelphia to LaGuardia" in one.turns[0].query
     # tool types: the file types its reads; tau2's published airline tools type the rest
@@ -87,7 +88,8 @@ def test_telecom_user_tool_calls_are_not_the_agents():
     (task,) = tasks.tasks.values()
     assert task.turns[0].reference_calls == []  # both gold actions are the user's (requestor "user")
     assert [a["name"] for a in task.metadata.tags["tau2"]["user_actions"]] == ["toggle_airplane_mode", "toggle_roaming"]
-    assert task.grading == "trajectory"  # reward_basis [ENV_ASSERTION]
+    assert task.grading == "trajectory" and task.final_state == "unchecked"  # reward_basis [ENV_ASSERTION]
+    assert [a["func_name"] for a in task.turns[0].environment_assertions] == ["assert_mobile_data_status", "assert_internet_speed"]
     assert [w.kind for w in tasks.warnings] == ["uncheckable_criterion"]  # env assertions need tau2's environment
     (traj,) = ok(items).values()
     agent_tools = {s.name for s in traj.steps}
@@ -191,23 +193,32 @@ def test_compare_args_restrict_the_arguments_that_matter(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("basis", "grading", "required"),
+    ("basis", "grading", "required", "final_state"),
     [
-        (["DB", "COMMUNICATE"], "outcome", True),
-        (["DB", "ACTION"], "trajectory", True),  # ACTION makes every action a hard requirement
-        (["ACTION"], "trajectory", True),
-        (["COMMUNICATE"], "trajectory", False),  # actions gate nothing: advisory
-        (["NL_ASSERTION"], "trajectory", False),
+        (["DB", "COMMUNICATE"], "outcome", True, "checked"),
+        (["DB", "ACTION"], "trajectory", True, "checked"),  # ACTION makes every action a hard requirement
+        (["ACTION"], "trajectory", True, "unchecked"),  # no DB: tau2 scores no end state, surplus writes are no failure
+        (["COMMUNICATE"], "trajectory", False, "unchecked"),  # actions gate nothing: advisory
+        (["NL_ASSERTION"], "trajectory", False, "unchecked"),
+        (["ENV_ASSERTION"], "trajectory", False, "unchecked"),
     ],
 )
-def test_reward_basis_decides_grading_and_requirement(tmp_path, basis, grading, required):
+def test_reward_basis_decides_grading_and_requirement(tmp_path, basis, grading, required, final_state):
     actions = [{"action_id": "a", "name": "refund", "arguments": {"order_id": "7"}}]
-    criteria = {"actions": actions, "reward_basis": basis, "communicate_info": ["7"], "nl_assertions": ["Agent apologises."]}
+    assertion = {"env_type": "assistant", "func_name": "assert_refunded", "arguments": {"order_id": "7"}, "assert_value": True}
+    criteria = {
+        "actions": actions,
+        "reward_basis": basis,
+        "communicate_info": ["7"],
+        "nl_assertions": ["Agent apologises."],
+        "env_assertions": [assertion],
+    }
     tasks, _ = read(write_results(tmp_path, [_task("t", **criteria)], []))
     task = tasks.tasks["t"]
-    assert task.grading == grading
+    assert (task.grading, task.final_state) == (grading, final_state)
     assert [c.required for c in task.turns[0].reference_calls] == [required]
     turn, tags = task.turns[0], task.metadata.tags["tau2"]
+    assert (turn.environment_assertions == [assertion]) == ("ENV_ASSERTION" in basis) and tags["env_assertions"] == [assertion]
     assert (turn.required_content == ["7"]) == ("COMMUNICATE" in basis) and (("communicate_info" in tags) != ("COMMUNICATE" in basis))
     assert (turn.criteria == ["Agent apologises."]) == ("NL_ASSERTION" in basis) and (("nl_assertions" in tags) != ("NL_ASSERTION" in basis))
 
@@ -442,6 +453,37 @@ def test_judge_grade_takes_the_tasks_from_the_results_file(tmp_path):
     # the agent cancelled a reservation tau2's reference leaves alone: a surplus write, as tau2's DB check says
     cancelled = rows["f2dfe6ed-8489-494a-8973-8bc83949e199"]
     assert (cancelled["verdict"], cancelled["failure_stage"]) == ("fail", "tool_selection")
+
+
+def test_the_real_runs_agree_with_taus_reward_and_name_what_stays_open(tmp_path):
+    """Each reward component maps to its check (DB -> writes, ENV_ASSERTION -> needs tau2's
+    environment); the domain policy document is judge context, counted as not audited."""
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    rows, summaries = {}, {}
+    for name in ("airline", "retail", "telecom"):
+        out = tmp_path / name
+        result = CliRunner().invoke(app, ["grade", "--trajectories", str(shared(f"{name}_gpt-4.1-mini_results.json")), "--out", str(out), "--offline"])
+        assert result.exit_code == 0, result.output
+        rows[name] = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+        summaries[name] = json.loads((out / "summary.json").read_text())
+    decided = [(r["verdict"], r["external_labels"][0]["passed"]) for n in ("airline", "retail") for r in rows[n]]
+    # airline 0: no action, DB in the basis -> "no write" passes (tau2 1.0); airline 1: a surplus cancellation (0.0);
+    # retail 0: the reference exchange made (1.0)
+    assert decided == [("pass", True), ("fail", False), ("pass", True)]
+    (telecom,) = rows["telecom"]  # reward_basis [ENV_ASSERTION]: only tau2's environment can tell
+    assert telecom["verdict"] == "unresolved" and telecom["turns"][0]["reason"].startswith("needs the environment: 2 assertion(s)")
+    assert [summaries[n]["counts"]["policy_not_audited"] for n in ("airline", "retail", "telecom")] == [2, 1, 1]
+    assert all(r["turns"][0]["checks"][0]["outcome"] == "skipped" for n in rows for r in rows[n])  # policy: context, not a gate
+    gated = tmp_path / "gated"
+    result = CliRunner().invoke(
+        app, ["grade", "--trajectories", str(shared("retail_gpt-4.1-mini_results.json")), "--out", str(gated), "--offline", "--policy-text", "gate"]
+    )
+    assert result.exit_code == 0, result.output
+    (row,) = [json.loads(line) for line in (gated / "results.jsonl").read_text().splitlines()]
+    assert row["verdict"] == "unresolved" and row["unresolved_stages"] == ["policy"]  # audited: the policy rubric must rule
 
 
 def test_an_oversize_string_field_is_too_large_naming_its_path(tmp_path):

@@ -239,16 +239,37 @@ def test_the_grading_option_applies_the_rule_to_a_task_without_policy():
     assert (unconfirmed.verdict, unconfirmed.failure_stage, unconfirmed.scores.policy_compliance) == (VerdictLabel.FAIL, FailureStage.POLICY, 0.0)
 
 
-def test_the_grading_option_formalises_a_text_policy_but_a_vacuous_rule_is_nothing_to_check():
-    chat = booking_task({"text": "Confirm before booking."}, reference_calls=[])
-    no_write = dialogue(turn("Any seats on BA117?", call("search_athletes", country="Kenya"), say=("Yes, 12A.",)))
-    assert policy_check(grade(chat, no_write)).outcome == Outcome.INCONCLUSIVE  # plain text: the judge's
-    vacuous = grade(chat, no_write, GradingConfig(confirm_writes=True))
-    assert policy_check(vacuous).outcome == Outcome.MATCH
-    assert vacuous.result().verdict == VerdictLabel.UNRESOLVED and "nothing to check" in vacuous.result().turns[0].reason
-    booking = booking_task({"text": "Confirm before booking."})
-    confirmed = grade(booking, dialogue(turn("Book me a seat on BA117.", say=(ASK,)), turn("Yes.", book())), GradingConfig(confirm_writes=True))
-    assert confirmed.result().verdict == VerdictLabel.PASS
+def test_the_grading_option_adds_a_rule_but_formalises_no_text():
+    """A task's own rules formalise its text; the rule the config adds to every task does not: a
+    per-task text policy still needs the policy rubric when the rule passes (a violation decides)."""
+    confirmed = dialogue(turn("Book me a seat on BA117.", say=(ASK,)), turn("Yes.", book()))
+    unconfirmed = dialogue(turn("Book me seat 12A on BA117.", book()))
+    text = booking_task({"text": "Be polite and confirm before booking."})
+    result = policy_check(grade(text, confirmed, GradingConfig(confirm_writes=True)))
+    assert result.outcome == Outcome.INCONCLUSIVE and result.reason == "plain-text policy without machine-checkable rules"
+    assert kinds(result) == [EvidenceKind.WRITE_CONFIRMED]
+    assert policy_check(grade(text, unconfirmed, GradingConfig(confirm_writes=True))).outcome == Outcome.MISMATCH
+    own = booking_task({"text": "Be polite and confirm before booking.", **RULE})  # the task's own rule: its text is formalised
+    assert policy_check(grade(own, confirmed)).outcome == Outcome.MATCH
+
+
+def test_the_grading_option_over_a_domain_policy_document():
+    """A benchmark's domain-wide document (tau2's) is judge context: the rule decides, the document
+    stays not audited (the summary counts it)."""
+    domain = booking_task({"text": "Airline policy: ... obtain explicit user confirmation (yes) ...", "scope": "domain"})
+    confirmed = dialogue(turn("Book me a seat on BA117.", say=(ASK,)), turn("Yes.", book()))
+    assert policy_check(grade(domain, confirmed)).outcome == Outcome.SKIPPED
+    case = grade(domain, confirmed, GradingConfig(confirm_writes=True))
+    assert policy_check(case).outcome == Outcome.MATCH and kinds(policy_check(case)) == [EvidenceKind.WRITE_CONFIRMED, EvidenceKind.POLICY_NOT_AUDITED]
+    assert case.result().verdict == VerdictLabel.PASS
+
+
+def test_a_vacuous_rule_is_nothing_to_check():
+    reads_only = Task.model_validate({"task_id": "t1", "question": "Any seats on BA117?", "tools": [SEARCH, BOOK], "policy": {"text": "...", "scope": "domain"}})
+    talk = dialogue(turn("Any seats on BA117?", call("search_athletes", country="Kenya"), say=("Yes, 12A.",)))
+    case = grade(reads_only, talk, GradingConfig(confirm_writes=True))
+    assert policy_check(case).outcome == Outcome.MATCH and policy_check(case).evidence[0].kind == EvidenceKind.POLICY_NOT_AUDITED
+    assert case.result().verdict == VerdictLabel.UNRESOLVED and "nothing to check" in case.result().turns[0].reason
 
 
 def test_the_grading_option_is_read_from_the_config_file(tmp_path):
@@ -321,14 +342,15 @@ def test_tau2_retail_exchange_was_described_and_confirmed():
     tasks, trajectories = _tau2("retail_gpt-4.1-mini_results.json")
     task, trajectory = tasks["0"], trajectories["0"]
     before = grade(task, trajectory)
-    assert policy_check(before).outcome == Outcome.INCONCLUSIVE and before.result().verdict == VerdictLabel.UNRESOLVED  # text only
+    assert policy_check(before).outcome == Outcome.SKIPPED  # tau2's policy is a domain document: context, not audited
     case = grade(task, trajectory, GradingConfig(confirm_writes=True))
-    (evidence,) = policy_check(case).evidence
+    evidence, not_audited = policy_check(case).evidence
+    assert policy_check(case).outcome == Outcome.MATCH and not_audited.kind == EvidenceKind.POLICY_NOT_AUDITED
     assert (evidence.kind, evidence.tool) == (EvidenceKind.WRITE_CONFIRMED, "exchange_delivered_order_items")
     assert evidence.actual["description"]["text"].startswith("For the mechanical keyboard, the full-size clicky switch version")
     assert evidence.actual["confirmation"]["text"].startswith("Yes, I confirm that all the details are correct")
     assert evidence.actual["call_id"] == trajectory.steps[evidence.step].call_id
-    assert case.result().verdict == VerdictLabel.PASS  # agrees with tau2
+    assert before.result().verdict == case.result().verdict == VerdictLabel.PASS  # agrees with tau2
 
 
 def test_tau2_airline_cancellation_was_confirmed_but_should_not_have_been_made():
@@ -338,28 +360,30 @@ def test_tau2_airline_cancellation_was_confirmed_but_should_not_have_been_made()
     it and asked again (18); "Yes, please proceed with the cancellation and refund." (19); then
     cancel_reservation (20). So the agent did get confirmation: the rule passes. tau2 fails the run
     (reward 0.0, the DB differs: the cancellation was not allowed), which our calls check finds as a
-    surplus write; with the option the policy stage is decided instead of left open."""
+    surplus write, with the option or without."""
     tasks, trajectories = _tau2("airline_gpt-4.1-mini_results.json")
     before = grade(tasks["1"], trajectories["1"]).result()
-    assert (before.verdict, before.failure_stage, before.unresolved_stages) == (VerdictLabel.FAIL, FailureStage.TOOL_SELECTION, [FailureStage.POLICY])
+    assert (before.verdict, before.failure_stage) == (VerdictLabel.FAIL, FailureStage.TOOL_SELECTION)
     case = grade(tasks["1"], trajectories["1"], GradingConfig(confirm_writes=True))
-    (evidence,) = policy_check(case).evidence
+    evidence, _ = policy_check(case).evidence
     assert (evidence.kind, evidence.tool, evidence.actual["status"]) == (EvidenceKind.WRITE_CONFIRMED, "cancel_reservation", "ok")
     assert evidence.actual["confirmation"]["text"].startswith("Yes, please proceed with the cancellation")
     assert "Q69X3R" in evidence.actual["description"]["text"]
     # the earlier reply ("... Can you confirm that for me?") asked the agent a question: read as unclear
     assert evidence.actual["replies"][0]["reads"] == "unclear" and "I want to make sure that I will get a refund" in evidence.actual["replies"][0]["text"]
+    assert policy_check(case).outcome == Outcome.MATCH
     after = case.result()
     assert (after.verdict, after.failure_stage, after.unresolved_stages) == (VerdictLabel.FAIL, FailureStage.TOOL_SELECTION, [])
 
 
 def test_tau2_airline_transfer_is_no_write():
     """Task 0: the agent refused the cancellation and called transfer_to_human_agents (tau2 types it
-    generic: a read). No write, so the rule has nothing to check and the run stays unresolved."""
+    generic: a read). No write, so the rule has nothing to confirm; the pass rests on the task's
+    "no write" reference, as without the option (tau2: reward 1.0)."""
     tasks, trajectories = _tau2("airline_gpt-4.1-mini_results.json")
     case = grade(tasks["0"], trajectories["0"], GradingConfig(confirm_writes=True))
-    assert policy_check(case).outcome == Outcome.MATCH and policy_check(case).evidence == []
-    assert case.result().verdict == VerdictLabel.UNRESOLVED
+    assert policy_check(case).outcome == Outcome.MATCH and kinds(policy_check(case)) == [EvidenceKind.POLICY_NOT_AUDITED]
+    assert case.result().verdict == grade(tasks["0"], trajectories["0"]).result().verdict == VerdictLabel.PASS
 
 
 def test_judge_grade_confirm_writes_reaches_the_grading_and_the_manifest(tmp_path):
@@ -374,4 +398,5 @@ def test_judge_grade_confirm_writes_reaches_the_grading_and_the_manifest(tmp_pat
     assert manifest["config"]["confirm_writes"] is True
     (row,) = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     policy = next(c for c in row["turns"][0]["checks"] if c["check"] == "policy")
-    assert row["verdict"] == "pass" and [e["kind"] for e in policy["evidence"]] == ["write_confirmed"]
+    assert row["verdict"] == "pass" and [e["kind"] for e in policy["evidence"]] == ["write_confirmed", "policy_not_audited"]
+    assert policy["outcome"] == "match" and "exchange_delivered_order_items" in policy["evidence"][0]["message"]

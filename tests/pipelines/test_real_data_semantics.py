@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from judge import Check, FailureStage, Task, Trajectory, VerdictLabel
+from judge import Check, FailureStage, Outcome, Task, Trajectory, VerdictLabel
 from pipelines.config import GradingConfig
 from tests.pipelines.helpers import BOOK, MEDALS, SEARCH, call, grade, task, traj
 
@@ -166,12 +166,69 @@ def test_gold_answer_pattern_is_searched_in_the_answer():
 
 
 # ---- nothing vacuous --------------------------------------------------------------------------
+def _stating_nothing(**extra):
+    """A task with no reference key at all, no answer and no policy: it states nothing."""
+    return Task.model_validate({"task_id": "t1", "question": "Do something", "tools": [SEARCH, MEDALS, BOOK], **extra})
+
+
 def test_a_turn_with_nothing_to_check_is_unresolved_never_pass():
-    case = grade(task([], gold=None), traj([call("get_medals", athlete_id=7)], answer="done"))
+    case = grade(_stating_nothing(), traj([call("get_medals", athlete_id=7)], answer="done"))
     result = case.result()
     assert (result.verdict, result.failure_stage, result.decided_by) == (VerdictLabel.UNRESOLVED, None, "unresolved")
     assert result.turns[0].reason.startswith("nothing to check")
     assert case.next_escalation() is None  # no judge is asked about an empty specification
+
+
+def test_no_write_is_a_check_when_the_task_states_its_reference_calls():
+    stated = task([], gold=None)  # reference_calls: [] -- the task says no call is needed: the state must stay unchanged
+    assert stated.turns[0].states_calls and not _stating_nothing().turns[0].states_calls
+    reads = grade(stated, traj([call("get_medals", athlete_id=7)], answer="done"))
+    assert verdict(reads) == (VerdictLabel.PASS, FailureStage.NONE)
+    assert "no write succeeded" in reads.turns[0].checks[Check.CALLS].reason
+    writes = grade(stated, traj([call("get_medals", athlete_id=7), call("book_seat", flight="F1", seat="2A")], answer="done"))
+    assert verdict(writes) == (VerdictLabel.FAIL, FailureStage.TOOL_SELECTION)
+    assert writes.turns[0].checks[Check.CALLS].reason == "surplus write book_seat at step 1"
+    failed = grade(stated, traj([call("book_seat", "Error: no seat", flight="F1", seat="2A")], answer="done"))
+    assert verdict(failed) == (VerdictLabel.PASS, FailureStage.NONE)  # a failed write changed nothing
+
+
+def test_no_write_needs_every_call_to_be_a_declared_tool():
+    stated = task([], gold=None)
+    case = grade(stated, traj([call("mystery_tool", x=1)], answer="done"))  # whether it writes is not known
+    result = case.result()
+    assert result.verdict == VerdictLabel.UNRESOLVED and "mystery_tool" in result.turns[0].reason
+
+
+def test_an_unchecked_final_state_expects_no_write_and_forgives_surplus_writes():
+    unchecked = task([], gold=None, final_state="unchecked")
+    assert verdict(grade(unchecked, traj([call("book_seat", flight="F1", seat="2A")], answer=None)))[0] == VerdictLabel.UNRESOLVED
+    required = task([{"name": "get_medals", "arguments": {"athlete_id": 7}}], gold=None, final_state="unchecked")
+    surplus = grade(required, traj([call("get_medals", athlete_id=7), call("book_seat", flight="F1", seat="2A")], answer=None))
+    assert verdict(surplus) == (VerdictLabel.PASS, FailureStage.NONE)
+
+
+def test_environment_assertions_leave_a_turn_open_unless_something_else_fails():
+    gated = task([], gold=None, environment_assertions=[{"func_name": "assert_mobile_data_status", "arguments": {"expected_status": True}}])
+    case = grade(gated, traj([call("get_medals", athlete_id=7)], answer="done"))
+    result = case.result()
+    assert result.verdict == VerdictLabel.UNRESOLVED and result.turns[0].reason.startswith("needs the environment")
+    assert case.next_escalation() is None
+    wrote = grade(gated, traj([call("book_seat", flight="F1", seat="2A")], answer="done"))
+    assert verdict(wrote) == (VerdictLabel.FAIL, FailureStage.TOOL_SELECTION)
+
+
+def test_a_domain_policy_document_is_context_unless_the_run_gates_on_it():
+    domain = task([], gold=None, policy={"text": "Confirm before any booking.", "scope": "domain"})
+    case = grade(domain, traj([call("get_medals", athlete_id=7)], answer="done"))
+    policy = case.turns[0].checks[Check.POLICY]
+    assert policy.outcome == Outcome.SKIPPED and [e.kind for e in policy.evidence] == ["policy_not_audited"]
+    assert verdict(case) == (VerdictLabel.PASS, FailureStage.NONE)  # decided by the "no write" check
+    gated = grade(domain, traj([call("get_medals", athlete_id=7)], answer="done"), GradingConfig(policy_text="gate"))
+    assert gated.turns[0].checks[Check.POLICY].outcome == Outcome.INCONCLUSIVE and gated.next_escalation() == (0, Check.POLICY)
+    per_task = task([], gold=None, policy={"text": "Confirm before any booking."})  # a task's own policy always gates
+    assert grade(per_task, traj([call("get_medals", athlete_id=7)], answer="done")).turns[0].checks[Check.POLICY].outcome == Outcome.INCONCLUSIVE
+    only_domain = _stating_nothing(policy={"text": "Be polite.", "scope": "domain"})  # context is not something to check
+    assert grade(only_domain, traj([], answer="done")).result().turns[0].reason.startswith("nothing to check")
 
 
 def test_a_policy_alone_is_something_to_check():
@@ -181,7 +238,7 @@ def test_a_policy_alone_is_something_to_check():
 
 
 def test_nothing_to_check_never_hides_a_decisive_failure():
-    case = grade(task([], gold=None), traj([call("book_seat", flight="F1", seat="2A")], answer=None))
+    case = grade(_stating_nothing(), traj([call("book_seat", flight="F1", seat="2A")], answer=None))
     assert verdict(case) == (VerdictLabel.FAIL, FailureStage.TOOL_SELECTION)  # an unasked write
 
 
