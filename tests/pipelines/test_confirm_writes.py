@@ -265,7 +265,9 @@ def test_the_grading_option_over_a_domain_policy_document():
 
 
 def test_a_vacuous_rule_is_nothing_to_check():
-    reads_only = Task.model_validate({"task_id": "t1", "question": "Any seats on BA117?", "tools": [SEARCH, BOOK], "policy": {"text": "...", "scope": "domain"}})
+    reads_only = Task.model_validate(
+        {"task_id": "t1", "question": "Any seats on BA117?", "tools": [SEARCH, BOOK], "policy": {"text": "...", "scope": "domain"}}
+    )
     talk = dialogue(turn("Any seats on BA117?", call("search_athletes", country="Kenya"), say=("Yes, 12A.",)))
     case = grade(reads_only, talk, GradingConfig(confirm_writes=True))
     assert policy_check(case).outcome == Outcome.MATCH and policy_check(case).evidence[0].kind == EvidenceKind.POLICY_NOT_AUDITED
