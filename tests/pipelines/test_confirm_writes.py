@@ -157,6 +157,11 @@ def test_a_decline_after_the_confirmation_reopens_it_and_a_confirmation_after_a_
     assert policy_check(grade(booking_task(), reconsidered)).outcome == Outcome.MATCH
 
 
+def test_a_final_answer_not_among_the_messages_counts_as_said():
+    talk = dialogue({"query": "Book BA117.", "steps": [], "final_answer": ASK}, turn("Yes.", book()))
+    assert policy_check(grade(booking_task(), talk)).outcome == Outcome.MATCH
+
+
 def test_the_confirmation_rests_on_the_last_description_before_it():
     talk = dialogue(turn("Book BA117.", say=("BA117 has seats left.",)), turn("Which ones?", say=(ASK,)), turn("Yes.", book()))
     (evidence,) = policy_check(grade(booking_task(), talk)).evidence
@@ -343,6 +348,10 @@ def test_tau2_retail_exchange_was_described_and_confirmed():
     exchange request."; then (message 16) exchange_delivered_order_items. tau2's reward is 1.0."""
     tasks, trajectories = _tau2("retail_gpt-4.1-mini_results.json")
     task, trajectory = tasks["0"], trajectories["0"]
+    # the order the rule reads: one turn per user message with text (after the agent's greeting, an implicit first turn)
+    raw = json.loads((SHARED_TAU2 / "retail_gpt-4.1-mini_results.json").read_text())["simulations"][0]["messages"]
+    user_texts = [m["content"] for m in raw if m["role"] == "user" and (m.get("content") or "").strip()]
+    assert trajectory.turns[0].query is None and [t.query for t in trajectory.turns[1:]] == user_texts
     before = grade(task, trajectory)
     assert policy_check(before).outcome == Outcome.SKIPPED  # tau2's policy is a domain document: context, not audited
     case = grade(task, trajectory, GradingConfig(confirm_writes=True))
