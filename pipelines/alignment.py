@@ -13,6 +13,10 @@ Modes (``--turns``, config ``[grading] turns``):
 An episode's calls are all the agent's calls in order, its final answer is the agent's last message
 (the last final answer when no message text was recorded), and every agent message counts for
 required content.
+
+Rules over the dialogue's order (a write confirmed by the user) work from ``trajectory.turns``, each
+opened by one user message: ``dialogue_turn_of_steps`` says in which of them each graded step was
+made, whichever mode grades.
 """
 
 from __future__ import annotations
@@ -77,6 +81,21 @@ def merge_dialogue(trajectory: Trajectory) -> TrajectoryTurn:
         final_answer=said[-1] if said else None,
         agent_messages=[m for m in said if isinstance(m, str)],
     )
+
+
+def dialogue_turn_of_steps(trajectory: Trajectory, graded: TrajectoryTurn) -> list[int] | None:
+    """For each step of ``graded`` (one of ``trajectory.turns``, per message; or the merged episode
+    ``merge_dialogue(trajectory)``, whose steps are every turn's in order), the index in
+    ``trajectory.turns`` of the turn it was made in. None when ``graded`` is neither (the caller
+    cannot place its steps in the dialogue)."""
+    for k, turn in enumerate(trajectory.turns):
+        if turn is graded:
+            return [k] * len(turn.steps)
+    flat = [(k, step) for k, turn in enumerate(trajectory.turns) for step in turn.steps]
+    if len(flat) == len(graded.steps) and all(step is mine or step == mine for (_, step), mine in zip(flat, graded.steps)):
+        return [k for k, _ in flat]
+    equal = [k for k, turn in enumerate(trajectory.turns) if turn == graded]  # a copy of one turn (not the same object)
+    return [equal[0]] * len(graded.steps) if len(equal) == 1 else None
 
 
 def collapse_task_turns(task: Task) -> Turn:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from judge import Policy, Task
 
 
 class ScoreWeights(BaseModel):
@@ -53,6 +56,19 @@ class GradingConfig(BaseModel):
     turns: Literal["auto", "episode", "per-message"] = Field(
         "auto", description="auto: a one-goal task grades a dialogue as one episode; episode / per-message force one way (see pipelines.alignment)"
     )
+    confirm_writes: bool = Field(
+        False,
+        description="grade every task as if its policy said confirm_writes: true (a task without a policy gets one with that rule alone); "
+        "see pipelines.checks.policy",
+    )
+
+    def policy_for(self, task: Task) -> Policy | None:
+        """The policy grading checks for ``task``: its own, plus the rules this config adds to every task."""
+        from judge import Policy
+
+        if not self.confirm_writes or (task.policy is not None and task.policy.confirm_writes):
+            return task.policy
+        return (task.policy or Policy()).model_copy(update={"confirm_writes": True})
 
     @classmethod
     def load(cls, path: Path | None) -> GradingConfig:

@@ -46,7 +46,19 @@ from judge import (
 )
 from pipelines.alignment import TurnAlignmentError, align
 from pipelines.attribution import attribute_trajectory, attribute_turn
-from pipelines.checks import WATERFALL, CallMatching, StepView, TurnContext, build_context, dependents, evaluation_order, instruction_evidence, policy_gates
+from pipelines.checks import (
+    CONFIRM_WRITES_RULE,
+    WATERFALL,
+    CallMatching,
+    StepView,
+    TurnContext,
+    build_context,
+    dependents,
+    evaluation_order,
+    instruction_evidence,
+    policy_gates,
+    writes_to_confirm,
+)
 from pipelines.config import GradingConfig
 from pipelines.orchestration import assess_orchestration
 from pipelines.scoring import TurnFacts, compute_scores
@@ -230,8 +242,10 @@ def _open_reason(ctx: TurnContext, matching: CallMatching) -> str | None:
     """Why the turn cannot pass on what is checked here, or None: it specifies nothing to check, or
     it gates on assertions only the benchmark's own environment evaluates. Something to check: a
     required reference call, an answer specification (gold, pattern, criteria, required content), a
-    gating policy, a ban on extra calls, a final state compared by replay, or a turn that states its
-    reference calls with none required (it expects no write: the calls check decides)."""
+    gating policy, a ban on extra calls, a final state compared by replay, a turn that states its
+    reference calls with none required (it expects no write: the calls check decides), or, under
+    ``[grading] confirm_writes``, a write that needed the user's confirmation (the rule the config
+    adds to every task has something to check only there: a vacuous rule is no reason to pass)."""
     task, turn = ctx.task, ctx.turn
     if turn.environment_assertions:
         return (
@@ -241,6 +255,8 @@ def _open_reason(ctx: TurnContext, matching: CallMatching) -> str | None:
     if any(not st.advisory for st in matching.refs) or turn.has_answer_spec or task.extra_calls == "forbid":
         return None
     if task.policy is not None and policy_gates(task.policy, ctx.config):
+        return None
+    if ctx.config.confirm_writes and writes_to_confirm(ctx):
         return None
     if ctx.reference_state is not None and ctx.predicted_state is not None:
         return None
@@ -296,7 +312,9 @@ def _material_model(ctx: TurnContext, check: Check) -> BaseModel:
     turn = ctx.turn
     answer = ctx.traj_turn.final_answer if ctx.traj_turn is not None else None
     if check == Check.POLICY:
-        policy = (ctx.task.policy.text if ctx.task.policy is not None else None) or ""
+        policy = (ctx.policy.text if ctx.policy is not None else None) or ""
+        if ctx.policy is not None and ctx.policy.confirm_writes:  # the judge is told the rule it is asked about
+            policy = f"{policy}\n\n{CONFIRM_WRITES_RULE}" if policy else CONFIRM_WRITES_RULE
         calls = [PolicyCallShown(step=v.index, turn_id=turn.turn_id, name=v.step.name, arguments=v.step.arguments, status=v.status) for v in ctx.steps]
         return PolicyMaterial(policy=policy, question=turn.query, calls=calls)
     if check == Check.CALLS:

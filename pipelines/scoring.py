@@ -6,7 +6,8 @@ score with no call made is 0, not 1 (deepeval's bug). Definitions:
 - answer_accuracy: share of answered-and-graded turns whose answer is correct; crag: mean of
   correct 1 / missing 0 / incorrect -1.
 - path_completeness: weighted share of reference calls whose tool was called (and did not fail).
-- policy_compliance: share of calls violating no policy rule (None when the task has no policy).
+- policy_compliance: share of calls violating no policy rule (None when no policy applies: the task has
+  none and the grading config adds no rule).
 - tool_efficiency: distinct successful calls / all calls (repeats and failures earn nothing).
 - tool_selection: share of the distinct reference tools that were called successfully.
 - tool_order: share of dependency edges whose two calls were satisfied in order (1 with no edges).
@@ -75,7 +76,7 @@ def compute_scores(task: Task, facts: list[TurnFacts], config: GradingConfig) ->
     if labels:
         s.answer_accuracy = sum(lbl == "correct" for lbl in labels) / len(labels)
         s.crag = sum(_crag(lbl) for lbl in labels) / len(labels)
-    if task.policy is not None:
+    if config.policy_for(task) is not None:
         s.policy_compliance = 1.0 - violations / calls if calls else 1.0
     s.tool_efficiency = len(distinct_ok) / calls if calls else None
     if total_w:

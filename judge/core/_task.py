@@ -229,6 +229,9 @@ class Policy(BaseModel):
     ``scope="domain"`` marks a benchmark's domain-wide policy document (tau2's environment policy, a
     system prompt shared by every task): it is context for the judges, and its text gates a verdict
     only when asked (``--policy-text gate``); a per-task policy (``scope="task"``) always gates.
+    ``confirm_writes``: every successful write must follow an agent message describing it and a
+    user message confirming it (the seed articles' and tau2's "explicit confirmation (yes)" rule;
+    checked over the dialogue by ``pipelines.checks.policy``).
     """
 
     model_config = Open
@@ -241,6 +244,7 @@ class Policy(BaseModel):
     read_only: bool = False
     forbidden_arguments: list[ForbiddenArgument] = Field(default_factory=list)
     allowed_sources: list[SourceRule] = Field(default_factory=list)
+    confirm_writes: bool = False
 
     @property
     def has_rules(self) -> bool:
@@ -251,6 +255,7 @@ class Policy(BaseModel):
             or self.read_only
             or self.forbidden_arguments
             or self.allowed_sources
+            or self.confirm_writes
         )
 
 

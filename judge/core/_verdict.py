@@ -34,6 +34,8 @@ class EvidenceKind(StrEnum):
     STATE_MISMATCH = "state_mismatch"  # the final state differs from the reference's
     POLICY_VIOLATION = "policy_violation"
     POLICY_NOT_AUDITED = "policy_not_audited"  # a domain-wide policy document kept as judge context, not audited
+    WRITE_CONFIRMED = "write_confirmed"  # a write the agent described and the user confirmed first (confirm_writes)
+    CONFIRMATION_UNCLEAR = "confirmation_unclear"  # a write whose confirmation the rule cannot decide (confirm_writes)
     ANSWER = "answer"
     REQUIRED_CONTENT = "required_content"
     ENDED_EARLY = "ended_early"  # the run stopped (a limit, a crash) before the agent finished: no answer delivered

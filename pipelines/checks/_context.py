@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
-from judge import EndedEarly, Step, Task, Trajectory, TrajectoryTurn, Turn, parse_json_text
+from judge import EndedEarly, Policy, Step, Task, Trajectory, TrajectoryTurn, Turn, parse_json_text
 from pipelines.checks._borrowed import borrow_outputs
 from pipelines.config import GradingConfig
 
@@ -67,6 +68,11 @@ class TurnContext:
     calls_before: int = 0  # calls made in earlier turns (max_calls counts the whole trajectory)
     replayed: bool = False
     ended_early: EndedEarly | None = None  # set on the turn the run stopped in, when it stopped before the agent finished
+
+    @cached_property
+    def policy(self) -> Policy | None:
+        """The policy the checks apply: the task's, plus what the grading config adds to every task."""
+        return self.config.policy_for(self.task)
 
 
 def build_context(

@@ -9,9 +9,22 @@ Rules (each violation is evidence naming the step):
   string as written, anything else as JSON), linear in the text whatever the pattern;
 - ``allowed_sources`` per turn: a call's source is its tool's ``source`` kind, or its name.
 An attempted violation counts even if the call failed: the policy governs behaviour, not effects.
-A policy with plain text only cannot be checked by a machine -> inconclusive (policy rubric), unless
-it is a benchmark's domain-wide policy document (``Policy.scope="domain"``): that is context for the
-judges, audited only with ``--policy-text gate``; otherwise the check is skipped with a
+These per-call rules are ``policy_violations`` (the run-time gate asks them too, ``pipelines.runner``).
+
+- ``confirm_writes`` reads the dialogue: every successful (or unknown-outcome) write must come after
+  an agent message describing it and a user message confirming it (``_confirmation``). A failed call
+  changed nothing and needs none. Per write it is confirmed, a violation, or open (the user's
+  replies are unclear): the one rule that can leave the check inconclusive by itself. The grading
+  config can add it to every task (``[grading] confirm_writes``, ``judge grade --confirm-writes``).
+
+A violation of any rule decides (mismatch at the policy stage), open writes or not. Otherwise an
+open write makes the check inconclusive (the policy judge decides). The task's own structured rules
+(``confirm_writes`` included) are taken as the formalisation of its text (``judge.Policy``); a rule
+the grading config adds formalises nothing: a task whose own policy is plain text still needs the
+policy rubric (inconclusive) when that text gates. A policy with plain text only cannot be checked
+by a machine -> inconclusive (policy rubric), unless it is a benchmark's domain-wide policy document
+(``Policy.scope="domain"``): that is context for the judges, audited only with ``--policy-text
+gate``; otherwise the check is skipped (or, when the config's rule was checked, matched) with a
 ``policy_not_audited`` evidence item, which the summary counts.
 """
 
@@ -19,9 +32,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from judge import Check, Evidence, EvidenceKind, FailureStage, Outcome, Policy, StageResult, pattern_search
+from pipelines.checks._confirmation import judge_writes
 from pipelines.checks._context import TurnContext
 from pipelines.checks._waterfall import CheckOutcome
 from pipelines.config import GradingConfig
@@ -78,6 +93,32 @@ def policy_violations(ctx: TurnContext, policy: Policy) -> list[Evidence]:
     return found
 
 
+@dataclass(frozen=True)
+class PolicyFindings:
+    """Every rule of a policy over one turn: ``violations`` decide; ``open`` are findings a rule could
+    not decide (the reason in each message); ``facts`` are what a passed rule rested on."""
+
+    violations: list[Evidence] = field(default_factory=list)
+    open: list[Evidence] = field(default_factory=list)
+    facts: list[Evidence] = field(default_factory=list)
+
+
+def policy_findings(ctx: TurnContext, policy: Policy) -> PolicyFindings:
+    """The per-call rules (``policy_violations``) and, when the policy asks for it, confirm_writes;
+    violations in step order."""
+    violations = policy_violations(ctx, policy)
+    if not policy.confirm_writes:
+        return PolicyFindings(violations)
+    verdicts = judge_writes(ctx)
+    violations += [v.evidence for v in verdicts if v.finding == "violation"]
+    violations.sort(key=lambda e: -1 if e.step is None else e.step)  # stable: per step, the per-call rules first
+    return PolicyFindings(
+        violations,
+        open=[v.evidence for v in verdicts if v.finding == "open"],
+        facts=[v.evidence for v in verdicts if v.finding == "confirmed"],
+    )
+
+
 def _as_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
@@ -90,30 +131,37 @@ class PolicyCheck:
         return CheckOutcome(self._result(ctx))
 
     def _result(self, ctx: TurnContext) -> StageResult:
-        policy = ctx.task.policy
+        policy = ctx.policy
         if policy is None:
             return StageResult(check=self.check, outcome=Outcome.SKIPPED, reason="no policy")
-        violations = policy_violations(ctx, policy)
-        if violations:
+        found = policy_findings(ctx, policy)
+        if found.violations:
             return StageResult(
                 check=self.check,
                 outcome=Outcome.MISMATCH,
                 failure_stage=FailureStage.POLICY,
-                reason=violations[0].message,
-                evidence=violations,
-                decisive_step=violations[0].step,
+                reason=found.violations[0].message,
+                evidence=[*found.violations, *found.open, *found.facts],
+                decisive_step=found.violations[0].step,
             )
-        if not policy.has_rules and not policy_gates(policy, ctx.config):
+        if found.open:
+            return StageResult(check=self.check, outcome=Outcome.INCONCLUSIVE, reason=found.open[0].message, evidence=[*found.open, *found.facts])
+        own = ctx.task.policy
+        own_text_only = own is None or not own.has_rules  # a rule the config adds never formalises the task's text
+        if own_text_only and not (own is not None and policy_gates(own, ctx.config)):
             reason = "domain-wide policy document: context for the judges, not audited (--policy-text gate audits it)"
-            evidence = [Evidence(kind=EvidenceKind.POLICY_NOT_AUDITED, message=reason)]
-            return StageResult(check=self.check, outcome=Outcome.SKIPPED, reason=reason, evidence=evidence)
-        if not policy.has_rules:
+            not_audited = [Evidence(kind=EvidenceKind.POLICY_NOT_AUDITED, message=reason)] if own is not None else []
+            if policy.has_rules:  # the config's rule was checked
+                return StageResult(check=self.check, outcome=Outcome.MATCH, reason="no rule violated", evidence=[*found.facts, *not_audited])
+            return StageResult(check=self.check, outcome=Outcome.SKIPPED, reason=reason, evidence=not_audited)
+        if own_text_only:
             return StageResult(
                 check=self.check,
                 outcome=Outcome.INCONCLUSIVE,
                 reason="plain-text policy without machine-checkable rules",
+                evidence=found.facts,
             )
-        return StageResult(check=self.check, outcome=Outcome.MATCH, reason="no rule violated")
+        return StageResult(check=self.check, outcome=Outcome.MATCH, reason="no rule violated", evidence=found.facts)
 
 
 def policy_gates(policy: Policy, config: GradingConfig) -> bool:

@@ -217,6 +217,14 @@ def grade(
             help="context (default): a benchmark's domain-wide policy document (tau2's environment policy) is context for the judges; gate: the policy rubric audits it."
         ),
     ] = None,
+    confirm_writes: Annotated[
+        bool,
+        typer.Option(
+            "--confirm-writes",
+            help="Apply the confirm_writes policy rule to every task: each successful write must follow an agent message describing it "
+            "and a user message confirming it (config: [grading] confirm_writes).",
+        ),
+    ] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Fields the schema does not know are errors instead of warnings.")] = False,
     labels: Annotated[
         Optional[Path],
@@ -269,6 +277,8 @@ def grade(
         if policy_text not in ("context", "gate"):
             usage.fail("--policy-text", f"must be context or gate, not {policy_text!r}")
         grading = grading.model_copy(update={"policy_text": policy_text})
+    if confirm_writes:
+        grading = grading.model_copy(update={"confirm_writes": True})
     rubric_table = load_rubric_table(rubrics)
     settings = judge_settings(judge, config, cache, no_cache, offline, max_cost, vote, weights, tie_breaker, min_votes, judge_mode)
     opts = GradeOptions(
