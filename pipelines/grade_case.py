@@ -24,6 +24,7 @@ from judge import (
     Check,
     DecidedBy,
     DecisiveStep,
+    EvidenceKind,
     GroundednessMaterial,
     InputError,
     JudgeRequest,
@@ -179,7 +180,7 @@ class GradedCase:
 
     def _decisive_step(self, turn_results: list[TurnResult]) -> DecisiveStep:
         """Where the first failing turn went wrong: the call its first mismatch names, else its
-        answer (answer and grounding checks), else its end (a needed call never made)."""
+        answer (answer and grounding checks), else its end (a needed call never made, the run stopped)."""
         ti = next(i for i, t in enumerate(turn_results) if t.verdict == VerdictLabel.FAIL)
         ts = self.turns[ti]
         check = next(c for c in turn_results[ti].checks if c.outcome == Outcome.MISMATCH)
@@ -189,7 +190,8 @@ class GradedCase:
             return DecisiveStep(
                 turn_id=turn_id, step=check.decisive_step, at="call", call_id=step.call_id, tool=step.name, check=check.check, decided_by=check.decided_by
             )
-        if check.check in (Check.ANSWER, Check.GROUNDING):
+        stopped = any(e.kind == EvidenceKind.ENDED_EARLY for e in check.evidence)  # the run ended before an answer
+        if check.check in (Check.ANSWER, Check.GROUNDING) and not stopped:
             return DecisiveStep(turn_id=turn_id, step=len(steps), at="answer", check=check.check, decided_by=check.decided_by)
         return DecisiveStep(turn_id=turn_id, step=len(steps), at="end", check=check.check, decided_by=check.decided_by)
 
