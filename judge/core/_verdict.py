@@ -29,6 +29,7 @@ class EvidenceKind(StrEnum):
     MATCHED_RESPONSE = "matched_response"  # a reference read met by a call that got its response
     UNSATISFIED = "unsatisfied"  # a required reference call no call met (decisive)
     NO_COUNTERPART = "no_counterpart"  # a reference read no call met, but another path may exist
+    UNDECLARED_KEYS = "undeclared_keys"  # a reference write met but for nested keys no schema declares
     ADVISORY_UNMATCHED = "advisory_unmatched"  # an advisory reference call no call met
     EXTRA_WRITE = "extra_write"  # a surplus call (a write, or any call when extra calls are forbidden)
     STATE_MISMATCH = "state_mismatch"  # the final state differs from the reference's

@@ -5,9 +5,11 @@ argument the schema does not declare is unexpected; a declared argument the refe
 mention is unexpected unless the agent passed the schema default (BFCL's rule); an argument the
 schema requires is missing when the agent omits it and no default fills it, unless the reference
 explicitly lets it be omitted (BFCL's required check). With no schema, the reference's own
-arguments and rules are the declaration. A reference call may accept several
-argument sets (``alternatives``); with ``extra_arguments`` the reference constrains only what it
-mentions.
+arguments and rules are the declaration. A reference call may accept several argument sets
+(``alternatives``); with ``extra_arguments`` the reference constrains only what it mentions. A
+nested key the tool's argument model drops (``"x-extra-keys": "ignore"``) is no difference; with
+``undeclared_keys``, one no schema says the tool reads is reported rather than counted (the calls
+check then says "inconclusive: undeclared keys").
 """
 
 from __future__ import annotations
@@ -21,39 +23,51 @@ from pipelines.matching import MISSING, compare_argument
 
 @dataclass
 class CallDiff:
-    stage: FailureStage | None  # None: the step matches the reference call
+    stage: FailureStage | None  # None: the step matches the reference call (or does, but for ``undeclared``)
     problems: list[str] = field(default_factory=list)
+    undeclared: tuple[str, ...] = ()  # nested keys no schema says the tool reads (with ``undeclared_keys``)
 
     @property
     def matches(self) -> bool:
-        return self.stage is None
+        return self.stage is None and not self.undeclared
+
+    @property
+    def matches_but_undeclared(self) -> bool:
+        """Equal on every key the reference names; only keys no schema declares differ."""
+        return self.stage is None and bool(self.undeclared)
 
 
 def _defaults(spec: ToolSpec | None) -> dict[str, Any]:
     return {} if spec is None else spec.defaults
 
 
-def diff_call(ref: ReferenceCall, step: Step, spec: ToolSpec | None, *, extra_arguments: bool = False) -> CallDiff:
+def diff_call(ref: ReferenceCall, step: Step, spec: ToolSpec | None, *, extra_arguments: bool = False, undeclared_keys: bool = False) -> CallDiff:
     """How ``step`` differs from ``ref``: the first argument set (the written one, then each
-    alternative) that matches, else the one that got furthest. ``extra_arguments``: arguments and
-    nested keys the reference does not mention are ignored (undeclared ones still count)."""
+    alternative) that matches, else one that matches but for undeclared keys, else the one that got
+    furthest. ``extra_arguments``: arguments and nested keys the reference does not mention are
+    ignored (undeclared ones still count). ``undeclared_keys``: a nested key no schema says the tool
+    reads is not a difference but reported (``CallDiff.undeclared``)."""
     if step.name != ref.name:
         return CallDiff(FailureStage.TOOL_SELECTION, [f"called {step.name!r} instead of {ref.name!r}"])
     sets = ref.argument_sets()
     best: CallDiff | None = None
     for arguments, rules in sets:
-        d = _diff_arguments(arguments, rules, step, spec, extra_arguments)
+        d = _diff_arguments(arguments, rules, step, spec, extra_arguments, undeclared_keys)
         if d.matches:
             return d
-        if best is None or (d.stage is not None and best.stage is not None and d.stage.rank > best.stage.rank):
+        if best is None or (best.stage is not None and (d.stage is None or d.stage.rank > best.stage.rank)):
             best = d
     assert best is not None
+    if best.stage is None:
+        return best
     if len(sets) > 1:
         best.problems = [*best.problems, f"none of the {len(sets)} accepted argument sets matches (closest shown)"]
     return best
 
 
-def _diff_arguments(arguments: dict[str, Any], rules: dict[str, ArgumentRule], step: Step, spec: ToolSpec | None, extra_arguments: bool) -> CallDiff:
+def _diff_arguments(
+    arguments: dict[str, Any], rules: dict[str, ArgumentRule], step: Step, spec: ToolSpec | None, extra_arguments: bool, undeclared_keys: bool
+) -> CallDiff:
     defaults = _defaults(spec)
     referenced = set(arguments) | set(rules)
 
@@ -79,6 +93,7 @@ def _diff_arguments(arguments: dict[str, Any], rules: dict[str, ArgumentRule], s
         return CallDiff(FailureStage.ARGUMENT_NAMES, name_problems)
 
     value_problems: list[str] = []
+    undeclared: list[str] = []
     for key in sorted(referenced):
         rule = rules.get(key)
         if key in step.arguments:
@@ -88,12 +103,13 @@ def _diff_arguments(arguments: dict[str, Any], rules: dict[str, ArgumentRule], s
         else:
             actual = defaults[key]  # omitted, the tool applies its default
         schema = spec.param_schema(key) if spec is not None else None
-        result = compare_argument(arguments.get(key, MISSING), actual, rule, schema, extra_keys=extra_arguments)
+        result = compare_argument(arguments.get(key, MISSING), actual, rule, schema, extra_keys=extra_arguments, undeclared_keys=undeclared_keys)
         if not result.ok:
             value_problems.append(f"{key}: {result.reason}")
+        undeclared += [f"{key}{'' if p.startswith('[') else '.'}{p}" for p in result.undeclared]
     if value_problems:
         return CallDiff(FailureStage.ARGUMENT_VALUES, value_problems)
-    return CallDiff(None)
+    return CallDiff(None, undeclared=tuple(undeclared))
 
 
 def _same(a: Any, b: Any, spec: ToolSpec | None, key: str) -> bool:

@@ -58,7 +58,8 @@ from pipelines.checks._waterfall import CheckOutcome
 class RefStatus:
     index: int
     satisfied_by: int | None = None  # step index
-    how: str = ""  # structural | response | state
+    how: str = ""  # structural | response | undeclared (equal but for keys no schema declares)
+    undeclared: tuple[str, ...] = ()  # those keys, when how is "undeclared"
     stage: FailureStage | None = None  # when unsatisfied and decisive
     attempt: int | None = None  # the step diagnosed as the attempt at it (None: never called)
     inconclusive: bool = False
@@ -106,12 +107,15 @@ class _CallMatcher:
         if key not in self._diffs:
             ref = self.refs[ri]
             allow = (ref.extra_arguments or self.task.extra_arguments) == "allow"
-            self._diffs[key] = diff_call(ref, self.ctx.steps[si].step, self.task.tool(ref.name), extra_arguments=allow)
+            # under outcome grading a write counts for its effect: a nested key no schema declares may be one the tool ignores
+            lenient = self.task.grading == "outcome" and self.task.is_write(ref.name)
+            self._diffs[key] = diff_call(ref, self.ctx.steps[si].step, self.task.tool(ref.name), extra_arguments=allow, undeclared_keys=lenient)
         return self._diffs[key]
 
     def run(self) -> CallMatching:
         self.assign_structurally()
         self.assign_by_response()
+        self.assign_but_undeclared()
         self.diagnose_unsatisfied()
         surplus = self.surplus_calls()
         ctx = self.ctx
@@ -170,6 +174,21 @@ class _CallMatcher:
                 self.used.add(view.index)
                 break
 
+    def assign_but_undeclared(self) -> None:
+        """A reference write still unsatisfied takes the earliest unused call equal to it on every
+        key it names but carrying nested keys no schema declares: satisfied, and the check is
+        inconclusive ("undeclared keys"), since whether the tool read those keys is unknown."""
+        for ri in dependency_order(self.refs):
+            st = self.status[ri]
+            if st.satisfied_by is not None or st.advisory:
+                continue
+            for view in self.made:
+                d = self.diff(ri, view.index) if view.step.name == self.refs[ri].name and view.index not in self.used else None
+                if d is not None and d.matches_but_undeclared:
+                    st.satisfied_by, st.how, st.undeclared = view.index, "undeclared", d.undeclared
+                    self.used.add(view.index)
+                    break
+
     def diagnose_unsatisfied(self) -> None:
         """Where each unsatisfied required call broke: the furthest stage an attempt at it reached
         (an attempt is a same-name call that satisfied no other reference call), else whether it
@@ -193,7 +212,7 @@ class _CallMatcher:
                 best = max(attempts, key=lambda v: _closeness(self.diff(st.index, v.index)))
                 d = self.diff(st.index, best.index)
                 st.attempt = best.index
-                if d.matches:  # the right call, but it failed
+                if d.stage is None:  # the right call, but it failed
                     st.stage = FailureStage.ARGUMENT_VALUES
                     why = best.step.error or best.result or best.status
                     st.problems = [f"{ref.name} was called as expected at step {best.index}{best.name_note} but failed ({best.status}): {why!r}"[:300]]
@@ -281,9 +300,22 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
     refs = ctx.turn.reference_calls
     evidence: list[Evidence] = []
     decisive: list[tuple[FailureStage, Evidence]] = []  # what fails the check, each with its stage
+    undeclared: list[Evidence] = []
     for st in status:
         ref = refs[st.index]
-        if st.satisfied_by is not None:
+        if st.how == "undeclared":
+            item = Evidence(
+                kind=EvidenceKind.UNDECLARED_KEYS,
+                reference=st.index,
+                step=st.satisfied_by,
+                tool=ref.name,
+                message=f"inconclusive: undeclared keys: step {st.satisfied_by} equals {ref.name} on every key the reference names but also passes "
+                f"{', '.join(st.undeclared)}, which no tool schema declares (whether the tool reads them is unknown)",
+                expected={"name": ref.name, "arguments": ref.arguments},
+            )
+            evidence.append(item)
+            undeclared.append(item)
+        elif st.satisfied_by is not None:
             view = ctx.steps[st.satisfied_by]
             unknown = "; no result recorded" if view.status == "unknown" else ""
             evidence.append(
@@ -345,8 +377,8 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
         # where it broke: the earliest stage; within it, the earliest step (a call made before a call missed)
         stage, first = min(decisive, key=lambda d: (d[0].rank, d[1].step is None, d[1].step or 0))
         return StageResult(check=Check.CALLS, outcome=Outcome.MISMATCH, failure_stage=stage, reason=first.message, evidence=evidence, decisive_step=first.step)
-    if any(st.inconclusive for st in status):
-        reason = next(e.message for e in evidence if e.kind == "no_counterpart")
+    if any(st.inconclusive for st in status) or undeclared:
+        reason = next(e.message for e in evidence if e.kind in ("no_counterpart", "undeclared_keys"))
         return StageResult(check=Check.CALLS, outcome=Outcome.INCONCLUSIVE, reason=reason, evidence=evidence)
     required = [st for st in status if not st.advisory]
     if not required:

@@ -179,6 +179,49 @@ class _ToolTypes:
         return sorted((set(self.from_file) - set(self.conflicts)) | set(self.published))
 
 
+# ---- tool schemas --------------------------------------------------------------------------------
+
+_MAX_SCHEMA_DEPTH = 64  # $ref chains and nesting of a file's tool_defs (a cycle stops here)
+
+
+def tool_schemas(tool_defs: Any, domain: str | None) -> dict[str, dict[str, Any]]:
+    """Tool name -> ``{description, parameters}``: the file's own ``tool_defs`` (tau2 writes
+    ``{name: {name, doc, params, returns}}``, ``params`` a JSON Schema with ``$defs``), else the
+    published schemas of its domain, else nothing (the reference calls are then the declaration).
+    ``$ref`` is inlined, and a nested object schema with properties is marked as tau2's pydantic
+    argument models read it: undeclared keys ignored (``x-extra-keys``), unless it says otherwise."""
+    if isinstance(tool_defs, dict) and tool_defs:
+        out: dict[str, dict[str, Any]] = {}
+        for name, spec in tool_defs.items():
+            params = spec.get("params") if isinstance(spec, dict) else None
+            if not isinstance(name, str) or not isinstance(params, dict):
+                continue
+            found = params.get("$defs")
+            defs: dict[str, Any] = found if isinstance(found, dict) else {}
+            doc = spec.get("doc")
+            out[name] = {"description": doc if isinstance(doc, str) else "", "parameters": _inline(params, defs, 0)}
+        return out
+    return {name: {k: v for k, v in schema.items() if k != "name"} for name, schema in published_tool_schemas().get(domain or "", {}).items()}
+
+
+def _inline(schema: Any, defs: dict[str, Any], depth: int) -> Any:
+    """``schema`` with every ``#/$defs/X`` reference replaced by ``X`` (nested objects marked)."""
+    if depth > _MAX_SCHEMA_DEPTH:
+        return {}
+    if isinstance(schema, list):
+        return [_inline(item, defs, depth + 1) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    ref = schema.get("$ref")
+    target = defs.get(ref[len("#/$defs/") :]) if isinstance(ref, str) and ref.startswith("#/$defs/") else None
+    if isinstance(target, dict):
+        return _inline({**target, **{k: v for k, v in schema.items() if k != "$ref"}}, defs, depth + 1)
+    out = {k: _inline(v, defs, depth + 1) for k, v in schema.items() if k != "$defs"}
+    if depth > 0 and isinstance(out.get("properties"), dict) and "additionalProperties" not in out:
+        out.setdefault("x-extra-keys", "ignore")  # a pydantic model's default: extra keys are dropped
+    return out
+
+
 # ---- tasks --------------------------------------------------------------------------------------
 
 
@@ -194,6 +237,7 @@ class _TaskReader:
         self.policy = Policy(text=policy, scope="domain") if isinstance(policy, str) and policy.strip() else None
         self.types = types
         self.collector = collector
+        self.schemas = tool_schemas(environment.get("tool_defs"), self.domain)
 
     def add(self, raw: Any, span: Span) -> None:
         path = f"tasks[{span.index}]"
@@ -264,7 +308,10 @@ class _TaskReader:
                     f"task {task_id!r}: whether {name!r} writes is not known from this file or tau2's published domains; it is graded as a read (give its side_effect with --tool-specs)",
                     f"{cpath}.actions",
                 )
-        tools = [{"name": n, "side_effect": "write" if self.types.get(n) == "write" else "read"} for n in sorted(names | set(self.types.names()))]
+        tools = [
+            {**self.schemas.get(n, {}), "name": n, "side_effect": "write" if self.types.get(n) == "write" else "read"}
+            for n in sorted(names | set(self.types.names()))
+        ]
         return Task.model_validate(
             {
                 "task_id": task_id,
@@ -712,4 +759,4 @@ BUNDLE = BundleFormat(
     read=_read,
 )
 
-__all__ = ["BUNDLE", "published_tool_schemas", "published_tool_types", "reward_label"]
+__all__ = ["BUNDLE", "published_tool_schemas", "published_tool_types", "reward_label", "tool_schemas"]

@@ -7,6 +7,14 @@ strings BFCL-normalised unless exact; ISO dates as dates; lists ordered unless t
 says unordered (then as multisets, by optimal assignment); objects key by key, where keys the
 reference does not mention are ignored when extra keys are allowed (``extra_arguments="allow"``).
 
+Keys the tool cannot see: a nested object's schema that declares its properties and marks
+undeclared keys ignored (``"x-extra-keys": "ignore"``: pydantic argument models, tau2's tools) drops
+a key it does not declare, as the tool does. Where no schema says whether the tool reads a key
+(no properties, no ``additionalProperties``), ``undeclared_keys=True`` lets the comparison go on
+and report such keys (``ValueMatch.undeclared``) instead of failing on them: the caller decides
+(under outcome grading a write then matches only "modulo undeclared keys": inconclusive). A
+schema's ``anyOf`` / ``oneOf`` reads an object by its first branch that declares properties.
+
 Schemas converted from BFCL (they carry ``x-bfcl-type``) follow BFCL's checker: an int stands for
 a ``float`` only at the argument's top level (BFCL converts it there; an int item of a float list
 is its nested type error), an int never stands for a BFCL ``integer``'s float, and strings compare
@@ -62,6 +70,7 @@ MISSING: Final = _Missing()
 class ValueMatch:
     ok: bool
     reason: str = ""  # for a mismatch: short human text naming the path inside nested values
+    undeclared: tuple[str, ...] = ()  # with undeclared_keys: paths of keys no schema declares, left out of the comparison
 
 
 @dataclass(frozen=True)
@@ -73,10 +82,15 @@ class _Opts:
     extra_keys: bool = False  # keys of the agent's objects that the reference does not mention are ignored
     depth: int = 0  # 0: the argument itself; nested values are deeper
     array_item: bool = False  # a direct item of the argument's top-level list (BFCL's nested type check)
+    undeclared: list[str] | None = None  # collects keys no schema declares (None: such a key is a difference)
 
     def nested(self, *, array_item: bool = False) -> _Opts:
         """Options for values inside a list or object: ``unordered`` applies to the top level only."""
-        return _Opts(self.tolerance, self.relative_tolerance, None, self.exact, self.extra_keys, self.depth + 1, array_item)
+        return _Opts(self.tolerance, self.relative_tolerance, None, self.exact, self.extra_keys, self.depth + 1, array_item, self.undeclared)
+
+    def collecting(self, into: list[str] | None) -> _Opts:
+        """The same options collecting undeclared keys into ``into`` (one trial comparison's own list)."""
+        return _Opts(self.tolerance, self.relative_tolerance, self.unordered, self.exact, self.extra_keys, self.depth, self.array_item, into)
 
 
 @dataclass(frozen=True)
@@ -260,6 +274,32 @@ def _items_schema(schema: dict | None) -> dict | None:
     return items if isinstance(items, dict) else None
 
 
+def _object_schema(schema: dict | None) -> dict | None:
+    """The schema an object value is read by: itself, or the first ``anyOf`` / ``oneOf`` branch that
+    declares properties (``List[Model | dict]``: the tool builds the model from every object)."""
+    if not schema or "properties" in schema:
+        return schema
+    for key in ("anyOf", "oneOf"):
+        for branch in schema.get(key) or ():
+            if isinstance(branch, dict) and isinstance(branch.get("properties"), dict):
+                return branch
+    return schema
+
+
+def _dropped_by_tool(schema: dict | None, key: str) -> bool:
+    """The schema declares its properties, not ``key``, and says the tool ignores undeclared keys."""
+    schema = schema or {}
+    props = schema.get("properties")
+    return isinstance(props, dict) and key not in props and schema.get("x-extra-keys") == "ignore"
+
+
+def _says_whether_read(schema: dict | None, key: str) -> bool:
+    """Whether the schema tells if the tool reads ``key``: it declares it, or rules on undeclared keys."""
+    schema = schema or {}
+    props = schema.get("properties")
+    return (isinstance(props, dict) and key in props) or "additionalProperties" in schema or "x-extra-keys" in schema
+
+
 def _property_schema(schema: dict | None, key: str) -> dict | None:
     schema = schema or {}
     props = schema.get("properties")
@@ -285,10 +325,22 @@ def _list_diff(a: list, b: list, schema: dict | None, opts: _Opts, path: str) ->
     # Multiset equality under a fuzzy (non-transitive) element equality needs a real assignment.
     from scipy.optimize import linear_sum_assignment  # on first use: importing scipy.optimize costs ~50 MB of RSS
 
-    equal = np.array([[_diff(x, y, item_schema, inner, "") is None for y in b] for x in a], dtype=float).reshape(len(a), len(b))
+    found: dict[tuple[int, int], list[str]] = {}  # each pair's undeclared keys, kept for the pairs assigned
+
+    def pair_equal(i: int, j: int) -> bool:
+        keys: list[str] | None = None if inner.undeclared is None else []
+        same = _diff(a[i], b[j], item_schema, inner.collecting(keys), f"{path}[{j}]") is None
+        if same and keys:
+            found[(i, j)] = keys
+        return same
+
+    equal = np.array([[pair_equal(i, j) for j in range(len(b))] for i in range(len(a))], dtype=float).reshape(len(a), len(b))
     rows, cols = linear_sum_assignment(-equal) if equal.size else (np.array([], int), np.array([], int))
     matched = [(r, c) for r, c in zip(rows, cols, strict=True) if equal[r, c] == 1.0]
     if len(matched) == len(a) == len(b):
+        if inner.undeclared is not None:
+            for pair in sorted(matched):
+                inner.undeclared.extend(found.get((int(pair[0]), int(pair[1])), ()))
         return None
     lost = [a[i] for i in range(len(a)) if i not in {r for r, _ in matched}]
     extra = [b[j] for j in range(len(b)) if j not in {c for _, c in matched}]
@@ -297,12 +349,18 @@ def _list_diff(a: list, b: list, schema: dict | None, opts: _Opts, path: str) ->
 
 def _dict_diff(a: dict, b: dict, schema: dict | None, opts: _Opts, path: str) -> _Diff | None:
     inner = opts.nested()
+    schema = _object_schema(schema)
     for key in sorted(set(a) | set(b), key=str):
         where = f"{path}.{key}" if path else str(key)
+        if _dropped_by_tool(schema, key):  # the tool never sees a key its argument model drops
+            continue
         if key not in b:
             return _Diff(where, _show(a[key]), "nothing", "missing key")
         if key not in a:
             if opts.extra_keys:
+                continue
+            if opts.undeclared is not None and not _says_whether_read(schema, key):
+                opts.undeclared.append(where)  # whether the tool reads it is unknown: the caller decides
                 continue
             return _Diff(where, "no such key", _show(b[key]), "unexpected key")
         diff = _diff(a[key], b[key], _property_schema(schema, key), inner, where)
@@ -361,12 +419,14 @@ def compare_argument(
     schema: dict | None = None,
     *,
     extra_keys: bool = False,
+    undeclared_keys: bool = False,
 ) -> ValueMatch:
     """Does the agent's ``actual`` value satisfy the reference (``expected`` + ``rule``)?
 
     ``expected`` is ``MISSING`` when the reference gives only ``rule.any_of`` or ``rule.pattern``;
     ``actual`` is ``MISSING`` when the agent omitted the argument. ``extra_keys``: object keys the
-    reference does not mention are ignored. Raises ``ValueError`` when the reference accepts no value
+    reference does not mention are ignored. ``undeclared_keys``: a nested key no schema says the tool
+    reads is left out and reported in ``undeclared`` (see the module doc). Raises ``ValueError`` when the reference accepts no value
     at all (no literal, no ``any_of``, no pattern, not ``any_value``, not omit-only): that is a broken
     reference, not an agent error.
     """
@@ -387,9 +447,10 @@ def compare_argument(
     opts = _Opts(rule.tolerance, rule.relative_tolerance, rule.unordered, rule.exact, extra_keys)
     first: _Diff | None = None
     for candidate in acceptable:
-        diff = _diff(candidate, actual, schema, opts, "")
+        keys: list[str] | None = [] if undeclared_keys else None
+        diff = _diff(candidate, actual, schema, opts.collecting(keys), "")
         if diff is None:
-            return ValueMatch(True)
+            return ValueMatch(True, undeclared=tuple(keys or ()))
         first = first or diff
     assert first is not None
     also = f" (nor the pattern {rule.pattern!r})" if rule.pattern is not None else ""
