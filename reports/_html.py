@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from judge import Trajectory, TrajectoryResult
+from judge import Check, DecisiveStep, Trajectory, TrajectoryResult, TrajectoryTurn
 from reports import _orchestration as O
 from reports import _svg
 from reports._analysis import RunReport
@@ -41,7 +41,7 @@ th{background:#f5f5f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;padding:0 6px;border-radius:3px;color:#fff;font-size:11px;margin-right:6px}
 .pass{background:#3a9d5d}.fail{background:#d7301f}.unresolved{background:#9e9e9e}.error{background:#555}
 details.traj{border-bottom:1px solid #eee;padding:3px 0}details.traj>summary{cursor:pointer;font-size:13px}
-details.traj .body{padding:4px 12px 10px}pre{white-space:pre-wrap;word-break:break-word;margin:0;font-size:11px}
+details.traj .body{padding:4px 12px 10px}tr.decisive td,p.decisive{background:#ffebee;outline:2px solid #d7301f}tr.msg td{background:#f5f5f5;font-size:11px;color:#555}pre{white-space:pre-wrap;word-break:break-word;margin:0;font-size:11px}
 .filters{margin:6px 0;font-size:13px}.filters select{margin-right:10px}.note{font-size:12px;color:#555}
 ol.modes li{font-size:13px;margin:0 0 8px}.tw{overflow-x:auto;max-width:100%}.grid{display:flex;flex-wrap:wrap;gap:8px 24px;align-items:flex-start}p{font-size:14px}h4{font-size:14px;margin:10px 0 4px}
 """
@@ -192,25 +192,24 @@ def _drill_item(r: TrajectoryResult, traj: Trajectory | None, item_id: str | Non
             + f" · judge calls {r.judge_calls}, ${r.judge_cost_usd:.4f}</p>"
         )
     body.append(_orchestration_line(r))
+    decisive = r.decisive_step
+    if decisive is not None:
+        body.append(f'<p class="note"><b>decisive step:</b> {escape(_decisive_text(decisive))}</p>')
+    # a dialogue graded as one episode (one result turn, several messages) shows all its messages
+    episode = traj is not None and len(r.turns) == 1 and len(traj.turns) > 1
     for t_no, turn in enumerate(r.turns):
         body.append(
             f"<h4>turn {escape(turn.turn_id)}: {escape(turn.verdict.value)}"
             + (f" at {escape(turn.failure_stage.value)}" if turn.failure_stage and turn.failure_stage.value != "none" else "")
             + "</h4>"
         )
-        tt = traj.turns[t_no] if traj is not None and t_no < len(traj.turns) else None
-        if tt is not None:
-            if tt.query:
-                body.append(f"<p><b>query:</b> {escape(_short(tt.query))}</p>")
-            if tt.steps:
-                body.append("<table><thead><tr><th>#</th><th>tool</th><th>arguments</th><th>status</th><th>output</th></tr></thead><tbody>")
-                for i, st in enumerate(tt.steps):
-                    out = st.error if st.error else st.result
-                    body.append(
-                        f'<tr><td class="n">{i}</td><td>{escape(st.name)}</td><td><pre>{escape(_short(st.arguments))}</pre></td><td>{escape(st.status)}</td><td><pre>{escape(_short(out))}</pre></td></tr>'
-                    )
-                body.append("</tbody></table>")
-            body.append(f"<p><b>final answer:</b> {escape(_short(tt.final_answer))}</p>")
+        shown = (traj.turns if episode else traj.turns[t_no : t_no + 1]) if traj is not None else []
+        mark = decisive if decisive is not None and decisive.turn_id == turn.turn_id else None
+        if shown:
+            body.append(_steps_table(shown, episode, mark))
+            answer = next((t.final_answer for t in reversed(shown) if t.final_answer is not None), None)
+            cls = ' class="decisive"' if mark is not None and mark.at == "answer" else ""
+            body.append(f"<p{cls}><b>final answer:</b> {escape(_short(answer))}</p>")
         body.append("<table><thead><tr><th>check</th><th>outcome</th><th>stage</th><th>decided by</th><th>reason</th><th>evidence</th></tr></thead><tbody>")
         for ch in turn.checks:
             ev = "<br>".join(
@@ -247,6 +246,44 @@ def _drill_item(r: TrajectoryResult, traj: Trajectory | None, item_id: str | Non
                 )
             body.append("</tbody></table>")
     return f'<details class="traj" {data}><summary>{head}</summary><div class="body">{"".join(body)}</div></details>'
+
+
+def _decisive_text(d: DecisiveStep) -> str:
+    where = {
+        "call": f"step {d.step} ({d.tool}" + (f", call id {d.call_id}" if d.call_id else "") + ")",
+        "answer": "the final answer",
+        "end": "the end of the turn",
+    }[d.at]
+    return f"turn {d.turn_id}, {where}: {d.check.value} check, {d.decided_by}"
+
+
+def _steps_table(turns: list[TrajectoryTurn], episode: bool, mark: DecisiveStep | None) -> str:
+    """The turns' queries and steps; steps numbered as graded (an episode's run on across its
+    messages); the decisive step's row highlighted; in an episode each user message is a row."""
+    rows: list[str] = []
+    index = 0
+    for tt in turns:
+        if tt.query and episode:
+            rows.append(f'<tr class="msg"><td colspan="5">user: {escape(_short(tt.query))}</td></tr>')
+        for st in tt.steps:
+            out = st.error if st.error else st.result
+            cls = ' class="decisive"' if mark is not None and mark.at == "call" and mark.step == index else ""
+            rows.append(
+                f'<tr{cls}><td class="n">{index}</td><td>{escape(st.name)}</td><td><pre>{escape(_short(st.arguments))}</pre></td><td>{escape(st.status)}</td><td><pre>{escape(_short(out))}</pre></td></tr>'
+            )
+            index += 1
+    head = "" if episode or not turns[0].query else f"<p><b>query:</b> {escape(_short(turns[0].query))}</p>"
+    if mark is not None and mark.at == "end":
+        what = "the run stopped here, before the agent finished" if mark.check == Check.ANSWER else "the turn ended here without a call it needed"
+        rows.append(f'<tr class="decisive"><td class="n">{index}</td><td colspan="4">{what}</td></tr>')
+    if not rows:
+        return head
+    return (
+        head
+        + "<table><thead><tr><th>#</th><th>tool</th><th>arguments</th><th>status</th><th>output</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+    )
 
 
 def _drilldown(rep: RunReport, anchor: str = "") -> str:

@@ -33,9 +33,13 @@ class Reply:
     input_tokens: int = 100
     output_tokens: int = 20
     model_version: str | None = None  # defaults to "<model>-2026-01-01"
+    decisive_step: int | None = None  # a verdict on calls may name the step where it went wrong
 
     def arguments(self) -> dict[str, Any]:
-        return {"label": self.label, "rationale": self.rationale, "evidence": list(self.evidence), "confidence": self.confidence}
+        out: dict[str, Any] = {"label": self.label, "rationale": self.rationale, "evidence": list(self.evidence), "confidence": self.confidence}
+        if self.decisive_step is not None:
+            out["decisive_step"] = self.decisive_step
+        return out
 
 
 @dataclass(frozen=True)
