@@ -49,6 +49,7 @@ from judge.core._verdict import Vote
 from judge.llm._cache import JudgeCache, KeyTemplate
 from judge.llm._limits import Budget, RateLimiter, RetryPolicy, cost_usd, price_for
 from judge.llm._providers import Completion, JudgeCallError, JudgeClient
+from judge.llm._reading import READER_VERSION, repairs_of
 from judge.llm._rubric import Rubric
 from judge.llm._settings import PriceConfig, ProviderConfig
 from judge.llm._usage import CallStats
@@ -245,6 +246,7 @@ class JudgeCaller:
             self.stats.count_abstention(judge.name, shared.abstain_reason)
         else:
             self.stats.count_cache_hit(judge.name)
+            self.stats.count_repairs(judge.name, shared.repairs)
         return shared.model_copy(update={"cached": not shared.abstained or shared.cached, "cost_usd": 0.0})
 
     async def _across_runs(self, call: JudgeCall, state: _LoopState) -> Vote:
@@ -347,7 +349,7 @@ class JudgeCaller:
         reason = ABSTAIN_REASON.get(last.reason, last.reason)
         message = last.message if attempt == 1 else f"after {attempt} attempts: {last.message}"
         if self.cache is not None and judge.cacheable and last.cacheable:
-            self._store(call, {"abstain": reason, "message": message, "input_tokens": last.input_tokens, "output_tokens": last.output_tokens})
+            self._store(call, _abstention_payload(reason, message, last))
         return self._abstain(judge, reason, message, input_tokens=last.input_tokens, output_tokens=last.output_tokens)
 
     # --- recording ------------------------------------------------------------------------------
@@ -361,9 +363,7 @@ class JudgeCaller:
         self._account(judge, collected.input_tokens, collected.output_tokens, batch=True)
         reason = ABSTAIN_REASON.get(collected.reason, collected.reason)
         if self.cache is not None and judge.cacheable and collected.cacheable:
-            self._store(
-                call, {"abstain": reason, "message": collected.message, "input_tokens": collected.input_tokens, "output_tokens": collected.output_tokens}
-            )
+            self._store(call, _abstention_payload(reason, collected.message, collected))
         return self._abstain(judge, reason, collected.message, input_tokens=collected.input_tokens, output_tokens=collected.output_tokens, batch=True)
 
     def _shared_collected(self, call: JudgeCall, collected: Completion | JudgeCallError) -> Vote:
@@ -375,21 +375,31 @@ class JudgeCaller:
             return vote.model_copy(update={"cost_usd": 0.0})
         self.stats.count_cache_hit(judge.name)
         verdict = collected.verdict.model_dump(mode="json")
-        return _vote_from_verdict(judge, call.rubric, verdict, collected.model_version, collected.input_tokens, collected.output_tokens, cost=0.0, cached=True)
+        repairs = repairs_of(collected.verdict)
+        self.stats.count_repairs(judge.name, repairs)
+        return _vote_from_verdict(
+            judge, call.rubric, verdict, collected.model_version, collected.input_tokens, collected.output_tokens, cost=0.0, cached=True, repairs=repairs
+        )
 
     def _record_success(self, call: JudgeCall, completion: Completion, *, batch: bool = False) -> Vote:
         judge = call.judge
         cost = self._account(judge, completion.input_tokens, completion.output_tokens, batch=batch)
         verdict = completion.verdict.model_dump(mode="json")
+        repairs = repairs_of(completion.verdict)
         if self.cache is not None and judge.cacheable:  # written the moment it arrives: an interrupted run never pays twice
-            payload = {
+            payload: dict[str, Any] = {
                 "verdict": verdict,
                 "model_version": completion.model_version,
                 "input_tokens": completion.input_tokens,
                 "output_tokens": completion.output_tokens,
             }
+            if repairs:  # the verdict is stored as read; what reading it took stays with it
+                payload["repairs"] = repairs
             self._store(call, payload)
-        return _vote_from_verdict(judge, call.rubric, verdict, completion.model_version, completion.input_tokens, completion.output_tokens, cost, cached=False)
+        self.stats.count_repairs(judge.name, repairs)
+        return _vote_from_verdict(
+            judge, call.rubric, verdict, completion.model_version, completion.input_tokens, completion.output_tokens, cost, cached=False, repairs=repairs
+        )
 
     def _account(self, judge: JudgeClient, input_tokens: int, output_tokens: int, *, batch: bool = False) -> float:
         cost = cost_usd(price_for(judge.name, judge.kind, self.prices, batch=batch), input_tokens, output_tokens)
@@ -398,9 +408,14 @@ class JudgeCaller:
         return cost
 
     def _cached_vote(self, call: JudgeCall, payload: dict[str, Any], *, shared: bool = False) -> Vote | None:
-        """A vote from a cache entry (None: an entry this schema cannot read, a miss)."""
+        """A vote from a cache entry (None: an entry this schema cannot read, a miss; so is an
+        ``unparseable`` abstention an older, stricter verdict reader recorded: this reader may
+        accept the answer, so it is asked again, see ``_reading.READER_VERSION``; offline, where
+        nothing can be asked, it is served as recorded)."""
         judge = call.judge
         inp, out = int(payload.get("input_tokens", 0)), int(payload.get("output_tokens", 0))
+        if not self.offline and payload.get("abstain") == AbstainReason.UNPARSEABLE and int(payload.get("reader") or 1) < READER_VERSION:
+            return None
         if "abstain" in payload:
             vote = Vote(
                 judge=judge.name,
@@ -416,7 +431,9 @@ class JudgeCaller:
                 verdict = call.rubric.verdict_schema.model_validate(payload["verdict"]).model_dump(mode="json")
             except (ValidationError, KeyError, TypeError):
                 return None
-            vote = _vote_from_verdict(judge, call.rubric, verdict, payload.get("model_version"), inp, out, cost=0.0, cached=True)
+            repairs = [str(n) for n in payload.get("repairs") or []]
+            vote = _vote_from_verdict(judge, call.rubric, verdict, payload.get("model_version"), inp, out, cost=0.0, cached=True, repairs=repairs)
+            self.stats.count_repairs(judge.name, repairs)
         self.stats.count_cache_hit(judge.name)
         if shared:
             self.stats.shared_with_other_runs += 1
@@ -459,6 +476,7 @@ def _vote_from_verdict(
     cost: float = 0.0,
     *,
     cached: bool,
+    repairs: list[str] | None = None,
 ) -> Vote:
     label = verdict["label"]
     return Vote(
@@ -470,8 +488,18 @@ def _vote_from_verdict(
         confidence=verdict.get("confidence"),
         model_version=model_version,
         decisive_step=verdict.get("decisive_step"),
+        repairs=list(repairs) if repairs else None,
         cached=cached,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         cost_usd=cost,
     )
+
+
+def _abstention_payload(reason: str, message: str, failure: JudgeCallError) -> dict[str, Any]:
+    """The cache entry of a provider answer that is itself the failure (a refusal, a verdict the
+    schema rejects even read leniently: ``reader`` says by which reader, ``_cached_vote``)."""
+    payload: dict[str, Any] = {"abstain": reason, "message": message, "input_tokens": failure.input_tokens, "output_tokens": failure.output_tokens}
+    if reason == AbstainReason.UNPARSEABLE:
+        payload["reader"] = READER_VERSION
+    return payload

@@ -68,7 +68,7 @@ class ProviderConfig(_Strict):
     timeout_s: float | None = Field(default=None, gt=0)
     max_tokens: int = Field(default=1024, ge=16)
     seed: int | None = 0  # sent where the provider supports it
-    validation_retries: int = Field(default=1, ge=0, le=5)  # instructor's re-asks on a bad verdict
+    validation_retries: int = Field(default=1, ge=0, le=5)  # instructor's re-asks after a verdict the schema rejects (read leniently): 1 = asked twice at most
     batch: bool = True  # --judge-mode batch uses the provider's batch API; false: asked live (a server without one)
     # llama.cpp only
     n_ctx: int = Field(default=4096, ge=256)

@@ -2,7 +2,12 @@
 
 The SDK's own retries are off (``max_retries=0``): the caller's retry loop is the only one, so it
 is testable and honours Retry-After. instructor keeps only its validation re-asks
-(``validation_retries``, low), after which a bad verdict becomes an ``unparseable`` abstention.
+(``validation_retries``: re-asks after the first answer, default 1, so a verdict is asked for at
+most twice), after which a bad verdict becomes an ``unparseable`` abstention. What is re-asked is
+only what the verdict schema rejects after reading the answer leniently (``judge.llm._reading``:
+a confidence off the 0..1 scale, raw control characters in JSON strings are repaired, not
+re-asked); the schema's ``model_validate_json`` is where instructor parses the tool-call
+arguments, live and from a provider batch alike.
 
 Per-call client work is kept small, because at hundreds of calls in flight it is what bounds
 throughput (``bench/bench_judges.py``):
