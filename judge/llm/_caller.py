@@ -13,7 +13,9 @@ next:
 4. limits: the global and the provider's concurrency slots, the provider's request rate;
 5. attempts through the transport (by default the client's ``complete``); a failure the client's
    ``should_retry`` accepts is retried with backoff, honouring Retry-After; the budget is checked
-   before every attempt;
+   before every attempt. Each judge's deadline and retries are its provider's setting, else the
+   run's, else what fits its provider (``JudgeClient.defaults``: a local server waits longer and
+   retries less often than a hosted API);
 6. record: the answer (or a provider answer that is itself a failure, such as a refusal) goes to
    the cache the moment it arrives; tokens and cost to the stats and the budget.
 
@@ -51,7 +53,7 @@ from judge.llm._limits import Budget, RateLimiter, RetryPolicy, cost_usd, price_
 from judge.llm._providers import Completion, JudgeCallError, JudgeClient
 from judge.llm._reading import READER_VERSION, repairs_of
 from judge.llm._rubric import Rubric
-from judge.llm._settings import PriceConfig, ProviderConfig
+from judge.llm._settings import DEFAULT_CONCURRENCY, HOSTED, PriceConfig, ProviderConfig, RetryConfig, layered_retry
 from judge.llm._usage import CallStats
 
 log = logging.getLogger("judge.caller")
@@ -133,10 +135,10 @@ class JudgeCaller:
         offline: bool = False,
         max_cost_usd: float | None = None,
         retry: RetryPolicy | None = None,
-        concurrency: int = 32,
+        concurrency: int = DEFAULT_CONCURRENCY,
         providers: Mapping[str, ProviderConfig] | None = None,
         prices: Mapping[str, PriceConfig] | None = None,
-        timeout_s: float = 60.0,
+        timeout_s: float | None = None,
         transport: Transport = complete_online,
         batch: BatchPort | None = None,
         claim_lease_s: float = 30.0,
@@ -147,7 +149,7 @@ class JudgeCaller:
         self.cache = cache
         self.offline = offline
         self.budget = Budget(max_cost_usd)
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or RetryPolicy()  # the run's: every judge's unless its provider sets its own
         self.concurrency = concurrency
         self.providers = dict(providers or {})
         self.prices = dict(prices or {})
@@ -158,16 +160,32 @@ class JudgeCaller:
         self.claim_poll_s = claim_poll_s
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         self._keys: dict[tuple[str, str, str], KeyTemplate] = {}  # (judge, rubric, version) -> its cache keys
+        self._retries: dict[str, RetryConfig] = {}  # judge -> its retry settings, where not the run's
         for client in self.clients:
             provider = self.providers.get(client.provider)
             in_flight = min(concurrency, provider.concurrency) if provider is not None and provider.concurrency else concurrency
-            client.configure(timeout_s=client.config.timeout_s or timeout_s, max_connections=in_flight)
+            client.configure(timeout_s=client.config.timeout_s or timeout_s or client.defaults().timeout_s, max_connections=in_flight)
+            own = layered_retry(client.config.retry, None if retry is None else retry.config, client.defaults().retry)
+            if own != self.retry.config:  # paced by the run's policy all the same (its sleep and random source)
+                self._retries[client.name] = own
+            self._note_local(client)
             usage = self.stats.judge(client.name)
             usage.price_known = price_for(client.name, client.kind, self.prices) is not None
             if not usage.price_known:
                 self.stats.note(f'no price known for {client.name}: its cost is counted as 0 (add [prices."{client.name}"] to the config)')
         if offline and cache is None:
             self.stats.note("offline without a cache: every live judge call abstains with offline_miss")
+
+    def _note_local(self, client: JudgeClient) -> None:
+        """Say in the run's notes which judges start with a local model's defaults, and how to
+        raise them (the same in every process judging for the run: no share of a limit in it)."""
+        defaults = client.defaults()
+        if defaults.where == HOSTED.where:
+            return
+        self.stats.note(
+            f"{client.name} is {'an' if defaults.where[0] in 'aeiou' else 'a'} {defaults.where} judge{f' ({client.base_url})' if client.base_url else ''}: where nothing is set it runs "
+            f"with {defaults.describe()}; [providers.{client.provider}] concurrency, timeout_s and [providers.{client.provider}.retry] change them"
+        )
 
     # --- public ---------------------------------------------------------------------------------
     def call(self, judge: JudgeClient, rubric: Rubric, messages: list[dict[str, str]]) -> JudgeCall:
@@ -316,7 +334,8 @@ class JudgeCaller:
     async def _attempts(self, call: JudgeCall, state: _LoopState) -> Vote:
         judge = call.judge
         limiter = state.limiters.get(judge.provider)
-        max_attempts = self.retry.config.max_attempts
+        retry = self._retries.get(judge.name, self.retry.config)
+        max_attempts = retry.max_attempts
         self.stats.count_call(judge.name)
         last: JudgeCallError | None = None
         attempt = 0
@@ -342,7 +361,7 @@ class JudgeCaller:
             if attempt < max_attempts and judge.should_retry(last):
                 self.stats.count_retry(last.reason)
                 log.info("retrying %s after %s: %s", judge.name, last.reason, last.message)
-                await self.retry.sleep(self.retry.delay(attempt, last.retry_after))
+                await self.retry.sleep(self.retry.delay(attempt, last.retry_after, retry))
                 continue
             break
         assert last is not None

@@ -41,7 +41,7 @@ from pydantic import BaseModel
 
 from judge.llm._providers._base import Completion, JudgeClient, NextAttempt, require_key
 from judge.llm._providers._errors import JudgeCallError, classify_sdk_error, usage_tokens
-from judge.llm._settings import ProviderConfig
+from judge.llm._settings import HOSTED, LOCAL_SERVER, ProviderConfig, ProviderDefaults, is_local_url
 
 # instructor logs every failed attempt at ERROR ("API call failed ...", "Max retries exceeded ...")
 # and sets no handler, so logging's last resort printed each to stderr (over the progress bar,
@@ -168,6 +168,11 @@ class SDKJudge(JudgeClient):
 
     def check_ready(self) -> None:
         self._api_key()
+
+    def defaults(self) -> ProviderDefaults:
+        """A server on this machine (vLLM, Ollama, llama.cpp's) answers one or two calls at a time:
+        it starts with a local server's limits, a hosted API with today's."""
+        return LOCAL_SERVER if is_local_url(self.base_url) else HOSTED
 
     def _for_loop(self) -> _LoopClient:
         loop = asyncio.get_running_loop()
