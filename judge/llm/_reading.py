@@ -13,9 +13,11 @@ says nothing about the label. Two faults are repaired; each repair leaves a note
   longer than any verdict (``MAX_REPAIR_CHARS``) is not touched;
 - the confidence is advisory (the label is what counts), so it is read, never rejected
   (``read_confidence``): a number in [0, 1] as it is; one in (1, 100] as a percentage (78 -> 0.78,
-  100 -> 1.0, 4.56 -> 0.0456); above 100 -> 1.0, below 0 -> 0.0; text holding a number ("0.8",
-  "78%") as that number; anything else (NaN, infinity, true, "high", null, a missing field) ->
-  no confidence (None). The schema a model is shown still asks for a number from 0 to 1.
+  100 -> 1.0, 4.56 -> 0.0456); text holding a number ("0.8", "78%") as that number; a number on
+  neither scale (below 0, above 100: SmolLM2 once sent 2563897421.0) and anything else (NaN,
+  infinity, true, "high", null, a missing field) -> no confidence (None): clamping would record
+  a confidence the judge never expressed. The schema a model is shown still asks for a number
+  from 0 to 1.
 
 Everything else the schema rejects (a label it does not allow, a missing rationale, JSON that does
 not parse) is not guessed at: instructor re-asks once (``ProviderConfig.validation_retries``,
@@ -83,10 +85,13 @@ def read_confidence(value: Any) -> tuple[float | None, str | None]:
             return None, f"confidence: {shown} is not a number: no confidence"
         if not math.isfinite(number):
             return None, f"confidence: {shown} is not a finite number: no confidence"
-        if percent:
-            read = _clamp(round(number / 100, 6))
-            return read, f"confidence: {shown} read as a percentage ({_number(read)})"
-        read, how = _on_the_scale(number)
+        if percent:  # "78%": a percentage whatever its size, so 0% to 100%
+            read: float | None = round(number / 100, 6) if 0.0 <= number <= 100.0 else None
+            how: str | None = "a percentage"
+        else:
+            read, how = _on_the_scale(number)
+        if read is None:
+            return None, f"confidence: {shown} is on no scale from 0 to 1 or 100: no confidence"
         return read, f"confidence: {shown} given as text, read as {_number(read)}" + (f" ({how})" if how else "")
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None, "confidence: none given" if value is None else f"confidence: {shown} is not a number: no confidence"
@@ -94,20 +99,19 @@ def read_confidence(value: Any) -> tuple[float | None, str | None]:
     if not math.isfinite(number):
         return None, f"confidence: {shown} is not a finite number: no confidence"
     read, how = _on_the_scale(number)
-    return read, None if how is None else f"confidence: {shown} is outside 0..1, {how} ({_number(read)})"
+    if read is None:
+        return None, f"confidence: {shown} is on no scale from 0 to 1 or 100: no confidence"
+    return read, None if how is None else f"confidence: {shown} is outside 0..1, read as {how} ({_number(read)})"
 
 
-def _on_the_scale(number: float) -> tuple[float, str | None]:
-    """A finite number on the 0..1 scale, and how it got there (None: it was on it)."""
+def _on_the_scale(number: float) -> tuple[float | None, str | None]:
+    """A finite number on the 0..1 scale and how it got there (None: it was on it), or None for
+    a number on neither scale."""
     if 0.0 <= number <= 1.0:
         return number, None
     if 1.0 < number <= 100.0:
-        return round(number / 100, 6), "read as a percentage"
-    return _clamp(number), "clamped"
-
-
-def _clamp(number: float) -> float:
-    return min(1.0, max(0.0, number))
+        return round(number / 100, 6), "a percentage"
+    return None, None
 
 
 def _number(x: float) -> str:

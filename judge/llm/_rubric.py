@@ -30,7 +30,7 @@ class JudgeVerdict(BaseModel):
     bounded so a grammar-constrained local model (llama.cpp) always closes its JSON in time.
 
     Read leniently where only the form is off (``judge.llm._reading``): raw control characters in
-    JSON strings are escaped, the advisory confidence is rescaled, clamped or dropped (None), and
+    JSON strings are escaped, the advisory confidence is rescaled (a percentage) or dropped (None), and
     each repair is noted (``_repairs``). The schema shown to a model is unchanged by that.
     """
 
