@@ -34,14 +34,16 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
 import rubrics
-from judge import BadInputError, Check, ConfigurationError, Escalator, InputErrorInfo, InputWarning, PanelDecision, RunSummary, TrajectoryResult
+from judge import BadInputError, Check, ConfigurationError, Escalator, InputErrorInfo, InputWarning, Outcome, PanelDecision, RunSummary, TrajectoryResult
 from pipelines.aggregate import Aggregator
 from pipelines.config import GradingConfig
+from pipelines.controls import Control, ControlLedger, set_aside
 from pipelines.executors import Executor, make_executor
 from pipelines.grade_case import GradedCase
 from pipelines.ingest import (
@@ -553,6 +555,7 @@ class _Run:
         then (a tie-breaker) goes out as a new batch of the same round."""
         escalator = self.opts.escalator
         cases = self.pending
+        ledger = self.controls
         waiting: list[dict[str, Any]] = []  # batches of the round in progress (journaled, not yet decided)
         decided = 0  # rounds decided so far (= the index of the round in progress)
         spent = 0.0  # by the journaled rounds: --max-cost caps the run, across its resumes
@@ -564,6 +567,12 @@ class _Run:
                 made = PanelDecision.model_validate(decision)
                 spent += sum(v.cost_usd for v in made.votes if not v.cached)
                 cases[(shard, local)].apply_decision(ti, Check(check), made, entry["panel"])
+            if ledger is not None and entry.get("controls"):
+                asked = [Control.from_json(c) for c in entry["controls"]]
+                answers = [PanelDecision.model_validate(c["decision"]) for c in entry["controls"]]
+                spent += sum(v.cost_usd for d in answers for v in d.votes if not v.cached)
+                ledger.asked |= {c.request.rubric for c in asked}
+                ledger.record(asked, answers, self._label_outcomes())
             waiting, decided = [], decided + 1
         count_spent = getattr(escalator, "count_spent", None)
         if spent and count_spent is not None:
@@ -586,20 +595,35 @@ class _Run:
                             wait = await self._collect(batch, waiting, decided)
                             if wait is not None:
                                 return wait
-                        decisions = await judging.decide(requests)
+                        controls = ledger.for_round(requests, decided) if ledger is not None else []
+                        if controls:  # shuffled among the real questions: position tells a judge nothing
+                            assert ledger is not None
+                            placed, where = ledger.shuffled(requests, controls, decided)
+                            answered = await judging.decide(placed)
+                            decisions = [answered[where[i]] for i in range(len(requests))]
+                            checked = [answered[where[len(requests) + k]] for k in range(len(controls))]
+                        else:
+                            decisions, checked = await judging.decide(requests), []
                         if batch is not None and batch.deferred:
-                            return await self._submit(batch, escalator.name, len(asks), decided)
+                            if ledger is not None:
+                                ledger.asked -= {c.request.rubric for c in controls}  # asked again when the round is decided
+                            return await self._submit(batch, escalator.name, len(asks) + len(controls), decided)
                         if batch is not None:
                             batch.forget_answers()
+                        if ledger is not None:
+                            ledger.record(controls, checked, self._label_outcomes())
+                            redecide = getattr(escalator, "redecide")  # noqa: B009  (a Panel's; the ledger exists only with one)
+                            decisions = [set_aside(d, ledger.gated(d.rubric or ""), ledger.threshold, redecide) for d in decisions]
                         for (ref, ti, check), decision in zip(asks, decisions, strict=True):
                             cases[ref].apply_decision(ti, check, decision, escalator.name)
-                        self.state.append_round(
-                            {
-                                "panel": escalator.name,
-                                "asks": [[ref[0], ref[1], ti, check.value] for ref, ti, check in asks],
-                                "decisions": [d.model_dump(mode="json") for d in decisions],
-                            }
-                        )
+                        entry: dict[str, Any] = {
+                            "panel": escalator.name,
+                            "asks": [[ref[0], ref[1], ti, check.value] for ref, ti, check in asks],
+                            "decisions": [d.model_dump(mode="json") for d in decisions],
+                        }
+                        if controls:
+                            entry["controls"] = [{**c.to_json(), "decision": d.model_dump(mode="json")} for c, d in zip(controls, checked, strict=True)]
+                        self.state.append_round(entry)
                         waiting, decided = [], decided + 1
                 finally:
                     close = getattr(judging, "aclose", None)
@@ -610,6 +634,22 @@ class _Run:
             if wait is not None:
                 return wait
         return {ref: case.result() for ref, case in cases.items()}
+
+    @cached_property
+    def controls(self) -> ControlLedger | None:
+        """The run's control items (``pipelines.controls``): with a panel that can tally its votes
+        again (``redecide``), unless ``[grading] controls = "off"``."""
+        cfg = self.opts.config
+        if self.opts.escalator is None or cfg.controls == "off" or getattr(self.opts.escalator, "redecide", None) is None:
+            return None
+        return ControlLedger(mode=cfg.controls, threshold=cfg.control_threshold, seed=cfg.seed)
+
+    def _label_outcomes(self) -> dict[str, dict[str, Outcome]]:
+        """Rubric -> label -> outcome, as the panel reads its verdicts."""
+        rubric = getattr(self.opts.escalator, "rubric", None)
+        if rubric is None or self.controls is None:
+            return {}
+        return {name: dict(rubric(name).label_outcomes) for name in self.controls.asked}
 
     def _judging(self, escalator: Escalator, waiting: int) -> Escalator:
         """What decides the rounds: the panel, or, with ``--workers N`` and a first round of at least
@@ -673,6 +713,8 @@ class _Run:
             self.report_rows[self.pending_rows[ref]] = to_row(result, pool)
         if self.inputs.labels is not None and self.opts.labels is not None:
             self.agg.add_warnings(self.inputs.labels.unused(display_name(self.opts.labels)))
+        if self.controls is not None:
+            self.agg.judge_controls = self.controls.summary()
         text = self.agg.summary().to_json()
         self.agg = Aggregator(self.opts.config)  # the report reads results.jsonl itself: free the rows
         (staging / SUMMARY).write_text(text, encoding="utf-8")

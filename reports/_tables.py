@@ -357,6 +357,42 @@ def judge_votes(run: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
     return df, facts
 
 
+_CONTROL_COLUMNS = ["judge", "rubric", "n", "known_pass_passed", "known_fail_failed", "abstained", "accuracy", "gated"]
+
+
+def judge_controls(run: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Each judge's control items per rubric (``summary.json`` ``judges.controls``), and how far the
+    judge-decided verdicts rest on a measured judge: ``unmeasured`` counts them when the run has
+    neither control figures nor a calibration.json; ``gated`` lists (judge, rubric, accuracy)."""
+    controls = run.summary.judges.controls or {}
+    rows = []
+    for judge, per in sorted((controls.get("judges") or {}).items()):
+        for rubric, f in sorted(per.items()):
+            rows.append(
+                {
+                    "judge": judge,
+                    "rubric": rubric,
+                    "n": f["n"],
+                    "known_pass_passed": f"{f['known_pass_passed']} / {f['known_pass']}",
+                    "known_fail_failed": f"{f['known_fail_failed']} / {f['known_fail']}",
+                    "abstained": f["abstained"],
+                    "accuracy": f["accuracy"],
+                    "gated": f["gated"],
+                }
+            )
+    judged = sum(1 for r in run.graded if r.decided_by.startswith("judge:"))
+    measured = bool(run.calibration) or any(r["n"] for r in rows)
+    facts = {
+        "mode": controls.get("mode", "off"),
+        "threshold": controls.get("threshold"),
+        "calls": controls.get("calls", 0),
+        "judge_decided": judged,
+        "unmeasured": 0 if measured else judged,
+        "gated": [(r["judge"], r["rubric"], r["accuracy"]) for r in rows if r["gated"]],
+    }
+    return pd.DataFrame(rows, columns=_CONTROL_COLUMNS), facts
+
+
 def _estimate(stats: dict[str, Any], key: str) -> float | None:
     v = stats.get(key)
     if isinstance(v, dict):

@@ -219,6 +219,33 @@ class Panel:
             return None, reason + f"; tie-breaker {breaker.judge} said {breaker.label!r}, not one of the tied labels"
         return breaker.label, reason + f"; tie broken by {breaker.judge}: {breaker.label}"
 
+    def redecide(self, decision: PanelDecision, set_aside: Mapping[str, str]) -> PanelDecision:
+        """``decision`` tallied again with the votes of the judges in ``set_aside`` (judge -> why)
+        counted as abstentions (``control_failed``), by the rule ``decide`` uses; no judge is asked
+        again, so a tie only a new tie-breaker vote could settle stays undecided."""
+        if decision.rubric is None or not any(v.judge in set_aside and not v.abstained for v in decision.votes):
+            return decision
+        rubric = self.rubric(decision.rubric)
+        votes = [
+            v.model_copy(update={"abstained": True, "abstain_reason": AbstainReason.CONTROL_FAILED, "rationale": f"{set_aside[v.judge]}; said {v.label!r}"})
+            if v.judge in set_aside and not v.abstained
+            else v
+            for v in decision.votes
+        ]
+        members = {j.name for j in self.judges}
+        result = tally([v for v in votes if v.judge in members], verdict_labels(rubric), self.rule, rubric.name, self.weights, self.min_votes)
+        label, reason = result.label, result.reason
+        if label is None and len(result.tied) > 1:
+            breaker = next((v for v in votes if self.tie_breaker is not None and v.judge == self.tie_breaker.name and not v.abstained), None)
+            if breaker is not None and breaker.label in result.tied:
+                label, reason = breaker.label, reason + f"; tie broken by {breaker.judge}: {breaker.label}"
+            else:
+                reason += "; the tie stays (no tie-breaker vote is asked again)"
+        reason += "; set aside (control items failed): " + ", ".join(sorted(j for j in set_aside if any(v.judge == j for v in decision.votes)))
+        if label is None:
+            return self._decision(rubric, outcome=Outcome.INCONCLUSIVE, votes=votes, reason=reason + "; unresolved, for human review")
+        return self._decision(rubric, label=label, outcome=rubric.label_outcomes[label], votes=votes, agreement=agreement(votes, label), reason=reason)
+
     async def _vote(self, judge: JudgeClient, rubric: Rubric, messages: list[dict[str, str]]) -> Vote:
         return await self.caller.vote(self.caller.call(judge, rubric, messages))
 

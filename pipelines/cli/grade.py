@@ -225,6 +225,15 @@ def grade(
             "and a user message confirming it (config: [grading] confirm_writes).",
         ),
     ] = False,
+    controls: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Control items among the judges' questions: gate (default: a judge below --control-threshold on a rubric has its votes there set aside), report, off."
+        ),
+    ] = None,
+    control_threshold: Annotated[
+        Optional[float], typer.Option(min=0.0, max=1.0, help="Control accuracy below which a judge is set aside (default 0.8).")
+    ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Fields the schema does not know are errors instead of warnings.")] = False,
     labels: Annotated[
         Optional[Path],
@@ -277,6 +286,12 @@ def grade(
         if policy_text not in ("context", "gate"):
             usage.fail("--policy-text", f"must be context or gate, not {policy_text!r}")
         grading = grading.model_copy(update={"policy_text": policy_text})
+    if controls is not None:
+        if controls not in ("off", "report", "gate"):
+            usage.fail("--controls", f"must be off, report or gate, not {controls!r}")
+        grading = grading.model_copy(update={"controls": controls})
+    if control_threshold is not None:
+        grading = grading.model_copy(update={"control_threshold": control_threshold})
     if confirm_writes:
         grading = grading.model_copy(update={"confirm_writes": True})
     rubric_table = load_rubric_table(rubrics)

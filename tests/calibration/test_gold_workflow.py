@@ -42,6 +42,7 @@ def graded_run(tmp_path_factory) -> Path:
         "grade", "--tasks", str(SAMPLE / "tasks.jsonl"), "--trajectories", str(SAMPLE / "trajectories.jsonl"),
         "--judge", "mock:pick", "--judge", "mock:always-correct", "--no-cache", "--out", str(out),
         "--min-votes", "1",  # always-correct abstains on rubrics without that label: let mock:pick decide those
+        "--controls", "report",  # keep always-correct's votes: the export is tested on what judges said
     )  # fmt: skip
     return out
 
