@@ -421,13 +421,21 @@ def calibration_tables(run: RunData) -> tuple[pd.DataFrame, dict[str, Any] | Non
         return pd.DataFrame([], columns=cols), None
     used = {v.judge for r in run.graded for d in r.decisions for v in d.votes}
     used |= {r.decided_by.split(":", 1)[1] for r in run.graded if r.decided_by.startswith("judge:")}
+    sections = cal.get("rubrics") if "judges" not in cal and isinstance(cal.get("rubrics"), dict) else None  # calibrated per rubric
     rows = []
-    for kind in ("judges", "panels"):
-        for name, st in sorted((cal.get(kind) or {}).items()):
-            if not isinstance(st, dict):
-                continue
-            rows.append({"rater": name, "kind": kind[:-1], "used_in_run": name in used, "n": st.get("n"), **{k: _r(_estimate(st, k)) for k in cols[4:]}})
+    for rubric, part in sorted(sections.items()) if sections else [(None, cal)]:
+        for kind in ("judges", "panels"):
+            for name, st in sorted(((part if isinstance(part, dict) else {}).get(kind) or {}).items()):
+                if not isinstance(st, dict):
+                    continue
+                rater = name if rubric is None else f"{name} ({rubric})"
+                rows.append({"rater": rater, "kind": kind[:-1], "used_in_run": name in used, "n": st.get("n"), **{k: _r(_estimate(st, k)) for k in cols[4:]}})
     table = pd.DataFrame(rows, columns=cols)
+    if sections:
+        return table, {
+            "note": f"calibration.json holds one section per rubric ({', '.join(sorted(sections))}): no single TPR/TNR to correct the pass rate with "
+            "(calibrate with --rubric NAME for the rubric the judges decided)"
+        }
     try:
         from calibration import corrected_pass_rate
     except ImportError:  # the calibration package is optional for reports

@@ -116,10 +116,12 @@ class Panel:
         if batch:
             self.stats.note(f"batch prices: a judge's batch_input_per_1m / batch_output_per_1m, else its online price less {BATCH_DISCOUNT:.0%}")
         if weights is not None:
-            missing = [n for n in names if n not in weights.judges]
-            if missing:
-                self.stats.note(f"judges missing from the weights file count with weight 1 and no log-odds term: {', '.join(missing)}")
-                log.warning("judges missing from the weights file: %s", ", ".join(missing))
+            for rubric_name, table in weights.tables().items():
+                missing = [n for n in names if n not in table]
+                where = "" if rubric_name is None else f" for rubric {rubric_name}"
+                if missing:
+                    self.stats.note(f"judges missing from the weights file{where} count with weight 1 and no log-odds term: {', '.join(missing)}")
+                    log.warning("judges missing from the weights file%s: %s", where, ", ".join(missing))
 
     # --- public ---------------------------------------------------------------------------------
     @property
