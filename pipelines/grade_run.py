@@ -30,6 +30,7 @@ import platform
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -134,6 +135,33 @@ class BatchWait:
     out: Path | None = None
 
 
+@dataclass(frozen=True)
+class JudgingProgress:
+    """Where an escalation round stands, for a live line while judges work: questions of the round
+    (controls included), those decided so far (None: not known until the round's worker shares come
+    back), and the judge calls, free answers (cache, shared), abstentions and cost of the run so far."""
+
+    round: int  # 1-based
+    questions: int
+    answered: int | None
+    calls: int
+    cached: int
+    abstained: int
+    cost_usd: float
+    elapsed_s: float
+    done: bool = False
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the round's pace so far (None until something is answered)."""
+        if not self.answered or self.answered >= self.questions:
+            return None if not self.answered else 0.0
+        return self.elapsed_s / self.answered * (self.questions - self.answered)
+
+
+TICK_S = 1.0  # how often the progress callback hears from a round in progress
+
+
 @dataclass
 class RunOutcome:
     summary: RunSummary
@@ -145,11 +173,17 @@ class RunOutcome:
 Progress = Callable[[int], None]
 
 
-def run_grading(opts: GradeOptions, progress: Progress | None = None, on_bytes: Callable[[int, int], None] | None = None) -> RunOutcome | BatchWait:
+def run_grading(
+    opts: GradeOptions,
+    progress: Progress | None = None,
+    on_bytes: Callable[[int, int], None] | None = None,
+    on_judging: Callable[[JudgingProgress], None] | None = None,
+) -> RunOutcome | BatchWait:
     """Grade ``opts.trajectories`` against ``opts.tasks`` into ``opts.out``.
 
     ``progress(n)`` is told the number of trajectories done; ``on_bytes(done, total)`` the bytes of
-    the trajectories input read. Raises ``RunDirError`` (the output directory cannot take the
+    the trajectories input read; ``on_judging(JudgingProgress)`` where each escalation round stands,
+    every ``TICK_S`` while judges work and once when the round is decided. Raises ``RunDirError`` (the output directory cannot take the
     run), ``InputErrorsFound`` (``on_error="fail"``), ``NoTasks`` and ``ValueError`` (a format
     cannot be used). With provider batches (``--judge-mode batch``) the run may stop to wait for
     them: then it returns a ``BatchWait`` and publishes nothing (resume it: ``resume=True``).
@@ -163,6 +197,7 @@ def run_grading(opts: GradeOptions, progress: Progress | None = None, on_bytes: 
         created = not Path(opts.out).exists()
         rundir.prepare(overwrite=opts.overwrite, resume=opts.resume)
         run = _Run(opts, inputs, rundir.state, started, resuming)
+        run.on_judging = on_judging
         try:
             return run.execute(progress, on_bytes)
         except (InputErrorsFound, ConfigurationError):  # stopped on purpose (--on-error fail, an unreadable input): nothing of it is kept
@@ -254,6 +289,7 @@ class _Run:
         self.state = state
         self.started = started
         self.resuming = resuming
+        self.on_judging: Callable[[JudgingProgress], None] | None = None
         self.name = display_name(opts.trajectories)
         self.agg = Aggregator(opts.config)
         for info in self.taskset.errors:
@@ -599,11 +635,11 @@ class _Run:
                         if controls:  # shuffled among the real questions: position tells a judge nothing
                             assert ledger is not None
                             placed, where = ledger.shuffled(requests, controls, decided)
-                            answered = await judging.decide(placed)
+                            answered = await self._decide_watched(judging, placed, decided)
                             decisions = [answered[where[i]] for i in range(len(requests))]
                             checked = [answered[where[len(requests) + k]] for k in range(len(controls))]
                         else:
-                            decisions, checked = await judging.decide(requests), []
+                            decisions, checked = await self._decide_watched(judging, requests, decided), []
                         if batch is not None and batch.deferred:
                             if ledger is not None:
                                 ledger.asked -= {c.request.rubric for c in controls}  # asked again when the round is decided
@@ -634,6 +670,45 @@ class _Run:
             if wait is not None:
                 return wait
         return {ref: case.result() for ref, case in cases.items()}
+
+    async def _decide_watched(self, judging: Escalator, requests: list[Any], round_index: int) -> list[PanelDecision]:
+        """``judging.decide(requests)``, telling ``on_judging`` where the round stands meanwhile."""
+        report = self.on_judging
+        if report is None:
+            return await judging.decide(requests)
+        stats = getattr(judging, "stats", None)
+        base = getattr(judging, "answered", None)
+        started = time.monotonic()
+
+        def snapshot(done: bool = False) -> JudgingProgress:
+            now = getattr(judging, "answered", None)
+            answered = None if base is None or now is None else now - base
+            if answered is not None and answered == 0 and not done and getattr(judging, "processes", 0):
+                answered = None  # sharded: the workers' answers come back with the round
+            return JudgingProgress(
+                round=round_index + 1,
+                questions=len(requests),
+                answered=len(requests) if done else answered,
+                calls=getattr(stats, "calls", 0),
+                cached=getattr(stats, "cache_hits", 0),
+                abstained=sum((getattr(stats, "abstentions", None) or {}).values()),
+                cost_usd=getattr(stats, "cost_usd", 0.0),
+                elapsed_s=time.monotonic() - started,
+                done=done,
+            )
+
+        async def tick() -> None:
+            while True:
+                report(snapshot())
+                await asyncio.sleep(TICK_S)
+
+        ticker = asyncio.create_task(tick())
+        try:
+            decisions = await judging.decide(requests)
+        finally:
+            ticker.cancel()
+        report(snapshot(done=True))
+        return decisions
 
     @cached_property
     def controls(self) -> ControlLedger | None:

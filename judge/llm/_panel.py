@@ -108,6 +108,7 @@ class Panel:
             **self.caller.stats.model_dump(),
         )
         self.caller.stats = self.stats
+        self.answered = 0  # requests decided so far, live (a run's progress line reads it)
         batch = self.caller.batch is not None
         self.stats.mode = "batch" if batch else "online"
         for client in self._all_clients():
@@ -143,7 +144,7 @@ class Panel:
         rubrics = [self.rubric(r.rubric) for r in requests]  # fail before any paid call
         self.stats.requests += len(requests)
         with old_objects_set_aside():  # the collector walks what the round allocates, not the whole heap
-            decisions = await asyncio.gather(*(self._decide_one(req, rub) for req, rub in zip(requests, rubrics, strict=True)))
+            decisions = await asyncio.gather(*(self._decide_counted(req, rub) for req, rub in zip(requests, rubrics, strict=True)))
         for d in decisions:
             if d.outcome == Outcome.INCONCLUSIVE:
                 self.stats.inconclusive += 1
@@ -162,6 +163,11 @@ class Panel:
         await self.caller.aclose()
 
     # --- one request ----------------------------------------------------------------------------
+    async def _decide_counted(self, request: JudgeRequest, rubric: Rubric) -> PanelDecision:
+        decision = await self._decide_one(request, rubric)
+        self.answered += 1
+        return decision
+
     async def _decide_one(self, request: JudgeRequest, rubric: Rubric) -> PanelDecision:
         try:
             messages = rubric.render(request.material)
