@@ -48,7 +48,7 @@ def test_piped_output_gets_a_line_at_least_every_30_seconds(monkeypatch):
     monkeypatch.setattr(type(grade_cli.console), "is_terminal", property(lambda self: False))
     now = [0.0]
     line = JudgingLine(bar=None, clock=lambda: now[0])
-    for t in range(0, 95):  # a tick a second for 95 s
+    for t in range(95):  # a tick a second for 95 s
         now[0] = float(t)
         line(JudgingProgress(round=1, questions=100, answered=t, calls=t, cached=0, abstained=0, cost_usd=0.001 * t, elapsed_s=float(t)))
     line(JudgingProgress(round=1, questions=100, answered=100, calls=100, cached=0, abstained=0, cost_usd=0.1, elapsed_s=95.0, done=True))
