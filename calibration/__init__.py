@@ -13,7 +13,9 @@ Public API:
 - panels: ``plurality``/``unanimous`` vote rules, ``LogOddsPanel`` (weights file), ``LogisticPanel``,
   ``dawid_skene``, ``held_out_evaluation``, ``stratified_cluster_split``;
 - ``run_calibration`` (files; live judges under one or more prompt versions, few-shot tuning,
-  probes, the cheapest good-enough panel) / ``calibrate`` (objects) -> ``CalibrationReport``;
+  probes, the cheapest good-enough panel) / ``calibrate`` (objects) -> ``CalibrationReport``; a gold
+  set of several rubrics: ``calibrate_per_rubric`` -> ``PerRubricReport`` (one section each);
+  ``select_subset`` (``--limit`` / ``--sample``, stratified) -> ``GoldSubset``;
 - prompt versions: ``PromptVersion``, ``compare_prompt_versions`` (per-version agreement with CIs,
   paired tests, winner only when significant, ``mcnemar_items_needed``);
 - ``choose_panel`` / ``panel_config_toml``: the cheapest judge or panel meeting a held-out kappa target;
@@ -97,7 +99,9 @@ _EXPORTS: dict[str, str] = {
     "select_few_shot": "calibration._prompts",
     "CalibrationReport": "calibration._report",
     "HumanSummary": "calibration._report",
+    "PerRubricReport": "calibration._report",
     "calibrate": "calibration._report",
+    "calibrate_per_rubric": "calibration._report",
     "conclusions": "calibration._report",
     "render_html": "calibration._report",
     "render_markdown": "calibration._report",
@@ -105,6 +109,10 @@ _EXPORTS: dict[str, str] = {
     "model_family": "calibration._self_preference",
     "self_preference": "calibration._self_preference",
     "stratified_cluster_split": "calibration._split",
+    "GoldSubset": "calibration._subset",
+    "SubsetStratum": "calibration._subset",
+    "proportional_allocation": "calibration._subset",
+    "select_subset": "calibration._subset",
     "cluster_bootstrap_ci": "calibration._stats",
     "corrected_pass_rate": "calibration._stats",
     "pass_at_k": "calibration._stats",
@@ -126,6 +134,7 @@ _EXPORTS: dict[str, str] = {
     "LogOddsPanel": "calibration._votes",
     "LogisticPanel": "calibration._votes",
     "dawid_skene": "calibration._votes",
+    "per_rubric_weights": "calibration._votes",
     "plurality": "calibration._votes",
     "unanimous": "calibration._votes",
     "write_weights": "calibration._votes",
@@ -171,13 +180,14 @@ if TYPE_CHECKING:
     from calibration._panels import HeldOutEvaluation, SplitSpread, held_out_evaluation
     from calibration._probes import INJECTION_ATTACKS, PROBE_NAMES, PROBES, FlipStats, ProbeResult, flip_stats, run_bias_probes, run_self_preference_probe
     from calibration._prompts import FewShotExample, FewShotReport, FewShotResult, compare_versions, few_shot_experiment, select_few_shot
-    from calibration._report import CalibrationReport, HumanSummary, calibrate, conclusions, render_html, render_markdown
+    from calibration._report import CalibrationReport, HumanSummary, PerRubricReport, calibrate, calibrate_per_rubric, conclusions, render_html, render_markdown
     from calibration._self_preference import SelfPreference, model_family, self_preference
     from calibration._split import stratified_cluster_split
     from calibration._stats import cluster_bootstrap_ci, corrected_pass_rate, pass_at_k, pass_hat_k, percentile_ci, wilson
+    from calibration._subset import GoldSubset, SubsetStratum, proportional_allocation, select_subset
     from calibration._thresholds import GridPoint, ThresholdChoice, ThresholdItem, threshold_items, tune_thresholds, write_threshold_config
     from calibration._versions import PromptVersionReport, SampleSize, VersionComparison, VersionStats, compare_prompt_versions, mcnemar_items_needed
-    from calibration._votes import LogisticPanel, LogOddsPanel, dawid_skene, plurality, unanimous, write_weights
+    from calibration._votes import LogisticPanel, LogOddsPanel, dawid_skene, per_rubric_weights, plurality, unanimous, write_weights
     from calibration._workflow import BUILTIN_VERSION, PromptVersion, builtin_version, few_shot_k_values, judge_live, run_calibration
 
 __all__ = [
@@ -200,6 +210,7 @@ __all__ = [
     "FlipStats",
     "GoldItem",
     "GoldSet",
+    "GoldSubset",
     "GridPoint",
     "HeldOutEvaluation",
     "HumanCeiling",
@@ -216,6 +227,7 @@ __all__ = [
     "MergeSummary",
     "PanelCandidate",
     "PanelChoice",
+    "PerRubricReport",
     "ProbeResult",
     "PromptVersion",
     "PromptVersionReport",
@@ -225,6 +237,7 @@ __all__ = [
     "SelfPreference",
     "SplitSpread",
     "Stratum",
+    "SubsetStratum",
     "ThresholdChoice",
     "ThresholdItem",
     "VersionComparison",
@@ -233,6 +246,7 @@ __all__ = [
     "allocate",
     "builtin_version",
     "calibrate",
+    "calibrate_per_rubric",
     "candidate_of",
     "choose_panel",
     "cluster_bootstrap_ci",
@@ -263,8 +277,10 @@ __all__ = [
     "panel_judge_run",
     "pass_at_k",
     "pass_hat_k",
+    "per_rubric_weights",
     "percentile_ci",
     "plurality",
+    "proportional_allocation",
     "register_gold_format",
     "render_html",
     "render_markdown",
@@ -273,6 +289,7 @@ __all__ = [
     "run_self_preference_probe",
     "select_few_shot",
     "select_for_labelling",
+    "select_subset",
     "self_preference",
     "stratified_cluster_split",
     "threshold_items",

@@ -92,6 +92,13 @@ class GoldItem(BaseModel):
             return None
         return counts[0][0]
 
+    @property
+    def judgeable(self) -> bool:
+        """Whether a live judge can be shown this item: its material is inline and complete. A loader
+        whose source lacks the judged answer marks the item ``metadata.answer_available: false``
+        (the Thakur CSV: its ``response`` column is the exam prompt, not the model's answer)."""
+        return self.material is not None and self.metadata.get("answer_available") is not False
+
     def material_summary(self) -> dict[str, Any]:
         if self.material is not None:
             return dict(self.material)
@@ -141,6 +148,15 @@ class GoldSet(BaseModel):
         if declared is not None or (labels and positive not in labels):
             positive = default_positive_label(rubric, labels, declared) or positive
         return self.model_copy(update={"items": items, "positive_label": positive})
+
+
+def why_not_judgeable(items: list[GoldItem]) -> str | None:
+    """Why no live judge can be run on any of ``items`` (None when at least one is judgeable)."""
+    if not items or any(it.judgeable for it in items):
+        return None
+    if all(it.material is None for it in items):
+        return "its items point at a run (ref: task_id + trajectory_id) instead of carrying their material inline"
+    return "its items carry no judged answer (metadata answer_available: false: the source records the question, the gold answers and verdicts, not the answer that was judged)"
 
 
 def default_positive_label(rubric: str | None, labels: set[str], declared: str | None = None) -> str | None:

@@ -216,7 +216,11 @@ def load_gold_jsonl(path: Path, positive_label: str | None = None) -> GoldSet:
         positive = default_positive_label(rubrics[0], {h.label for it in first for h in it.human_labels}, declared_positive(first))
     if positive is None:
         raise InputError.at(
-            "invalid_field", f"cannot tell the positive label among {sorted(labels)}; pass positive_label", str(path), None, "human_labels[].label"
+            "invalid_field",
+            f"cannot tell the positive label among {sorted(labels)}: name it with --positive-label LABEL (or metadata.positive_label on every item)",
+            str(path),
+            None,
+            "human_labels[].label",
         )
     return GoldSet(source=str(path), format="jsonl", items=items, positive_label=positive)
 

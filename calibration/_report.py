@@ -15,16 +15,22 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from calibration._agreement import AgreementStats, Estimate, HumanCeiling, LabelCoder, Resampler, agreement, human_ceiling, krippendorff_alpha
-from calibration._gold import GoldSet
+from calibration._gold import GoldSet, why_not_judgeable
 from calibration._panel_choice import PanelChoice
 from calibration._panels import FIXED_RULES, HeldOutEvaluation, decode, encode_votes, fixed_rule, held_out_evaluation
 from calibration._probes import ProbeResult
 from calibration._prompts import FewShotReport
 from calibration._self_preference import SelfPreference, self_preference
+from calibration._subset import GoldSubset
 from calibration._versions import PromptVersionReport
 from judge import fmt_num, fmt_pct
 
 REPORT_VERSION = 1
+NO_LIVE_JUDGE = (
+    "the verdicts recorded in the gold set are measured, but no live judge can be run on these items "
+    "(--judge provider:model, --against, --variant, --few-shot and --probes need items with their material inline and complete: "
+    "make such a gold set from a graded run with judge gold export, judge gold label and judge gold import)"
+)
 
 
 class HumanSummary(BaseModel):
@@ -58,6 +64,34 @@ class CalibrationReport(BaseModel):
     few_shot: FewShotReport | None = None
     probes: list[ProbeResult] = Field(default_factory=list)
     panel_choice: PanelChoice | None = None
+    subset: GoldSubset | None = None  # --limit / --sample: which items were used (None: all)
+
+    @property
+    def sections(self) -> dict[str, CalibrationReport]:
+        """Per rubric: this report under its rubric (one rubric, one section)."""
+        return {self.rubric or "": self}
+
+
+class PerRubricReport(BaseModel):
+    """A gold set of several rubrics, calibrated per rubric: one full ``CalibrationReport`` each.
+    Figures are never pooled over rubrics (their labels and judges' skills differ)."""
+
+    version: int = REPORT_VERSION
+    source: str
+    format: str
+    rubric: None = None  # several: see ``rubrics``
+    seed: int
+    n_boot: int
+    n_items: int
+    skipped: dict[str, int]
+    rubrics: dict[str, CalibrationReport]
+    notes: list[str] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=list)
+    subset: GoldSubset | None = None
+
+    @property
+    def sections(self) -> dict[str, CalibrationReport]:
+        return self.rubrics
 
 
 def calibrate(
@@ -70,16 +104,20 @@ def calibrate(
     train_fraction: float = 0.5,
     spread_seeds: int = 20,
 ) -> tuple[CalibrationReport, list[dict]]:
-    """The statistics without the files: (report, disagreement records)."""
+    """The statistics of one rubric's items without the files: (report, disagreement records).
+    A gold set of several rubrics: ``calibrate_per_rubric``."""
     if rubric is None and len(gold.rubrics) > 1:
-        raise ValueError(f"{gold.source}: the gold set mixes rubrics {gold.rubrics}; choose one with rubric=")
+        raise ValueError(
+            f"{gold.source}: the gold set mixes rubrics {gold.rubrics}: its figures are per rubric (judge calibrate writes one section each; --rubric NAME keeps one)"
+        )
+    known_rubrics = gold.rubrics
     gold = gold.for_rubric(rubric)
     if not gold.items:
-        raise ValueError(f"{gold.source}: no items for rubric {rubric!r}")
+        raise ValueError(f"{gold.source}: no items of rubric {rubric!r} (--rubric); the gold set holds {', '.join(known_rubrics) or 'no items'}")
     names = list(judges) if judges is not None else gold.judges
     unknown = [j for j in names if j not in gold.judges]
     if unknown:
-        raise ValueError(f"{gold.source}: no recorded verdicts for judges {unknown}; known: {gold.judges}")
+        raise ValueError(f"{gold.source}: no recorded verdicts for --judge {', '.join(unknown)}; the gold set records {', '.join(gold.judges) or 'none'}")
     items = gold.items
     coder = LabelCoder(gold.labels)
     truth = [it.human_label for it in items]
@@ -142,10 +180,9 @@ def calibrate(
         if sp is not None:
             prefs.append(sp)
 
-    if all(it.material is not None and it.material.get("answer") is None for it in items):
-        notes.append(
-            "no item carries the judged answer (material.answer is null): items cannot be re-judged, so live bias probes, prompt comparison and threshold tuning need another gold set"
-        )
+    blocked = why_not_judgeable(items)
+    if blocked is not None:
+        notes.append(f"{blocked}: {NO_LIVE_JUDGE}")
 
     disagreements, counts = _disagreements(gold, names, rule_preds)
     report = CalibrationReport(
@@ -171,6 +208,32 @@ def calibrate(
     return report, disagreements
 
 
+def calibrate_per_rubric(
+    gold: GoldSet,
+    *,
+    judges: Sequence[str] | None = None,
+    seed: int = 0,
+    n_boot: int = 1000,
+    train_fraction: float = 0.5,
+    spread_seeds: int = 20,
+) -> tuple[dict[str, CalibrationReport], list[dict]]:
+    """``calibrate`` on each rubric's items (rubrics sorted by name): {rubric: report}, and every
+    section's disagreement records. A named judge with no verdict recorded on a rubric's items is
+    left out of that rubric's section, and the section says so."""
+    sections: dict[str, CalibrationReport] = {}
+    records: list[dict] = []
+    for name in gold.rubrics:
+        part = gold.for_rubric(name)
+        present = None if judges is None else [j for j in judges if j in part.judges]
+        report, found = calibrate(part, judges=present, rubric=name, seed=seed, n_boot=n_boot, train_fraction=train_fraction, spread_seeds=spread_seeds)
+        missing = [j for j in judges or [] if j not in part.judges]
+        if missing:
+            report.notes.append(f"no verdicts recorded on the {name} items for --judge {', '.join(missing)}: not measured on this rubric")
+        sections[name] = report
+        records += found
+    return sections, records
+
+
 def _disagreements(gold: GoldSet, names: Sequence[str], rule_preds: dict[str, list[str | None]]) -> tuple[list[dict], dict[str, int]]:
     records: list[dict] = []
     counts: dict[str, int] = {}
@@ -182,7 +245,16 @@ def _disagreements(gold: GoldSet, names: Sequence[str], rule_preds: dict[str, li
             if h is not None and lab is not None and lab != h:
                 n += 1
                 records.append(
-                    {"rater": rater, "id": it.id, "human": h, "rated": lab, "cluster": it.cluster_key, "agent": it.agent, "material": it.material_summary()}
+                    {
+                        "rater": rater,
+                        "id": it.id,
+                        "rubric": it.rubric,
+                        "human": h,
+                        "rated": lab,
+                        "cluster": it.cluster_key,
+                        "agent": it.agent,
+                        "material": it.material_summary(),
+                    }
                 )
         counts[rater] = n
     return records, counts
@@ -470,9 +542,14 @@ def conclusions(report: CalibrationReport) -> list[str]:
     return out
 
 
+def _subset_line(subset: GoldSubset | None) -> list[str]:
+    return [] if subset is None else [f"Subset: {subset.describe()}."]
+
+
 def _summary_lines(report: CalibrationReport) -> list[str]:
     lines = [
         f"Source: {report.source} (format {report.format}); rubric {report.rubric}; positive label '{report.positive_label}'.",
+        *_subset_line(report.subset),
         f"Items: {report.n_items}; human consensus missing on {report.n_no_consensus}; skipped rows: "
         + (", ".join(f"{k} {v}" for k, v in sorted(report.skipped.items())) or "none")
         + ".",
@@ -492,39 +569,76 @@ def _summary_lines(report: CalibrationReport) -> list[str]:
     return lines
 
 
-def render_markdown(report: CalibrationReport) -> str:
-    out = ["# Judge calibration", ""]
-    out += [f"- {line}" for line in _summary_lines(report)]
+def _set_lines(report: PerRubricReport) -> list[str]:
+    return [
+        f"Source: {report.source} (format {report.format}): {report.n_items} items of {len(report.rubrics)} rubrics, calibrated per rubric: "
+        + ", ".join(f"{name} {s.n_items}" for name, s in report.rubrics.items())
+        + "; skipped rows: "
+        + (", ".join(f"{k} {v}" for k, v in sorted(report.skipped.items())) or "none")
+        + ".",
+        *_subset_line(report.subset),
+    ]
+
+
+def _counts_line(report: CalibrationReport) -> str:
+    return "Disagreements with their material: disagreements.jsonl (counts: " + ", ".join(f"{k} {v}" for k, v in report.disagreement_counts.items()) + ")."
+
+
+def _markdown_section(report: CalibrationReport, level: int) -> list[str]:
+    h = "#" * level
+    out = [f"- {line}" for line in _summary_lines(report)]
     for title, head, rows in _tables(report):
-        out += ["", f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        out += ["", f"{h} {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         out += ["| " + " | ".join(r) + " |" for r in rows]
     lines = conclusions(report)
     if lines:
-        out += ["", "## Conclusions", ""] + [f"- {c}" for c in lines]
+        out += ["", f"{h} Conclusions", ""] + [f"- {c}" for c in lines]
     if report.notes:
-        out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
-    out += [
-        "",
-        "Disagreements with their material: disagreements.jsonl (counts: " + ", ".join(f"{k} {v}" for k, v in report.disagreement_counts.items()) + ").",
-    ]
+        out += ["", f"{h} Notes", ""] + [f"- {n}" for n in report.notes]
+    return out + ["", _counts_line(report)]
+
+
+def render_markdown(report: CalibrationReport | PerRubricReport) -> str:
+    out = ["# Judge calibration", ""]
+    if isinstance(report, CalibrationReport):
+        out += _markdown_section(report, 2)
+    else:
+        out += [f"- {line}" for line in _set_lines(report)]
+        if report.notes:
+            out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
+        for name, section in report.rubrics.items():
+            out += ["", f"## Rubric {name}", ""] + _markdown_section(section, 3)
     return "\n".join(out) + "\n"
 
 
-def render_html(report: CalibrationReport) -> str:
-    """An HTML fragment (no <html>/<body>) that the report page embeds."""
+def _html_section(report: CalibrationReport, level: int) -> list[str]:
     e = html.escape
-    out = ['<section class="calibration">', "<h2>Judge calibration</h2>", "<ul>"]
-    out += [f"<li>{e(line)}</li>" for line in _summary_lines(report)]
-    out.append("</ul>")
+    h = f"h{level}"
+    out = ["<ul>"] + [f"<li>{e(line)}</li>" for line in _summary_lines(report)] + ["</ul>"]
     for title, head, rows in _tables(report):
-        out.append(f"<h3>{e(title)}</h3>")
-        out.append("<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>")
+        out.append(f"<{h}>{e(title)}</{h}>")
+        out.append("<table><thead><tr>" + "".join(f"<th>{e(x)}</th>" for x in head) + "</tr></thead><tbody>")
         out += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows]
         out.append("</tbody></table>")
     lines = conclusions(report)
     if lines:
-        out.append("<h3>Conclusions</h3><ul>" + "".join(f"<li>{e(c)}</li>" for c in lines) + "</ul>")
+        out.append(f"<{h}>Conclusions</{h}><ul>" + "".join(f"<li>{e(c)}</li>" for c in lines) + "</ul>")
     if report.notes:
-        out.append("<h3>Notes</h3><ul>" + "".join(f"<li>{e(n)}</li>" for n in report.notes) + "</ul>")
+        out.append(f"<{h}>Notes</{h}><ul>" + "".join(f"<li>{e(n)}</li>" for n in report.notes) + "</ul>")
+    return out
+
+
+def render_html(report: CalibrationReport | PerRubricReport) -> str:
+    """An HTML fragment (no <html>/<body>) that the report page embeds."""
+    e = html.escape
+    out = ['<section class="calibration">', "<h2>Judge calibration</h2>"]
+    if isinstance(report, CalibrationReport):
+        out += _html_section(report, 3)
+    else:
+        out += ["<ul>"] + [f"<li>{e(line)}</li>" for line in _set_lines(report)] + ["</ul>"]
+        if report.notes:
+            out.append("<h3>Notes</h3><ul>" + "".join(f"<li>{e(n)}</li>" for n in report.notes) + "</ul>")
+        for name, section in report.rubrics.items():
+            out += [f"<h3>Rubric {e(name)}</h3>", *_html_section(section, 4)]
     out.append("</section>")
     return "\n".join(out) + "\n"

@@ -17,7 +17,7 @@ Learned panels are binary (positive label vs the rest) and fitted on a train spl
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -160,6 +160,23 @@ def dawid_skene(votes: np.ndarray, init_tpr: np.ndarray, init_tnr: np.ndarray, i
         if done:
             break
     return post
+
+
+def per_rubric_weights(files: Mapping[str, dict]) -> dict:
+    """One weights file for a gold set calibrated per rubric: each rubric's ``weights_file`` as its
+    entry under ``rubrics`` (read by ``judge.llm.VoteWeights.for_rubric``)."""
+    methods = {w["method"] for w in files.values()}
+    if len(methods) != 1:
+        raise ValueError(f"per-rubric weights of one method only, got {sorted(methods)}")
+    return {
+        "version": WEIGHTS_VERSION,
+        "method": methods.pop(),
+        "rubric": None,
+        "positive_label": None,
+        "prior_log_odds": 0.0,
+        "judges": {},
+        "rubrics": {name: {k: w[k] for k in ("positive_label", "prior_log_odds", "judges")} for name, w in sorted(files.items())},
+    }
 
 
 def write_weights(weights: dict, path: Path) -> None:

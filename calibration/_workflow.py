@@ -22,15 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from calibration._gold import GoldItem, GoldSet
+from calibration._gold import GoldItem, GoldSet, why_not_judgeable
 from calibration._gold_io import load_gold
 from calibration._live import panel_judge_run, with_examples
 from calibration._panel_choice import ESTIMATED_OUTPUT_TOKENS, JudgeCost, PanelChoice, choose_panel, judge_cost, panel_config_toml
 from calibration._probes import PROBE_NAMES, ProbeResult, run_bias_probes, run_self_preference_probe
 from calibration._prompts import FewShotReport, few_shot_experiment
-from calibration._report import CalibrationReport, calibrate, render_html, render_markdown
+from calibration._report import CalibrationReport, PerRubricReport, calibrate, calibrate_per_rubric, render_html, render_markdown
+from calibration._subset import select_subset
 from calibration._versions import compare_prompt_versions
-from calibration._votes import write_weights
+from calibration._votes import per_rubric_weights, write_weights
 from judge import JudgeRequest, Vote
 from judge.llm import ConfigFile, JudgeSettings, Rubric, build_panel
 
@@ -86,9 +87,14 @@ def judge_live(
     """Ask each named judge for a verdict on every inline item under every prompt version; returns the
     gold set with the verdicts recorded as columns, ``labels[version][judge][item]`` and the first
     version's votes per judge (their tokens price the panel choice)."""
-    inline = [it for it in gold.items if it.material is not None]
+    inline = [it for it in gold.items if it.judgeable]
     if not inline:
-        raise ValueError(f"{gold.source}: no item carries inline material, so no judge can be run on it")
+        kept = f"it records {', '.join(gold.judges)}" if gold.judges else "it records no judge"
+        raise ValueError(
+            f"{gold.source}: {why_not_judgeable(gold.items)}, so no live judge ({', '.join(names)}) can be run on them. "
+            f"Measure the judges the gold set records instead (--judge NAME; {kept}), or calibrate live judges on gold made from "
+            "a graded run: judge gold export RUN --out set.jsonl, judge gold label set.jsonl, judge gold import set.jsonl LABELS --out gold.jsonl"
+        )
     versions = list(versions or [builtin_version()])
     labels: dict[str, dict[str, dict[str, str | None]]] = {}
     votes: dict[str, list[Vote]] = {}
@@ -131,14 +137,24 @@ def run_calibration(
     few_shot: int | None = None,
     probes: Sequence[str] = (),
     target_kappa: float | None = None,
-) -> CalibrationReport:
+    limit: int | None = None,
+    sample: int | None = None,
+) -> CalibrationReport | PerRubricReport:
     """``judges`` names recorded verdict columns, or ``provider:model`` judges that are not recorded in
     the gold set: those are run live (one single-judge panel each, built from ``judge_settings`` for
-    cache, offline and cost options) under every prompt version in ``versions`` (default: built-ins)."""
+    cache, offline and cost options) under every prompt version in ``versions`` (default: built-ins).
+
+    ``rubric`` keeps one rubric's items; ``limit`` / ``sample`` (with ``seed``) keep part of them
+    (``select_subset``), before any judge is called. A gold set of several rubrics is calibrated per
+    rubric: a ``PerRubricReport`` with one section each, and a per-rubric weights.json."""
     settings = judge_settings or JudgeSettings()
     gold_set = load_gold(Path(gold), format=gold_format, positive_label=positive_label)
     if rubric is not None:
+        held = gold_set.rubrics
         gold_set = gold_set.for_rubric(rubric)
+        if not gold_set.items:
+            raise ValueError(f"{gold_set.source}: no items of rubric {rubric!r} (--rubric); the gold set holds {', '.join(held)}")
+    gold_set, subset = select_subset(gold_set, limit=limit, sample=sample, seed=seed)
     versions = list(versions or [builtin_version()])
     names = list(dict.fromkeys(judges or []))
     live = [n for n in names if n not in gold_set.judges]
@@ -149,43 +165,90 @@ def run_calibration(
     needs_live = [what for what, asked in (("--few-shot", few_shot), ("--probes", probes), ("several prompt versions", len(versions) > 1)) if asked]
     if needs_live and not live:
         raise ValueError(f"{', '.join(needs_live)} need live judges (--judge provider:model not recorded in the gold set); none given")
+    mixed = len(gold_set.rubrics) > 1
+    one_rubric = [what for what, asked in (("--few-shot", few_shot is not None), ("--target-kappa", target_kappa is not None)) if asked]
+    if mixed and one_rubric:  # refused before any judge is paid
+        raise ValueError(
+            f"{gold_set.source}: {' and '.join(one_rubric)} tune(s) one rubric (one prompt, one panel), and the gold set mixes rubrics "
+            f"{', '.join(gold_set.rubrics)}: add --rubric NAME"
+        )
     labels: dict[str, dict[str, dict[str, str | None]]] = {}
     votes: dict[str, list[Vote]] = {}
+    notes: list[str] = []
     if live:
         gold_set, labels, votes = judge_live(gold_set, live, settings, versions)
+        left_out = sum(1 for it in gold_set.items if not it.judgeable)
+        if left_out:
+            notes.append(
+                f"{left_out} of {len(gold_set.items)} items carry no complete inline material (a ref, or answer_available: false): "
+                f"the live judges were not asked about them, and they count as missing verdicts (lower coverage) of {', '.join(live)}"
+            )
     columns = None if judges is None else recorded + ([f"{n}@{v.name}" for v in versions for n in live] if len(versions) > 1 else live)
-    report, disagreements = calibrate(
-        gold_set, judges=columns, rubric=rubric, seed=seed, n_boot=n_boot, train_fraction=train_fraction, spread_seeds=spread_seeds
-    )
-    gold_set = gold_set.for_rubric(report.rubric)
+    if mixed:
+        unknown = [c for c in columns or [] if c not in gold_set.judges]
+        if unknown:
+            raise ValueError(
+                f"{gold_set.source}: no recorded verdicts for --judge {', '.join(unknown)}; the gold set records {', '.join(gold_set.judges) or 'none'}"
+            )
+        sections, disagreements = calibrate_per_rubric(
+            gold_set, judges=columns, seed=seed, n_boot=n_boot, train_fraction=train_fraction, spread_seeds=spread_seeds
+        )
+    else:
+        single, disagreements = calibrate(
+            gold_set, judges=columns, rubric=rubric, seed=seed, n_boot=n_boot, train_fraction=train_fraction, spread_seeds=spread_seeds
+        )
+        sections = {gold_set.rubrics[0]: single}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = ["calibration.json", "calibration.md", "calibration_section.html", "disagreements.jsonl"]
-    if report.held_out is not None:
-        write_weights(report.held_out.weights, out / "weights.json")
+    for name, section in sections.items():
+        part = gold_set.for_rubric(name)
+        if len(versions) > 1:
+            section.prompt_versions = compare_prompt_versions(
+                part, labels, {v.name: {r: x.version for r, x in v.rubrics.items()} for v in versions}, n_boot=n_boot, seed=seed
+            )
+        if probes:
+            section.probes = _probes(part, live, versions[0], settings, probes, section.notes, seed=seed, n_boot=n_boot)
+    learned = {name: s.held_out.weights for name, s in sections.items() if s.held_out is not None}
+    if learned:
+        write_weights(next(iter(learned.values())) if not mixed else per_rubric_weights(learned), out / "weights.json")
         files.append("weights.json")
-    if len(versions) > 1:
-        report.prompt_versions = compare_prompt_versions(
-            gold_set, labels, {v.name: {r: x.version for r, x in v.rubrics.items()} for v in versions}, n_boot=n_boot, seed=seed
+    report: CalibrationReport | PerRubricReport
+    if mixed:
+        report = PerRubricReport(
+            source=gold_set.source,
+            format=gold_set.format,
+            seed=seed,
+            n_boot=n_boot,
+            n_items=len(gold_set.items),
+            skipped=dict(gold_set.skipped),
+            rubrics=sections,
+            notes=notes,
+            subset=subset,
         )
-    if few_shot is not None:
-        report.few_shot = _few_shot(gold_set, live[0], versions[0], settings, few_shot, out, seed=seed, n_boot=n_boot)
-        if len(live) > 1:
-            report.notes.append(f"few-shot examples were tuned for the first judge ({live[0]}) only")
-        if report.few_shot.folder is not None:
-            files.append(f"{Path(report.few_shot.folder).name}/")
-    if probes:
-        report.probes = _probes(gold_set, live, versions[0], settings, probes, report.notes, seed=seed, n_boot=n_boot)
-    if target_kappa is not None:
-        choice = _panel_choice(gold_set, recorded, live, versions[0], votes, settings, target_kappa, seed=seed, n_boot=n_boot, train_fraction=train_fraction)
-        report.panel_choice = choice
-        text = panel_config_toml(choice, weights_path="panel_weights.json" if choice.weights else None, source=gold_set.source)
-        if text is not None:
-            (out / "panel.toml").write_text(text, encoding="utf-8")
-            files.append("panel.toml")
-            if choice.weights is not None:
-                write_weights(choice.weights, out / "panel_weights.json")
-                files.append("panel_weights.json")
+    else:
+        report = next(iter(sections.values()))
+        report.subset = subset
+        report.notes += notes
+        gold_set = gold_set.for_rubric(report.rubric)
+        if few_shot is not None:
+            report.few_shot = _few_shot(gold_set, live[0], versions[0], settings, few_shot, out, seed=seed, n_boot=n_boot)
+            if len(live) > 1:
+                report.notes.append(f"few-shot examples were tuned for the first judge ({live[0]}) only")
+            if report.few_shot.folder is not None:
+                files.append(f"{Path(report.few_shot.folder).name}/")
+        if target_kappa is not None:
+            choice = _panel_choice(
+                gold_set, recorded, live, versions[0], votes, settings, target_kappa, seed=seed, n_boot=n_boot, train_fraction=train_fraction
+            )
+            report.panel_choice = choice
+            text = panel_config_toml(choice, weights_path="panel_weights.json" if choice.weights else None, source=gold_set.source)
+            if text is not None:
+                (out / "panel.toml").write_text(text, encoding="utf-8")
+                files.append("panel.toml")
+                if choice.weights is not None:
+                    write_weights(choice.weights, out / "panel_weights.json")
+                    files.append("panel_weights.json")
     report.files = sorted(files)
     (out / "disagreements.jsonl").write_text("".join(json.dumps(d, sort_keys=True, ensure_ascii=False) + "\n" for d in disagreements), encoding="utf-8")
     (out / "calibration.json").write_text(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -227,7 +290,7 @@ def _few_shot(gold: GoldSet, judge: str, version: PromptVersion, settings: Judge
 def _probes(
     gold: GoldSet, live: Sequence[str], version: PromptVersion, settings: JudgeSettings, probes: Sequence[str], notes: list[str], *, seed: int, n_boot: int
 ) -> list[ProbeResult]:
-    items = [it for it in gold.items if it.material is not None]
+    items = [it for it in gold.items if it.judgeable]
     out: list[ProbeResult] = []
     panel_probes = [p for p in probes if p != "self-preference"]
     if panel_probes:
@@ -258,7 +321,7 @@ def _probes(
 
 
 def _renders_extra_material(gold: GoldSet, version: PromptVersion) -> bool:
-    item = next((it for it in gold.items if it.material is not None), None)
+    item = next((it for it in gold.items if it.judgeable), None)
     if item is None or item.rubric not in version.rubrics:
         return False
     messages = version.rubrics[item.rubric].render({**(item.material or {}), "answer_author": "zq-author-probe"})

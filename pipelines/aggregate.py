@@ -50,6 +50,7 @@ class Aggregator:
     judge_calls: int = 0
     judge_cost: float = 0.0
     policy_not_audited: int = 0  # graded trajectories whose domain-wide policy document was judge context only
+    judge_controls: dict[str, Any] = field(default_factory=dict)  # set by the run (pipelines.controls): the judges' control items
     scores: dict[str, array] = field(default_factory=dict)  # NaN = not applicable; 8 bytes a value
     warnings: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (kind, field pattern) -> count, first
     external: dict[str, _External] = field(default_factory=dict)  # label source -> what agreement needs
@@ -144,6 +145,7 @@ class Aggregator:
                 "calls": self.judge_calls,
                 "cost_usd": round(self.judge_cost, 6),
                 "calls_per_100_trajectories": round(100 * self.judge_calls / n, 2) if n else 0.0,
+                **({"controls": self.judge_controls} if self.judge_controls else {}),
             },
             "errors": self.errors,
             "input_warnings": {

@@ -49,6 +49,11 @@ class GradingConfig(BaseModel):
     seed: int = 0
     multi_source_capability: str = Field("4", description="capability whose multi-source cases count 2x on the leaderboard")
     multi_source_weight: float = Field(2.0, ge=1)
+    controls: Literal["off", "report", "gate"] = Field(
+        "gate",
+        description="control items among the judges' questions (pipelines.controls): off, report their accuracy, or gate (set aside a judge below the threshold)",
+    )
+    control_threshold: float = Field(0.8, ge=0, le=1, description="control accuracy below which a judge's votes on that rubric are set aside (controls = gate)")
     policy_text: Literal["context", "gate"] = Field(
         "context",
         description="a benchmark's domain-wide policy document (tau2's environment policy): context for the judges, or a gate the policy rubric audits",

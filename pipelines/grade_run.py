@@ -30,18 +30,21 @@ import platform
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
 import rubrics
-from judge import BadInputError, Check, ConfigurationError, Escalator, InputErrorInfo, InputWarning, PanelDecision, RunSummary, TrajectoryResult
+from judge import BadInputError, Check, ConfigurationError, Escalator, InputErrorInfo, InputWarning, Outcome, PanelDecision, RunSummary, TrajectoryResult
 from pipelines.aggregate import Aggregator
 from pipelines.config import GradingConfig
+from pipelines.controls import Control, ControlLedger, set_aside
 from pipelines.executors import Executor, make_executor
 from pipelines.grade_case import GradedCase
 from pipelines.ingest import (
@@ -132,6 +135,33 @@ class BatchWait:
     out: Path | None = None
 
 
+@dataclass(frozen=True)
+class JudgingProgress:
+    """Where an escalation round stands, for a live line while judges work: questions of the round
+    (controls included), those decided so far (None: not known until the round's worker shares come
+    back), and the judge calls, free answers (cache, shared), abstentions and cost of the run so far."""
+
+    round: int  # 1-based
+    questions: int
+    answered: int | None
+    calls: int
+    cached: int
+    abstained: int
+    cost_usd: float
+    elapsed_s: float
+    done: bool = False
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the round's pace so far (None until something is answered)."""
+        if not self.answered or self.answered >= self.questions:
+            return None if not self.answered else 0.0
+        return self.elapsed_s / self.answered * (self.questions - self.answered)
+
+
+TICK_S = 1.0  # how often the progress callback hears from a round in progress
+
+
 @dataclass
 class RunOutcome:
     summary: RunSummary
@@ -143,11 +173,17 @@ class RunOutcome:
 Progress = Callable[[int], None]
 
 
-def run_grading(opts: GradeOptions, progress: Progress | None = None, on_bytes: Callable[[int, int], None] | None = None) -> RunOutcome | BatchWait:
+def run_grading(
+    opts: GradeOptions,
+    progress: Progress | None = None,
+    on_bytes: Callable[[int, int], None] | None = None,
+    on_judging: Callable[[JudgingProgress], None] | None = None,
+) -> RunOutcome | BatchWait:
     """Grade ``opts.trajectories`` against ``opts.tasks`` into ``opts.out``.
 
     ``progress(n)`` is told the number of trajectories done; ``on_bytes(done, total)`` the bytes of
-    the trajectories input read. Raises ``RunDirError`` (the output directory cannot take the
+    the trajectories input read; ``on_judging(JudgingProgress)`` where each escalation round stands,
+    every ``TICK_S`` while judges work and once when the round is decided. Raises ``RunDirError`` (the output directory cannot take the
     run), ``InputErrorsFound`` (``on_error="fail"``), ``NoTasks`` and ``ValueError`` (a format
     cannot be used). With provider batches (``--judge-mode batch``) the run may stop to wait for
     them: then it returns a ``BatchWait`` and publishes nothing (resume it: ``resume=True``).
@@ -161,6 +197,7 @@ def run_grading(opts: GradeOptions, progress: Progress | None = None, on_bytes: 
         created = not Path(opts.out).exists()
         rundir.prepare(overwrite=opts.overwrite, resume=opts.resume)
         run = _Run(opts, inputs, rundir.state, started, resuming)
+        run.on_judging = on_judging
         try:
             return run.execute(progress, on_bytes)
         except (InputErrorsFound, ConfigurationError):  # stopped on purpose (--on-error fail, an unreadable input): nothing of it is kept
@@ -252,6 +289,7 @@ class _Run:
         self.state = state
         self.started = started
         self.resuming = resuming
+        self.on_judging: Callable[[JudgingProgress], None] | None = None
         self.name = display_name(opts.trajectories)
         self.agg = Aggregator(opts.config)
         for info in self.taskset.errors:
@@ -553,6 +591,7 @@ class _Run:
         then (a tie-breaker) goes out as a new batch of the same round."""
         escalator = self.opts.escalator
         cases = self.pending
+        ledger = self.controls
         waiting: list[dict[str, Any]] = []  # batches of the round in progress (journaled, not yet decided)
         decided = 0  # rounds decided so far (= the index of the round in progress)
         spent = 0.0  # by the journaled rounds: --max-cost caps the run, across its resumes
@@ -564,6 +603,12 @@ class _Run:
                 made = PanelDecision.model_validate(decision)
                 spent += sum(v.cost_usd for v in made.votes if not v.cached)
                 cases[(shard, local)].apply_decision(ti, Check(check), made, entry["panel"])
+            if ledger is not None and entry.get("controls"):
+                asked = [Control.from_json(c) for c in entry["controls"]]
+                answers = [PanelDecision.model_validate(c["decision"]) for c in entry["controls"]]
+                spent += sum(v.cost_usd for d in answers for v in d.votes if not v.cached)
+                ledger.asked |= {c.request.rubric for c in asked}
+                ledger.record(asked, answers, self._label_outcomes())
             waiting, decided = [], decided + 1
         count_spent = getattr(escalator, "count_spent", None)
         if spent and count_spent is not None:
@@ -586,20 +631,35 @@ class _Run:
                             wait = await self._collect(batch, waiting, decided)
                             if wait is not None:
                                 return wait
-                        decisions = await judging.decide(requests)
+                        controls = ledger.for_round(requests, decided) if ledger is not None else []
+                        if controls:  # shuffled among the real questions: position tells a judge nothing
+                            assert ledger is not None
+                            placed, where = ledger.shuffled(requests, controls, decided)
+                            answered = await self._decide_watched(judging, placed, decided)
+                            decisions = [answered[where[i]] for i in range(len(requests))]
+                            checked = [answered[where[len(requests) + k]] for k in range(len(controls))]
+                        else:
+                            decisions, checked = await self._decide_watched(judging, requests, decided), []
                         if batch is not None and batch.deferred:
-                            return await self._submit(batch, escalator.name, len(asks), decided)
+                            if ledger is not None:
+                                ledger.asked -= {c.request.rubric for c in controls}  # asked again when the round is decided
+                            return await self._submit(batch, escalator.name, len(asks) + len(controls), decided)
                         if batch is not None:
                             batch.forget_answers()
+                        if ledger is not None:
+                            ledger.record(controls, checked, self._label_outcomes())
+                            redecide = getattr(escalator, "redecide")  # noqa: B009  (a Panel's; the ledger exists only with one)
+                            decisions = [set_aside(d, ledger.gated(d.rubric or ""), ledger.threshold, redecide) for d in decisions]
                         for (ref, ti, check), decision in zip(asks, decisions, strict=True):
                             cases[ref].apply_decision(ti, check, decision, escalator.name)
-                        self.state.append_round(
-                            {
-                                "panel": escalator.name,
-                                "asks": [[ref[0], ref[1], ti, check.value] for ref, ti, check in asks],
-                                "decisions": [d.model_dump(mode="json") for d in decisions],
-                            }
-                        )
+                        entry: dict[str, Any] = {
+                            "panel": escalator.name,
+                            "asks": [[ref[0], ref[1], ti, check.value] for ref, ti, check in asks],
+                            "decisions": [d.model_dump(mode="json") for d in decisions],
+                        }
+                        if controls:
+                            entry["controls"] = [{**c.to_json(), "decision": d.model_dump(mode="json")} for c, d in zip(controls, checked, strict=True)]
+                        self.state.append_round(entry)
                         waiting, decided = [], decided + 1
                 finally:
                     close = getattr(judging, "aclose", None)
@@ -610,6 +670,61 @@ class _Run:
             if wait is not None:
                 return wait
         return {ref: case.result() for ref, case in cases.items()}
+
+    async def _decide_watched(self, judging: Escalator, requests: list[Any], round_index: int) -> list[PanelDecision]:
+        """``judging.decide(requests)``, telling ``on_judging`` where the round stands meanwhile."""
+        report = self.on_judging
+        if report is None:
+            return await judging.decide(requests)
+        stats = getattr(judging, "stats", None)
+        base = getattr(judging, "answered", None)
+        started = time.monotonic()
+
+        def snapshot(done: bool = False) -> JudgingProgress:
+            now = getattr(judging, "answered", None)
+            answered = None if base is None or now is None else now - base
+            if answered is not None and answered == 0 and not done and getattr(judging, "processes", 0):
+                answered = None  # sharded: the workers' answers come back with the round
+            return JudgingProgress(
+                round=round_index + 1,
+                questions=len(requests),
+                answered=len(requests) if done else answered,
+                calls=getattr(stats, "calls", 0),
+                cached=getattr(stats, "cache_hits", 0),
+                abstained=sum((getattr(stats, "abstentions", None) or {}).values()),
+                cost_usd=getattr(stats, "cost_usd", 0.0),
+                elapsed_s=time.monotonic() - started,
+                done=done,
+            )
+
+        async def tick() -> None:
+            while True:
+                report(snapshot())
+                await asyncio.sleep(TICK_S)
+
+        ticker = asyncio.create_task(tick())
+        try:
+            decisions = await judging.decide(requests)
+        finally:
+            ticker.cancel()
+        report(snapshot(done=True))
+        return decisions
+
+    @cached_property
+    def controls(self) -> ControlLedger | None:
+        """The run's control items (``pipelines.controls``): with a panel that can tally its votes
+        again (``redecide``), unless ``[grading] controls = "off"``."""
+        cfg = self.opts.config
+        if self.opts.escalator is None or cfg.controls == "off" or getattr(self.opts.escalator, "redecide", None) is None:
+            return None
+        return ControlLedger(mode=cfg.controls, threshold=cfg.control_threshold, seed=cfg.seed)
+
+    def _label_outcomes(self) -> dict[str, dict[str, Outcome]]:
+        """Rubric -> label -> outcome, as the panel reads its verdicts."""
+        rubric = getattr(self.opts.escalator, "rubric", None)
+        if rubric is None or self.controls is None:
+            return {}
+        return {name: dict(rubric(name).label_outcomes) for name in self.controls.asked}
 
     def _judging(self, escalator: Escalator, waiting: int) -> Escalator:
         """What decides the rounds: the panel, or, with ``--workers N`` and a first round of at least
@@ -673,6 +788,8 @@ class _Run:
             self.report_rows[self.pending_rows[ref]] = to_row(result, pool)
         if self.inputs.labels is not None and self.opts.labels is not None:
             self.agg.add_warnings(self.inputs.labels.unused(display_name(self.opts.labels)))
+        if self.controls is not None:
+            self.agg.judge_controls = self.controls.summary()
         text = self.agg.summary().to_json()
         self.agg = Aggregator(self.opts.config)  # the report reads results.jsonl itself: free the rows
         (staging / SUMMARY).write_text(text, encoding="utf-8")

@@ -19,12 +19,14 @@ class RunReport:
     vote_facts: dict[str, Any]
     calibration_facts: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
+    control_facts: dict[str, Any] = field(default_factory=dict)
 
 
 def analyse(run: RunData) -> RunReport:
     attach_trajectories(run)
     votes, vote_facts = T.judge_votes(run)
     calib, calib_facts = T.calibration_tables(run)
+    controls, control_facts = T.judge_controls(run)
     passk, pass_stats = T.repeated_runs(run)
     tools = T.tool_bottlenecks(run)
     agreement, disagreements = T.external_agreement(run)
@@ -39,6 +41,7 @@ def analyse(run: RunData) -> RunReport:
         "decided_by": T.decisions(run),
         "judge_votes": votes,
         "calibration": calib,
+        "judge_controls": controls,
         "pass_at_k": passk,
         "repeated_runs": pass_stats,
         "external_agreement": agreement,
@@ -51,4 +54,4 @@ def analyse(run: RunData) -> RunReport:
         notes.append(f"{unnamed} reference-step evidence items named no tool and are left out of the tool bottlenecks.")
     if run.steps_note:
         notes.append(run.steps_note)
-    return RunReport(run=run, tables=tables, vote_facts=vote_facts, calibration_facts=calib_facts, notes=notes)
+    return RunReport(run=run, tables=tables, vote_facts=vote_facts, calibration_facts=calib_facts, notes=notes, control_facts=control_facts)

@@ -93,3 +93,18 @@ def calibration_sentence(cf: dict | None, observed: float | None) -> str:
         f"{pct(cf['judge_decided_pass_rate_corrected'])} after the Rogan-Gladen correction with {cf['rater']} "
         f"(TPR {num(cf['tpr'])}, TNR {num(cf['tnr'])}; from {cf['source']}); deterministic verdicts are taken as exact."
     )
+
+
+def trust_sentence(facts: dict[str, Any]) -> str:
+    """The headline's word on the judges: how many verdicts rest on an unmeasured judge, or which
+    judges their control items set aside (empty when no verdict rests on a judge)."""
+    if facts.get("unmeasured"):
+        return (
+            f"{facts['unmeasured']} verdicts rest on an unmeasured judge (no control items, no calibration.json): "
+            "nothing says whether it is lenient; grade with --controls gate or calibrate it (judge calibrate)"
+        )
+    gated = facts.get("gated") or []
+    if gated:
+        named = ", ".join(f"{judge} on {rubric} ({num(acc)})" for judge, rubric, acc in gated)
+        return f"Judges set aside by their control items (accuracy below {facts['threshold']}): {named}; their votes there count as abstentions"
+    return ""

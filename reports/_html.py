@@ -18,7 +18,7 @@ from judge import Check, DecisiveStep, Trajectory, TrajectoryResult, TrajectoryT
 from reports import _orchestration as O
 from reports import _svg
 from reports._analysis import RunReport
-from reports._format import calibration_sentence, cell, num, pct, pct_ci, pivot_comparison, rows
+from reports._format import calibration_sentence, cell, num, pct, pct_ci, pivot_comparison, rows, trust_sentence
 from reports._tables import RADAR_AXES, STAGES, natural
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
@@ -120,6 +120,11 @@ def _headline_cards(rep: RunReport) -> str:
     ]
     if c.policy_not_audited:
         cards.append(("policy not audited", str(c.policy_not_audited), "domain policy document kept as judge context (--policy-text gate audits it)"))
+    facts = rep.control_facts
+    if facts.get("unmeasured"):
+        cards.append(("verdicts on an unmeasured judge", str(facts["unmeasured"]), "no control items, no calibration.json"))
+    elif facts.get("gated"):
+        cards.append(("judges set aside", str(len(facts["gated"])), trust_sentence(facts)))
     cf = rep.calibration_facts
     if cf and cf.get("corrected_pass_rate") is not None:
         cards.append(("pass rate corrected for judge error", pct(cf["corrected_pass_rate"]), f"Rogan-Gladen, {cf['rater']}"))
@@ -383,6 +388,12 @@ def render_run(rep: RunReport, anchor: str) -> str:
     if s.unresolved_stages:
         parts.append("<p>Unresolved stages: " + escape(", ".join(f"{k} {v}" for k, v in s.unresolved_stages.items())) + "</p>")
     parts.append("<h3>Judges</h3>" + (_table(t["judge_votes"]) if not t["judge_votes"].empty else '<p class="note">no judge votes in this run</p>'))
+    if not t["judge_controls"].empty:
+        cfx = rep.control_facts
+        parts.append(
+            f'<h3>Control items</h3><p class="note">questions whose verdict is known from the tasks, asked among the real ones (mode {escape(str(cfx["mode"]))}, '
+            f"threshold {escape(str(cfx['threshold']))}, {cfx['calls']} calls)</p>" + _table(t["judge_controls"])
+        )
     parts.append("<h3>Calibration (agreement with human gold)</h3>")
     if t["calibration"].empty:
         parts.append('<p class="note">no calibration.json for this run: pass rates are not corrected for judge error</p>')

@@ -9,7 +9,7 @@ import pandas as pd
 from reports import _orchestration as O
 from reports._analysis import RunReport
 from reports._escape import md_text
-from reports._format import calibration_sentence, md_table, num, pct, pct_ci, pivot_comparison
+from reports._format import calibration_sentence, md_table, num, pct, pct_ci, pivot_comparison, trust_sentence
 from reports._tables import STAGES
 
 
@@ -32,6 +32,9 @@ def _headline(rep: RunReport) -> list[str]:
             f"- Policy not audited: {c.policy_not_audited} trajectories had a domain-wide policy document, kept as context for the judges "
             "(`--policy-text gate` audits it)"
         )
+    trust = trust_sentence(rep.control_facts)
+    if trust:
+        lines.append(f"- **{trust}**")
     cf = rep.calibration_facts
     if cf and cf.get("corrected_pass_rate") is not None:
         lines.append(
@@ -96,6 +99,11 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
     if s.unresolved_stages:
         lines.append("- Unresolved stages: " + ", ".join(f"{k} {v}" for k, v in s.unresolved_stages.items()))
     lines += _section("Judges", t["judge_votes"], empty="no judge votes in this run")
+    if not t["judge_controls"].empty:
+        cf_ = rep.control_facts
+        lines += _section(
+            f"Control items (questions whose verdict is known; mode {cf_['mode']}, threshold {cf_['threshold']}, {cf_['calls']} calls)", t["judge_controls"]
+        )
     lines += _section("Calibration of the judges (agreement with human gold)", t["calibration"], empty="no calibration.json for this run")
     cf = rep.calibration_facts
     if cf:

@@ -357,6 +357,42 @@ def judge_votes(run: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
     return df, facts
 
 
+_CONTROL_COLUMNS = ["judge", "rubric", "n", "known_pass_passed", "known_fail_failed", "abstained", "accuracy", "gated"]
+
+
+def judge_controls(run: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Each judge's control items per rubric (``summary.json`` ``judges.controls``), and how far the
+    judge-decided verdicts rest on a measured judge: ``unmeasured`` counts them when the run has
+    neither control figures nor a calibration.json; ``gated`` lists (judge, rubric, accuracy)."""
+    controls = run.summary.judges.controls or {}
+    rows = []
+    for judge, per in sorted((controls.get("judges") or {}).items()):
+        for rubric, f in sorted(per.items()):
+            rows.append(
+                {
+                    "judge": judge,
+                    "rubric": rubric,
+                    "n": f["n"],
+                    "known_pass_passed": f"{f['known_pass_passed']} / {f['known_pass']}",
+                    "known_fail_failed": f"{f['known_fail_failed']} / {f['known_fail']}",
+                    "abstained": f["abstained"],
+                    "accuracy": f["accuracy"],
+                    "gated": f["gated"],
+                }
+            )
+    judged = sum(1 for r in run.graded if r.decided_by.startswith("judge:"))
+    measured = bool(run.calibration) or any(r["n"] for r in rows)
+    facts = {
+        "mode": controls.get("mode", "off"),
+        "threshold": controls.get("threshold"),
+        "calls": controls.get("calls", 0),
+        "judge_decided": judged,
+        "unmeasured": 0 if measured else judged,
+        "gated": [(r["judge"], r["rubric"], r["accuracy"]) for r in rows if r["gated"]],
+    }
+    return pd.DataFrame(rows, columns=_CONTROL_COLUMNS), facts
+
+
 def _estimate(stats: dict[str, Any], key: str) -> float | None:
     v = stats.get(key)
     if isinstance(v, dict):
@@ -385,13 +421,21 @@ def calibration_tables(run: RunData) -> tuple[pd.DataFrame, dict[str, Any] | Non
         return pd.DataFrame([], columns=cols), None
     used = {v.judge for r in run.graded for d in r.decisions for v in d.votes}
     used |= {r.decided_by.split(":", 1)[1] for r in run.graded if r.decided_by.startswith("judge:")}
+    sections = cal.get("rubrics") if "judges" not in cal and isinstance(cal.get("rubrics"), dict) else None  # calibrated per rubric
     rows = []
-    for kind in ("judges", "panels"):
-        for name, st in sorted((cal.get(kind) or {}).items()):
-            if not isinstance(st, dict):
-                continue
-            rows.append({"rater": name, "kind": kind[:-1], "used_in_run": name in used, "n": st.get("n"), **{k: _r(_estimate(st, k)) for k in cols[4:]}})
+    for rubric, part in sorted(sections.items()) if sections else [(None, cal)]:
+        for kind in ("judges", "panels"):
+            for name, st in sorted(((part if isinstance(part, dict) else {}).get(kind) or {}).items()):
+                if not isinstance(st, dict):
+                    continue
+                rater = name if rubric is None else f"{name} ({rubric})"
+                rows.append({"rater": rater, "kind": kind[:-1], "used_in_run": name in used, "n": st.get("n"), **{k: _r(_estimate(st, k)) for k in cols[4:]}})
     table = pd.DataFrame(rows, columns=cols)
+    if sections:
+        return table, {
+            "note": f"calibration.json holds one section per rubric ({', '.join(sorted(sections))}): no single TPR/TNR to correct the pass rate with "
+            "(calibrate with --rubric NAME for the rubric the judges decided)"
+        }
     try:
         from calibration import corrected_pass_rate
     except ImportError:  # the calibration package is optional for reports

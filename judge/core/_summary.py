@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 _Summary = ConfigDict(extra="allow", populate_by_name=True, serialize_by_alias=True)
 
@@ -67,11 +67,22 @@ class Leaderboard(BaseModel):
 
 
 class JudgeTotals(BaseModel):
+    """``calls`` and cost are those made for the trajectories; ``controls`` (when the run asked
+    control items): mode, threshold, their own calls and cost, and judge -> rubric -> figures."""
+
     model_config = _Summary
 
     calls: int = 0
     cost_usd: float = 0.0
     calls_per_100_trajectories: float = 0.0
+    controls: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_no_controls(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("controls") is None:
+            data.pop("controls", None)
+        return data
 
 
 class ErrorEntry(BaseModel):

@@ -75,6 +75,7 @@ class AbstainReason(StrEnum):
     BATCH_EXPIRED = "batch_expired"  # the provider batch expired before answering this request
     BATCH_CANCELLED = "batch_cancelled"  # the provider batch was cancelled before answering it
     BATCH_FAILED = "batch_failed"  # the provider rejected the whole batch (validation failed)
+    CONTROL_FAILED = "control_failed"  # set aside: the judge's control accuracy on this rubric is below the threshold
 
 
 class Vote(BaseModel):

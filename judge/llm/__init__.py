@@ -39,7 +39,7 @@ from judge.llm._settings import (
 from judge.llm._sharded import SHARD_MIN_REQUESTS, ShardedPanel, shard_panel
 from judge.llm._usage import CallStats, JudgeUsage
 from judge.llm._voting import Tally, tally
-from judge.llm._weights import JudgeWeight, VoteWeights, load_weights
+from judge.llm._weights import JudgeWeight, RubricWeights, VoteWeights, load_weights
 
 __all__ = [
     "BATCH_DISCOUNT",
@@ -75,6 +75,7 @@ __all__ = [
     "RetryConfig",
     "RetryPolicy",
     "Rubric",
+    "RubricWeights",
     "ShardedPanel",
     "Tally",
     "Transport",

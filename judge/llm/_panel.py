@@ -108,6 +108,7 @@ class Panel:
             **self.caller.stats.model_dump(),
         )
         self.caller.stats = self.stats
+        self.answered = 0  # requests decided so far, live (a run's progress line reads it)
         batch = self.caller.batch is not None
         self.stats.mode = "batch" if batch else "online"
         for client in self._all_clients():
@@ -116,10 +117,12 @@ class Panel:
         if batch:
             self.stats.note(f"batch prices: a judge's batch_input_per_1m / batch_output_per_1m, else its online price less {BATCH_DISCOUNT:.0%}")
         if weights is not None:
-            missing = [n for n in names if n not in weights.judges]
-            if missing:
-                self.stats.note(f"judges missing from the weights file count with weight 1 and no log-odds term: {', '.join(missing)}")
-                log.warning("judges missing from the weights file: %s", ", ".join(missing))
+            for rubric_name, table in weights.tables().items():
+                missing = [n for n in names if n not in table]
+                where = "" if rubric_name is None else f" for rubric {rubric_name}"
+                if missing:
+                    self.stats.note(f"judges missing from the weights file{where} count with weight 1 and no log-odds term: {', '.join(missing)}")
+                    log.warning("judges missing from the weights file%s: %s", where, ", ".join(missing))
 
     # --- public ---------------------------------------------------------------------------------
     @property
@@ -141,7 +144,7 @@ class Panel:
         rubrics = [self.rubric(r.rubric) for r in requests]  # fail before any paid call
         self.stats.requests += len(requests)
         with old_objects_set_aside():  # the collector walks what the round allocates, not the whole heap
-            decisions = await asyncio.gather(*(self._decide_one(req, rub) for req, rub in zip(requests, rubrics, strict=True)))
+            decisions = await asyncio.gather(*(self._decide_counted(req, rub) for req, rub in zip(requests, rubrics, strict=True)))
         for d in decisions:
             if d.outcome == Outcome.INCONCLUSIVE:
                 self.stats.inconclusive += 1
@@ -160,6 +163,11 @@ class Panel:
         await self.caller.aclose()
 
     # --- one request ----------------------------------------------------------------------------
+    async def _decide_counted(self, request: JudgeRequest, rubric: Rubric) -> PanelDecision:
+        decision = await self._decide_one(request, rubric)
+        self.answered += 1
+        return decision
+
     async def _decide_one(self, request: JudgeRequest, rubric: Rubric) -> PanelDecision:
         try:
             messages = rubric.render(request.material)
@@ -218,6 +226,33 @@ class Panel:
         if breaker.label not in tied:
             return None, reason + f"; tie-breaker {breaker.judge} said {breaker.label!r}, not one of the tied labels"
         return breaker.label, reason + f"; tie broken by {breaker.judge}: {breaker.label}"
+
+    def redecide(self, decision: PanelDecision, set_aside: Mapping[str, str]) -> PanelDecision:
+        """``decision`` tallied again with the votes of the judges in ``set_aside`` (judge -> why)
+        counted as abstentions (``control_failed``), by the rule ``decide`` uses; no judge is asked
+        again, so a tie only a new tie-breaker vote could settle stays undecided."""
+        if decision.rubric is None or not any(v.judge in set_aside and not v.abstained for v in decision.votes):
+            return decision
+        rubric = self.rubric(decision.rubric)
+        votes = [
+            v.model_copy(update={"abstained": True, "abstain_reason": AbstainReason.CONTROL_FAILED, "rationale": f"{set_aside[v.judge]}; said {v.label!r}"})
+            if v.judge in set_aside and not v.abstained
+            else v
+            for v in decision.votes
+        ]
+        members = {j.name for j in self.judges}
+        result = tally([v for v in votes if v.judge in members], verdict_labels(rubric), self.rule, rubric.name, self.weights, self.min_votes)
+        label, reason = result.label, result.reason
+        if label is None and len(result.tied) > 1:
+            breaker = next((v for v in votes if self.tie_breaker is not None and v.judge == self.tie_breaker.name and not v.abstained), None)
+            if breaker is not None and breaker.label in result.tied:
+                label, reason = breaker.label, reason + f"; tie broken by {breaker.judge}: {breaker.label}"
+            else:
+                reason += "; the tie stays (no tie-breaker vote is asked again)"
+        reason += "; set aside (control items failed): " + ", ".join(sorted(j for j in set_aside if any(v.judge == j for v in decision.votes)))
+        if label is None:
+            return self._decision(rubric, outcome=Outcome.INCONCLUSIVE, votes=votes, reason=reason + "; unresolved, for human review")
+        return self._decision(rubric, label=label, outcome=rubric.label_outcomes[label], votes=votes, agreement=agreement(votes, label), reason=reason)
 
     async def _vote(self, judge: JudgeClient, rubric: Rubric, messages: list[dict[str, str]]) -> Vote:
         return await self.caller.vote(self.caller.call(judge, rubric, messages))

@@ -134,6 +134,7 @@ class ShardedPanel:
         self.name = panel.name
         self.min_requests = min_requests
         self.rounds_sharded = 0
+        self._answered_by_workers = 0  # requests the workers decided (counted as each round's shares come back)
         context = multiprocessing.get_context("fork")
         budget = panel.caller.budget
         self._ledger = context.Value("d", budget.total_usd)
@@ -161,6 +162,11 @@ class ShardedPanel:
     @property
     def stats(self) -> PanelStats:
         return self.panel.stats
+
+    @property
+    def answered(self) -> int:
+        """Requests decided so far: the panel's own, and the workers' once a round's shares are back."""
+        return self.panel.answered + self._answered_by_workers
 
     @property
     def batch(self) -> None:
@@ -205,6 +211,7 @@ class ShardedPanel:
             self.stats.merge(part)
         done = [d for d in decisions if d is not None]
         assert len(done) == len(requests), "a request of the round was never decided"
+        self._answered_by_workers += len(done)
         self._count(done)
         self.rounds_sharded += 1
         if died:

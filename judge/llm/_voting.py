@@ -65,6 +65,7 @@ def tally(
         return Tally(None, reason="not unanimous: " + _counts_text({n: float(sum(label == n for _, label in live)) for n in names}))
     scores: dict[str, float] = {}
     if rule == "weighted" and weights is not None:
+        weights = weights.for_rubric(rubric)
         missing = sorted({judge for judge, _ in live if judge not in weights.judges})
         positive = weights.positive_label
         if weights.applies_to(rubric) and positive is not None and positive in order and weights.method == "log_odds":

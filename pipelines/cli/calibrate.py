@@ -25,7 +25,7 @@ from pipelines.cli._common import (
 from pipelines.cli.rubrics import RubricsOpt, load_rubric_table
 
 if TYPE_CHECKING:
-    from calibration import CalibrationReport, Estimate, PromptVersion
+    from calibration import CalibrationReport, Estimate, PerRubricReport, PromptVersion
     from judge.llm import Rubric
 
 BUILTIN = "builtin"
@@ -67,9 +67,17 @@ def calibrate(
     gold: Annotated[Path, typer.Option(exists=True, dir_okay=False, help="Gold set: native JSONL, or the Thakur et al. CSV (detected).")],
     out: Annotated[Path, typer.Option(help="Output directory.")] = Path("runs/calibration"),
     judge: JudgeOpt = None,
-    rubric: Annotated[Optional[str], typer.Option(help="Only gold items of this rubric.")] = None,
+    rubric: Annotated[Optional[str], typer.Option(help="Only gold items of this rubric (default: every rubric, each calibrated in its own section).")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="Calibrate on the first N items of the gold set (file order; after --rubric).")] = None,
+    sample: Annotated[
+        Optional[int],
+        typer.Option("--sample", min=1, help="Calibrate on a random sample of N items (--seed; stratified by rubric and human label; after --rubric)."),
+    ] = None,
     gold_format: Annotated[Optional[str], typer.Option("--format", help="Gold format (auto-detected by default).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of splits and bootstrap.")] = 0,
+    positive_label: Annotated[
+        Optional[str], typer.Option("--positive-label", help="The label that counts as positive (default: the rubric's, e.g. correct).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of --sample, the splits and the bootstrap.")] = 0,
     rubrics: RubricsOpt = None,
     against: Annotated[
         Optional[list[str]], typer.Option("--against", help="Another prompt version to compare with: a rubric folder, or 'builtin' (repeatable).")
@@ -90,7 +98,8 @@ def calibrate(
 ) -> None:
     """Measure each judge and panel against human labels; write calibration.json/.md and weights.json.
 
-    ``--judge`` names either verdict columns recorded in the gold set or live ``provider:model``
+    A gold set of several rubrics is calibrated per rubric (one section each, per-rubric weights);
+    ``--limit N`` / ``--sample N`` calibrate on part of it, recorded in the outputs. ``--judge`` names either verdict columns recorded in the gold set or live ``provider:model``
     judges, which are then run on every item with inline material, once per prompt version
     (``--rubrics A --against B`` or ``--variant NAME=DIR``): per version agreement, then paired
     comparisons that name a winner only when the difference is significant."""
@@ -109,6 +118,9 @@ def calibrate(
     if target_kappa is not None and not -1.0 <= target_kappa <= 1.0:
         console.print("--target-kappa must lie in [-1, 1]", style="red")
         raise typer.Exit(EXIT_USAGE)
+    if limit is not None and sample is not None:
+        console.print("give either --limit N (the first N items) or --sample N (a seeded random sample), not both", style="red")
+        raise typer.Exit(EXIT_USAGE)
     versions = prompt_versions(rubrics, against, variant)
     fields = {"config_path": config, "cache_path": cache, "no_cache": no_cache, "offline": offline, "max_cost_usd": max_cost}
     settings = JudgeSettings.model_validate({k: v for k, v in fields.items() if v is not None})
@@ -125,6 +137,9 @@ def calibrate(
             few_shot=few_shot,
             probes=probe_list,
             target_kappa=target_kappa,
+            limit=limit,
+            sample=sample,
+            positive_label=positive_label,
         )
     except JudgeConfigError as exc:
         console.print(f"invalid judge configuration: {exc}", style="red")
@@ -136,17 +151,25 @@ def calibrate(
         console.print(f"{exc}", style="red")
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
     _print_agreement(report, gold)
-    for line in conclusions(report):
-        stdout.print(f"- {line}")
+    for name, section in report.sections.items():
+        for line in conclusions(section):
+            stdout.print(f"- {line}" if len(report.sections) == 1 else f"- {name}: {line}")
     stdout.print(f"outputs in {out}/ : {' '.join(report.files)}")
 
 
-def _print_agreement(report: CalibrationReport, gold: Path) -> None:
+def _print_agreement(report: CalibrationReport | PerRubricReport, gold: Path) -> None:
+    if report.subset is not None:
+        stdout.print(f"subset: {report.subset.describe()}")
+    for name, section in report.sections.items():
+        _print_section(section, gold.name if len(report.sections) == 1 else f"{gold.name}, rubric {name}")
+
+
+def _print_section(report: CalibrationReport, title: str) -> None:
     from rich.table import Table
 
     from judge import fmt_num
 
-    table = Table(title=f"agreement with human labels ({gold.name})")
+    table = Table(title=f"agreement with human labels ({title})")
     for col in ("rater", "kind", "n", "accuracy", "cohen_kappa"):
         table.add_column(col)
     for kind, raters in (("judge", report.judges), ("panel", report.panels)):

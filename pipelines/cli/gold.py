@@ -101,4 +101,4 @@ def import_labels(
         typer.echo(f"  {summary.duplicates_ignored} identical label lines seen twice were counted once")
     rubrics = sorted({it.rubric for it in gold.items})
     if len(rubrics) > 1:
-        typer.echo(f"  the gold set mixes rubrics {rubrics}: calibrate one at a time with --rubric NAME")
+        typer.echo(f"  the gold set mixes rubrics {', '.join(rubrics)}: judge calibrate reports each in its own section (--rubric NAME keeps one)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -65,21 +65,32 @@ def _input_or_folder(value: Optional[Path]) -> Optional[Path]:
 
 def run_and_print(opts: GradeOptions) -> RunSummary:
     """Run the grading with a progress bar, print the summary table, return summary.json's content."""
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, DownloadColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.text import Text
 
     from judge import ExternalCallError
     from pipelines.grade_run import BatchWait, InputErrorsFound, NoTasks, RunDirError, run_grading
     from pipelines.ingest import ToolSpecError, UsageError
     from pipelines.run_inputs import InputChanged
 
-    columns = (TextColumn("grading {task.fields[done]:,} trajectories"), BarColumn(), DownloadColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    class Amount(ProgressColumn):
+        """Bytes read while grading; questions answered while judging."""
+
+        def render(self, task: Task) -> Text:
+            if task.fields.get("judging"):
+                return Text(f"{int(task.completed)}/{int(task.total or 0)}")
+            return DownloadColumn().render(task)
+
+    columns = (TextColumn("{task.description}"), BarColumn(), Amount(), TimeElapsedColumn(), TimeRemainingColumn())
     try:
         with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
-            task = bar.add_task("grading", total=None, done=0)
+            task = bar.add_task("grading 0 trajectories", total=None)
+            judging = JudgingLine(bar)
             outcome = run_grading(
                 opts,
-                progress=lambda n: bar.update(task, done=n),
+                progress=lambda n: bar.update(task, description=f"grading {n:,} trajectories"),
                 on_bytes=lambda done, total: bar.update(task, completed=done, total=total),
+                on_judging=judging,
             )
     except InputErrorsFound as exc:
         console.print(labelled("input error:", exc.info.render()))
@@ -109,6 +120,53 @@ def run_and_print(opts: GradeOptions) -> RunSummary:
         console.print(f"every one of the {counts.errors} trajectories is an input error: nothing was graded", style="red")
         raise typer.Exit(EXIT_INPUT_ERROR)
     return outcome.summary
+
+
+PIPED_EVERY_S = 30.0  # when standard output is no terminal, a judging line at least this often
+
+
+class JudgingLine:
+    """What the run says while judges work: on a terminal, a live bar per escalation round
+    (questions answered, calls, free answers, abstentions, cost so far, ETA); piped, a plain line at
+    least every ``PIPED_EVERY_S`` and one when each round is decided."""
+
+    def __init__(self, bar: Any, clock: Any = None) -> None:
+        import time
+
+        self.bar = bar
+        self.clock = clock or time.monotonic
+        self.tasks: dict[int, Any] = {}
+        self.last_line = -float("inf")
+
+    def __call__(self, p: Any) -> None:
+        text = judging_text(p)
+        if console.is_terminal:
+            if p.round not in self.tasks:
+                self.tasks[p.round] = self.bar.add_task(text, total=p.questions, judging=True)
+            self.bar.update(self.tasks[p.round], description=text, completed=p.answered or 0)
+            return
+        now = self.clock()
+        if p.done or now - self.last_line >= PIPED_EVERY_S:
+            console.print(text, highlight=False, soft_wrap=True)
+            self.last_line = now
+
+
+def judging_text(p: Any) -> str:
+    answered = "answers pending in the worker processes" if p.answered is None else f"{p.answered}/{p.questions} answered"
+    eta = p.eta_s
+    tail = "decided" if p.done else ("" if eta is None else f"ETA {_duration(eta)}")
+    parts = [
+        f"judges, round {p.round}: {answered}",
+        f"{p.calls} calls, {p.cached} free, {p.abstained} abstained",
+        f"${p.cost_usd:.4f} so far",
+        f"{_duration(p.elapsed_s)} elapsed",
+    ]
+    return " · ".join(parts + ([tail] if tail else []))
+
+
+def _duration(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 60}m{whole % 60:02d}s" if whole >= 60 else f"{whole}s"
 
 
 def print_waiting(out: Path, wait: BatchWait) -> None:
@@ -225,6 +283,15 @@ def grade(
             "and a user message confirming it (config: [grading] confirm_writes).",
         ),
     ] = False,
+    controls: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Control items among the judges' questions: gate (default: a judge below --control-threshold on a rubric has its votes there set aside), report, off."
+        ),
+    ] = None,
+    control_threshold: Annotated[
+        Optional[float], typer.Option(min=0.0, max=1.0, help="Control accuracy below which a judge is set aside (default 0.8).")
+    ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Fields the schema does not know are errors instead of warnings.")] = False,
     labels: Annotated[
         Optional[Path],
@@ -277,6 +344,12 @@ def grade(
         if policy_text not in ("context", "gate"):
             usage.fail("--policy-text", f"must be context or gate, not {policy_text!r}")
         grading = grading.model_copy(update={"policy_text": policy_text})
+    if controls is not None:
+        if controls not in ("off", "report", "gate"):
+            usage.fail("--controls", f"must be off, report or gate, not {controls!r}")
+        grading = grading.model_copy(update={"controls": controls})
+    if control_threshold is not None:
+        grading = grading.model_copy(update={"control_threshold": control_threshold})
     if confirm_writes:
         grading = grading.model_copy(update={"confirm_writes": True})
     rubric_table = load_rubric_table(rubrics)

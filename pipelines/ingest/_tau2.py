@@ -238,6 +238,7 @@ class _TaskReader:
         self.types = types
         self.collector = collector
         self.schemas = tool_schemas(environment.get("tool_defs"), self.domain)
+        self.histories: dict[str, list[Any]] = {}  # task id -> the messages every simulation of it starts with
 
     def add(self, raw: Any, span: Span) -> None:
         path = f"tasks[{span.index}]"
@@ -271,8 +272,15 @@ class _TaskReader:
         basis_raw = criteria.get("reward_basis")
         basis = set(DEFAULT_REWARD_BASIS) if basis_raw is None else {str(b) for b in expect(basis_raw, list, f"{cpath}.reward_basis", "reward_basis")}
         required = "ACTION" in basis or "DB" in basis
-        calls, user_actions, notes = self._actions(criteria.get("actions"), f"{cpath}.actions", required, warn)
-        turn: dict[str, Any] = {"turn_id": "1", "query": self._query(raw, path), "reference_calls": calls}
+        actions = criteria.get("actions")
+        calls, user_actions, notes = self._actions(actions, f"{cpath}.actions", required, warn)
+        # tau2 scores the end state only when the criteria say what it should be: with no criteria, or
+        # neither actions nor env assertions, its environment reward is 1.0 ("No expected actions or env assertions")
+        state_scored = raw.get("evaluation_criteria") is not None and "DB" in basis and not (actions is None and criteria.get("env_assertions") is None)
+        turn: dict[str, Any] = {"turn_id": "1", "query": self._query(raw, path)}
+        if actions is not None or state_scored:  # null actions state no calls; [] (or a scored state) expects no write
+            turn["reference_calls"] = calls
+        self._seeded(raw, task_id, path)
         tags: dict[str, Any] = {"reward_basis": sorted(basis)}
         communicate = _strings(criteria.get("communicate_info"), f"{cpath}.communicate_info")
         if communicate and "COMMUNICATE" in basis:
@@ -320,9 +328,18 @@ class _TaskReader:
                 "policy": self.policy,
                 "metadata": {"domain": self.domain, "tags": {"tau2": tags}},
                 "grading": "outcome" if "DB" in basis and "ACTION" not in basis else "trajectory",
-                "final_state": "checked" if "DB" in basis else "unchecked",
+                "final_state": "checked" if state_scored else "unchecked",
             }
         )
+
+    def _seeded(self, raw: dict[str, Any], task_id: str, path: str) -> None:
+        """Remember the task's ``initial_state.message_history``: tau2 starts each simulation with it
+        (part of the initial state, replayed into the gold environment too), so those messages are
+        not the agent's."""
+        state = raw.get("initial_state")
+        history = state.get("message_history") if isinstance(state, dict) else None
+        if history is not None:
+            self.histories[task_id] = expect(history, list, f"{path}.initial_state.message_history", "message_history")
 
     def _query(self, raw: dict[str, Any], path: str) -> str:
         scenario = raw.get("user_scenario")
@@ -443,11 +460,12 @@ class _UserCalls:
 class _Simulation:
     """One simulation -> one trajectory (see the module docstring)."""
 
-    def __init__(self, raw: Any, prefix: str, ctx: ItemContext, agent: str | None):
+    def __init__(self, raw: Any, prefix: str, ctx: ItemContext, agent: str | None, histories: dict[str, list[Any]] | None = None):
         self.raw = raw
         self.prefix = prefix
         self.ctx = ctx
         self.agent = agent
+        self.histories = histories or {}
         self.builder = TurnBuilder(ctx)
         self.user_calls = _UserCalls()
         self.system: list[str] = []
@@ -475,9 +493,13 @@ class _Simulation:
                 "a full-duplex (voice) simulation records ticks instead of messages; only half-duplex (text) simulations are read",
                 self.path("ticks"),
             )
-        for j, message in enumerate(expect(messages, list, self.path("messages"), "messages")):
+        messages = expect(messages, list, self.path("messages"), "messages")
+        seeded = _seeded_prefix(messages, self.histories.get(task_id))
+        for j, message in enumerate(messages[seeded:], seeded):
             self.message(message, self.path(f"messages[{j}]"))
         metadata = {k: v for k, v in raw.items() if k not in ("id", "task_id", "messages", "ticks") and v is not None}
+        if seeded:
+            metadata["seeded_messages"] = seeded  # the task's initial message history: not the agent's
         if self.user_calls.calls:
             metadata["user_tool_calls"] = self.user_calls.calls
         if self.system:
@@ -572,6 +594,25 @@ class _Simulation:
         failed = message.get("error") is True
         error = (content if isinstance(content, str) and content.strip() else "the tool reported an error") if failed else None
         self.builder.add_result(call_id, parse_json_text(content), "error" if failed else "ok", path, "id", error=error)
+
+
+def _seeded_prefix(messages: list[Any], history: list[Any] | None) -> int:
+    """How many leading messages are the task's seeded history (same role, text and calls, in order)."""
+    if not history:
+        return 0
+    n = 0
+    for message, seeded in zip(messages, history, strict=False):
+        if not (isinstance(message, dict) and isinstance(seeded, dict) and _same_message(message, seeded)):
+            break
+        n += 1
+    return n if n == len(history) else 0  # only the whole history: a partial match is the agent's own words
+
+
+def _same_message(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    def calls(m: dict[str, Any]) -> list[Any]:
+        return [(c.get("id"), c.get("name"), c.get("arguments")) for c in m.get("tool_calls") or () if isinstance(c, dict)]
+
+    return a.get("role") == b.get("role") and a.get("content") == b.get("content") and a.get("id") == b.get("id") and calls(a) == calls(b)
 
 
 def _object(value: Any) -> dict[str, Any]:
@@ -672,20 +713,20 @@ def _read(path: str, limits: Limits) -> Bundle:
         )
     agent_info = _object(info.get("agent_info"))
     agent = as_id(agent_info.get("llm")) or as_id(agent_info.get("implementation"))
-    return Bundle(tasks=collector.result, items=_simulations(doc, agent))
+    return Bundle(tasks=collector.result, items=_simulations(doc, agent, tasks.histories))
 
 
-def _simulations(doc: Document, agent: str | None) -> Iterator[Loaded]:
+def _simulations(doc: Document, agent: str | None, histories: dict[str, list[Any]]) -> Iterator[Loaded]:
     rows = Rows(doc.file)
     for span, value in doc.items("simulations"):
-        yield _row(rows, value, f"simulations[{span.index}]", span.line, agent, None)
+        yield _row(rows, value, f"simulations[{span.index}]", span.line, agent, None, histories)
     if doc.stopped is not None:
         yield rows.error(doc.stopped, line=doc.stopped.line, task_id=None, trajectory_id=None)
         return
     if not doc.spans.get("simulations"):
         folder = Path(doc.file).parent / "simulations"
         if doc.members.get("simulation_index") or folder.is_dir():  # tau2's dir layout
-            yield from _simulation_files(doc, rows, agent)
+            yield from _simulation_files(doc, rows, agent, histories)
         else:
             yield rows.error(_no_simulations(doc), line=None, task_id=None, trajectory_id=None)
     doc.text = ""  # the rows are out: let the text go before the run ends
@@ -701,7 +742,7 @@ def _no_simulations(doc: Document) -> InputErrorInfo:
     return InputErrorInfo(kind="invalid_field", message=message, file=doc.file, field="simulations")
 
 
-def _row(rows: Rows, value: Any, prefix: str, line: int | None, agent: str | None, file: str | None) -> Loaded:
+def _row(rows: Rows, value: Any, prefix: str, line: int | None, agent: str | None, file: str | None, histories: dict[str, list[Any]]) -> Loaded:
     if isinstance(value, InputErrorInfo):
         return rows.error(value, line=line, task_id=None, trajectory_id=None, file=file)
     task_id = as_id(value.get("task_id")) if isinstance(value, dict) else None
@@ -709,12 +750,12 @@ def _row(rows: Rows, value: Any, prefix: str, line: int | None, agent: str | Non
     where = f"{file or rows.file}" + (f":{line}" if line is not None else "")
 
     def convert(ctx: ItemContext) -> Trajectory:
-        return _Simulation(value, prefix, ctx, agent).convert()
+        return _Simulation(value, prefix, ctx, agent, histories).convert()
 
     return rows.convert(convert, line=line, task_id=task_id, trajectory_id=trajectory_id, where=where, file=file)
 
 
-def _simulation_files(doc: Document, rows: Rows, agent: str | None) -> Iterator[Loaded]:
+def _simulation_files(doc: Document, rows: Rows, agent: str | None, histories: dict[str, list[Any]]) -> Iterator[Loaded]:
     """tau2's dir layout: ``simulations/<id>.json`` beside the results file, listed by ``simulation_index``."""
     folder = Path(doc.file).parent / "simulations"
     index = doc.members.get("simulation_index")
@@ -745,7 +786,7 @@ def _simulation_files(doc: Document, rows: Rows, agent: str | None) -> Iterator[
             continue
         for raw in read_items(file, doc.limits):
             value = raw.error if raw.error is not None else raw.value
-            yield _row(rows, value, "", raw.line, agent, str(file))
+            yield _row(rows, value, "", raw.line, agent, str(file), histories)
     for file in on_disk:
         if file.name not in names:
             info = InputErrorInfo(kind="unlisted_file", message=f"{file.name} is in {folder} but not in simulation_index; not read", file=str(file))

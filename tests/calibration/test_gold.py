@@ -117,17 +117,25 @@ def _item(i: int, rubric: str, human: str, judge: str) -> str:
     )
 
 
-def test_mixed_rubrics_need_a_choice_and_three_labels_skip_learned_panels(tmp_path):
+def test_mixed_rubrics_are_calibrated_per_rubric_and_three_labels_skip_learned_panels(tmp_path):
     path = tmp_path / "mixed.jsonl"
     labels = ["correct", "incorrect", "missing"]
     lines = [_item(i, "answer_correctness", labels[i % 3], labels[(i + i // 3) % 3]) for i in range(30)]
     lines += [_item(i, "groundedness", "yes" if i % 2 else "no", "yes") for i in range(10)]
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(ValueError, match="mixes rubrics"):
-        run_calibration(path, tmp_path / "out")
-    from calibration import calibrate
+    from calibration import PerRubricReport, calibrate
+    from judge.llm import load_weights
 
+    both = run_calibration(path, tmp_path / "out", n_boot=50, spread_seeds=0)
+    assert isinstance(both, PerRubricReport) and list(both.rubrics) == ["answer_correctness", "groundedness"]
+    assert (both.rubrics["answer_correctness"].n_items, both.rubrics["groundedness"].n_items, both.n_items) == (30, 10, 40)
+    assert both.rubrics["groundedness"].positive_label == "yes" and both.rubrics["answer_correctness"].positive_label == "correct"
+    weights = load_weights(tmp_path / "out" / "weights.json")  # learned panels only where the labels are binary
+    assert weights.rubric is None and weights.judges == {} and list(weights.rubrics or {}) == ["groundedness"]
     gold = load_gold(path)
+    with pytest.raises(ValueError, match="mixes rubrics") as exc:
+        calibrate(gold)  # the one-rubric function: its message names the option that picks one
+    assert "--rubric NAME" in str(exc.value) and "rubric=" not in str(exc.value)
     grounded, _ = calibrate(gold, rubric="groundedness", n_boot=0, spread_seeds=0)
     assert grounded.positive_label == "yes" and grounded.n_items == 10
     report, _ = calibrate(gold, rubric="answer_correctness", n_boot=50, spread_seeds=0)

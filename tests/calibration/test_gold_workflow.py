@@ -42,6 +42,7 @@ def graded_run(tmp_path_factory) -> Path:
         "grade", "--tasks", str(SAMPLE / "tasks.jsonl"), "--trajectories", str(SAMPLE / "trajectories.jsonl"),
         "--judge", "mock:pick", "--judge", "mock:always-correct", "--no-cache", "--out", str(out),
         "--min-votes", "1",  # always-correct abstains on rubrics without that label: let mock:pick decide those
+        "--controls", "report",  # keep always-correct's votes: the export is tested on what judges said
     )  # fmt: skip
     return out
 
@@ -173,3 +174,76 @@ def test_label_in_the_browser_with_the_keyboard_then_import_and_calibrate(graded
     assert data["human"]["annotators"] == ["ann-1", "ann-2"]
     assert data["human"]["ceiling"]["n_items"] == sum(1 for r in records if r["rubric"] == rubric)
     assert any(name.startswith("run:") for name in data["judges"])  # the run's own decisions, measured against the humans
+
+
+@pytest.fixture(scope="module")
+def mixed_gold(graded_run: Path, tmp_path_factory) -> tuple[Path, str]:
+    """A gold set exported from the graded run: several rubrics, two annotators, both labels of each rubric."""
+    where = tmp_path_factory.mktemp("mixed-gold")
+    label_set = where / "set.jsonl"
+    _invoke("gold", "export", str(graded_run), "--n", "40", "--out", str(label_set))
+    lines = []
+    for i, it in enumerate(load_label_set(label_set)):
+        for annotator in ("ann-1", "ann-2"):
+            lines.append(json.dumps({"item_id": it.item_id, "label": it.labels[i % 2], "annotator": annotator}))
+    labels = where / "labels.jsonl"
+    labels.write_text("\n".join(lines) + "\n")
+    gold = where / "gold.jsonl"
+    res = _invoke("gold", "import", str(label_set), str(labels), "--out", str(gold))
+    return gold, res.output
+
+
+def test_a_gold_set_of_several_rubrics_is_calibrated_per_rubric(mixed_gold, tmp_path: Path):
+    from judge.llm import load_weights
+
+    gold, imported = mixed_gold
+    assert "judge calibrate reports each in its own section (--rubric NAME keeps one)" in imported
+    records = [json.loads(line) for line in gold.read_text().splitlines()]
+    names = sorted({r["rubric"] for r in records})
+    assert len(names) >= 3
+    out = tmp_path / "all"
+    _invoke("calibrate", "--gold", str(gold), "--out", str(out))
+    data = json.loads((out / "calibration.json").read_text())
+    assert data["rubric"] is None and sorted(data["rubrics"]) == names
+    assert sum(s["n_items"] for s in data["rubrics"].values()) == data["n_items"] == len(records)
+    md = (out / "calibration.md").read_text()
+    assert all(f"\n## Rubric {name}\n" in md for name in names)
+    assert {json.loads(line)["rubric"] for line in (out / "disagreements.jsonl").read_text().splitlines()} <= set(names)
+    # each section holds what --rubric NAME measures alone: no figure pooled over rubrics
+    for name in names:
+        _invoke("calibrate", "--gold", str(gold), "--rubric", name, "--out", str(tmp_path / name))
+        alone = json.loads((tmp_path / name / "calibration.json").read_text())
+        section = data["rubrics"][name]
+        assert alone["rubric"] == name and alone["n_items"] == section["n_items"] == sum(r["rubric"] == name for r in records)
+        for key in ("judges", "panels", "held_out", "positive_label", "labels"):
+            assert section[key] == alone[key], (name, key)
+    # weights.json: per rubric and judge, each entry what that rubric's held-out panel learned
+    learned = {name: s["held_out"]["weights"] for name, s in data["rubrics"].items() if s["held_out"] is not None}
+    assert learned
+    weights = load_weights(out / "weights.json")
+    assert weights.rubric is None and weights.judges == {} and sorted(weights.rubrics or {}) == sorted(learned)
+    for name, learned_file in learned.items():
+        entry = weights.for_rubric(name)
+        assert (entry.rubric, entry.positive_label, entry.prior_log_odds) == (name, learned_file["positive_label"], learned_file["prior_log_odds"])
+        assert {j: w.model_dump() for j, w in entry.judges.items()} == learned_file["judges"]
+        assert load_weights(tmp_path / name / "weights.json").judges == entry.judges  # the file --rubric NAME writes
+    # one panel or one tuned prompt is for one rubric: refused before any judge is asked, naming the option
+    res = _invoke("calibrate", "--gold", str(gold), "--judge", "run:deterministic", "--target-kappa", "0.5", "--out", str(tmp_path / "x"), code=3)
+    assert "--target-kappa" in res.output and "--rubric NAME" in res.output and "rubric=" not in res.output
+
+
+def test_live_judging_of_rubrics_without_an_answer_does_not_claim_they_cannot_be_rejudged(mixed_gold, tmp_path: Path):
+    """Found by trying it: after a live judge had judged every policy item, the notes said "no item
+    carries the judged answer (material.answer is null): items cannot be re-judged" -- policy,
+    sufficiency and step materials have no answer key at all. Only a source that lacks the judged
+    answer (answer_available: false) makes items impossible to re-judge."""
+    gold, _ = mixed_gold
+    records = [json.loads(line) for line in gold.read_text().splitlines()]
+    no_answer_key = sorted({r["rubric"] for r in records if "answer" not in r["material"]})
+    assert no_answer_key
+    for name in no_answer_key:
+        out = tmp_path / name
+        _invoke("calibrate", "--gold", str(gold), "--rubric", name, "--judge", "mock:pick", "--no-cache", "--out", str(out))
+        data = json.loads((out / "calibration.json").read_text())
+        assert data["judges"]["mock:pick"]["n"] > 0  # it was judged live
+        assert not [n for n in data["notes"] if "re-judged" in n or "no live judge" in n or "judged answer" in n], data["notes"]

@@ -232,3 +232,27 @@ def test_a_record_of_the_wrong_width_or_bytes_is_an_input_error(thakur_csv, tmp_
     else:
         assert info.kind == "invalid_field" and info.line is not None and info.line > 2
         assert f"a record of {3 if change == 'short' else len(header) + 1} fields where the header names {len(header)}" in info.message
+
+
+def test_a_per_rubric_weights_file_decides_each_rubric_as_its_own_panel(thakur_gold, tmp_path):
+    """Two panels learned on different halves (standing for two rubrics of one gold set) in one
+    per-rubric weights file: the judge panel decides each rubric's votes exactly as that rubric's panel."""
+    from calibration import per_rubric_weights
+
+    items = thakur_gold.items
+    coder = LabelCoder(thakur_gold.labels)
+    votes = encode_votes([it.judge_verdicts for it in items], list(THAKUR_JUDGES), coder)
+    truth = (coder.encode([it.human_label for it in items]) == 0).astype(int)
+    first = LogOddsPanel(list(THAKUR_JUDGES)).fit(votes[:1600], truth[:1600])
+    second = LogOddsPanel(list(THAKUR_JUDGES[:5])).fit(votes[1600:, :5], truth[1600:])
+    files = {"answer_correctness": first.weights_file("answer_correctness", "correct"), "open_ended": second.weights_file("open_ended", "correct")}
+    (tmp_path / "weights.json").write_text(json.dumps(per_rubric_weights(files)), encoding="utf-8")
+    loaded = load_weights(tmp_path / "weights.json")
+    assert sorted(loaded.rubrics or {}) == ["answer_correctness", "open_ended"] and loaded.judges == {}
+    rows = votes[::8]
+    for rubric, panel, width in (("answer_correctness", first, 9), ("open_ended", second, 5)):
+        expected = panel.predict(rows[:, :width])
+        for row, mine in zip(rows, expected, strict=True):
+            vs = [Vote(judge=j, label=coder.labels[v]) for j, v in zip(THAKUR_JUDGES[:width], row[:width], strict=True)]
+            assert tally(vs, coder.labels, "weighted", rubric, loaded).label == coder.labels[mine], rubric
+    assert first.predict(rows).tolist() != second.predict(rows[:, :5]).tolist()  # the two entries do differ

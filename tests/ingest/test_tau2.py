@@ -223,6 +223,46 @@ def test_reward_basis_decides_grading_and_requirement(tmp_path, basis, grading, 
     assert (turn.criteria == ["Agent apologises."]) == ("NL_ASSERTION" in basis) and (("nl_assertions" in tags) != ("NL_ASSERTION" in basis))
 
 
+def test_null_actions_state_no_calls_and_an_empty_list_expects_no_write(tmp_path):
+    """tau2's environment reward is 1.0 when a task has neither actions nor env assertions (its
+    evaluator: "No expected actions or env assertions"): null actions state nothing; [] (the gold
+    state is the initial one) expects no write."""
+    tasks, _ = read(write_results(tmp_path, [_task("null", actions=None), _task("empty", actions=[]), _task("no-criteria")], []))
+    null, empty = tasks.tasks["null"], tasks.tasks["empty"]
+    assert not null.turns[0].states_calls and null.final_state == "unchecked"
+    assert empty.turns[0].states_calls and empty.final_state == "checked"
+    with_env = _task("env", actions=None, env_assertions=[{"env_type": "assistant", "func_name": "assert_x", "arguments": {}}])
+    tasks, _ = read(write_results(tmp_path, [with_env], [], name="env.json"))
+    assert tasks.tasks["env"].turns[0].states_calls and tasks.tasks["env"].final_state == "checked"  # the gold DB is the initial one
+
+
+def test_the_tasks_seeded_message_history_is_not_the_agents(tmp_path):
+    """A task's ``initial_state.message_history`` opens every simulation of it (tau2 replays it into the
+    gold environment too): those calls and words are part of the initial state, not the agent's."""
+    seeded = [
+        {"role": "user", "content": "Create a task.", "tool_calls": None},
+        {"role": "assistant", "content": None, "tool_calls": [_call("call_1", "refund", order_id="1")]},
+        {"id": "call_1", "role": "tool", "content": '{"ok": true}', "requestor": "assistant", "error": False},
+        {"role": "assistant", "content": "Refunded order 1.", "tool_calls": None},
+    ]
+    task = _task("t", actions=[{"action_id": "a", "name": "get_order", "arguments": {"order_id": "7"}}])
+    task["initial_state"] = {"initialization_data": None, "initialization_actions": None, "message_history": seeded}
+    own = [
+        {"role": "user", "content": "Now look at order 7.", "tool_calls": None},
+        {"role": "assistant", "content": None, "tool_calls": [_call("c2", "get_order", order_id="7")]},
+        {"role": "tool", "id": "c2", "content": '{"order_id": "7"}', "requestor": "assistant", "error": False},
+        {"role": "assistant", "content": "Order 7 is delivered.", "tool_calls": None},
+    ]
+    edited = [{**seeded[0], "content": "Create two tasks."}, *seeded[1:]]  # not the history: the agent's own
+    path = write_results(tmp_path, [task], [_sim("s1", "t", [*seeded, *own]), _sim("s2", "t", [*edited, *own])])
+    _, items = read(path)
+    trajectories = ok(items)
+    first, second = trajectories["s1"], trajectories["s2"]
+    assert [s.name for s in first.steps] == ["get_order"] and first.metadata["seeded_messages"] == 4
+    assert "Refunded order 1." not in [m for t in first.turns for m in t.agent_messages]
+    assert [s.name for s in second.steps] == ["refund", "get_order"] and "seeded_messages" not in second.metadata
+
+
 def test_default_reward_basis_is_taus(tmp_path):
     task = _task("t", actions=[{"action_id": "a", "name": "refund", "arguments": {}}], communicate_info=["7"])
     del task["evaluation_criteria"]["reward_basis"]

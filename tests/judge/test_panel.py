@@ -135,6 +135,53 @@ async def test_weighted_plurality_for_a_rubric_the_file_does_not_cover(server, t
     assert d.label == "unsupported" and "weighted plurality" in d.reason  # 2.5 beats 0.3 + 0.3
 
 
+def _per_rubric_weights(tmp_path, extra=None):
+    """A weights file of a gold set calibrated per rubric (calibration.per_rubric_weights): judge-c is
+    reliable on answer_correctness only; groundedness has no entry."""
+    weak = {"weight": 0.3, "tpr": 0.6, "tnr": 0.55, "n": 100}
+    payload = {
+        "version": 1,
+        "method": "log_odds",
+        "rubric": None,
+        "positive_label": None,
+        "prior_log_odds": 0.0,
+        "judges": {},
+        "rubrics": {
+            "answer_correctness": {
+                "positive_label": "correct",
+                "prior_log_odds": 0.0,
+                "judges": {"openai:judge-a": weak, "anthropic:judge-b": weak, "openai:judge-c": {"weight": 2.5, "tpr": 0.95, "tnr": 0.97, "n": 800}},
+            },
+        },
+        **(extra or {}),
+    }
+    path = tmp_path / "weights.json"
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    return path
+
+
+async def test_per_rubric_weights_decide_each_rubric_by_its_own_entry(server, tmp_path):
+    from judge import JudgeRequest
+
+    server.set_default("judge-a", Reply("correct")).set_default("judge-b", Reply("correct")).set_default("judge-c", Reply("incorrect"))
+    panel = make_panel(tmp_path, MIXED, rule="weighted", weights_path=_per_rubric_weights(tmp_path))
+    [d] = await decide(panel, [answer_request()])
+    assert d.label == "incorrect" and "log-odds -2.3" in d.reason  # the answer_correctness entry, as in a one-rubric file
+    server.set_default("judge-a", Reply("supported")).set_default("judge-b", Reply("supported")).set_default("judge-c", Reply("unsupported"))
+    panel = make_panel(tmp_path, MIXED, rule="weighted", weights_path=_per_rubric_weights(tmp_path))
+    req = JudgeRequest(key="t/1/grounding", rubric="groundedness", material={"question": "q", "answer": "a", "tool_outputs": []})
+    [g] = await decide(panel, [req])
+    # no groundedness entry: judge-c's answer_correctness record does not carry over; a plain count decides
+    assert g.label == "supported" and "supported=2" in g.reason
+    assert not any("missing from the weights file" in n for n in panel.stats.notes)
+
+
+def test_a_per_rubric_weights_file_keeps_no_judges_at_the_top(tmp_path):
+    path = _per_rubric_weights(tmp_path, {"judges": {"mock:pick": {"weight": 1.0}}})
+    with pytest.raises(JudgeConfigError, match=r"field rubrics: .*rubrics\.<name>\.judges"):
+        build_panel(JudgeSettings(judges=["mock:pick"], rule="weighted", weights_path=path, no_cache=True))
+
+
 async def test_decisions_keep_request_order_under_concurrency(server, tmp_path):
     def by_parity(body):  # the label depends on the request, so a reordering would show
         text = json.dumps(body["messages"])

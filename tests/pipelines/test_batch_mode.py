@@ -42,8 +42,10 @@ def _by_rubric(body: dict) -> Reply:
 
 
 def _grade(files, out: Path, *extra: str, code: int = 0):
+    """``judge grade`` without control items unless asked (these tests count the calls; test_controls has them in batch mode)."""
     tasks, traj = files
-    res = runner.invoke(app, ["grade", "--tasks", str(tasks), "--trajectories", str(traj), "--out", str(out), "--workers", "1", *extra])
+    controls = [] if "--controls" in extra else ["--controls", "off"]
+    res = runner.invoke(app, ["grade", "--tasks", str(tasks), "--trajectories", str(traj), "--out", str(out), "--workers", "1", *controls, *extra])
     assert res.exit_code == code, res.output
     return res
 
@@ -367,7 +369,9 @@ def test_judge_resume_continues_an_interrupted_online_run_from_its_folder(server
     out = tmp_path / "run"
     with monkeypatch.context() as m:
         m.setattr(RunState, "append_round", dying)
-        killed = runner.invoke(app, ["grade", "--tasks", str(files[0]), "--trajectories", str(files[1]), "--out", str(out), "--workers", "1", *judges])
+        killed = runner.invoke(
+            app, ["grade", "--tasks", str(files[0]), "--trajectories", str(files[1]), "--out", str(out), "--workers", "1", "--controls", "off", *judges]
+        )
     assert killed.exit_code != 0 and _chat_calls(server) == 2
     _resume(out)
     assert _chat_calls(server) == 6  # the journaled round is never asked again

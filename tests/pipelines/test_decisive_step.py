@@ -117,57 +117,41 @@ def test_every_failure_of_the_bundled_sample_names_its_decisive_step(tmp_path):
 
 
 # ---- judged -----------------------------------------------------------------------------------------
-def test_a_judge_names_the_decisive_call_in_its_verdict(server, tmp_path):
+def _judged(server, tmp_path, steps: list[dict], reply: Reply) -> dict:
+    """Grade one trajectory that needs the sufficiency judge (the reference read was never made)."""
     tools = [
         {"name": "winner", "parameters": {"type": "object", "properties": {"year": {"type": "integer"}}}},
         {"name": "news", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}},
     ]
-    the_task = {
-        "task_id": "t",
-        "question": "Who won in 2012?",
-        "gold_answer": "Usain Bolt",
-        "tools": tools,
-        "reference_calls": [{"name": "winner", "arguments": {"year": 2012}}],
-    }
-    steps = [
-        {"name": "news", "arguments": {"q": "2008 winner"}, "result": "Bolt wins"},
-        {"name": "news", "arguments": {"q": "2012 winner"}, "result": "Bolt again"},
-    ]
+    the_task = {"task_id": "t", "question": "Who won in 2012?", "gold_answer": "Usain Bolt", "tools": tools}
+    the_task["reference_calls"] = [{"name": "winner", "arguments": {"year": 2012}}]
     (tmp_path / "tasks.jsonl").write_text(json.dumps(the_task) + "\n")
     (tmp_path / "traj.jsonl").write_text(json.dumps({"task_id": "t", "trajectory_id": "news", "steps": steps, "final_answer": "Usain Bolt"}) + "\n")
-    server.set_default("judge-a", Reply("insufficient", decisive_step=1))
+    server.set_default("judge-a", reply)
     out = tmp_path / "run"
     args = ["grade", "--tasks", str(tmp_path / "tasks.jsonl"), "--trajectories", str(tmp_path / "traj.jsonl"), "--out", str(out)]
     res = CliRunner().invoke(app, [*args, "--judge", "openai:judge-a", "--cache", str(tmp_path / "c.sqlite3")])
     assert res.exit_code == 0, res.output
     (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    return row
+
+
+def test_a_judge_names_the_decisive_call_in_its_verdict(server, tmp_path):
+    steps = [
+        {"name": "news", "arguments": {"q": "2008 winner"}, "result": "Bolt wins"},
+        {"name": "news", "arguments": {"q": "2012 winner"}, "result": "Bolt again"},
+    ]
+    row = _judged(server, tmp_path, steps, Reply("insufficient", decisive_step=1))
     assert (row["verdict"], row["failure_stage"]) == ("fail", "tool_selection")
     d = row["decisive_step"]
     assert (d["at"], d["step"], d["tool"], d["check"], d["decided_by"]) == ("call", 1, "news", "calls", "judge:panel")
     calls = next(c for c in row["turns"][0]["checks"] if c["check"] == "calls")
     assert calls["decision"]["decisive_step"] == 1 and calls["decision"]["votes"][0]["decisive_step"] == 1
-    sent = json.dumps(server.requests[0].body)  # the judge saw each call's step and was asked for decisive_step
+    sent = next(b for b in (json.dumps(r.body) for r in server.requests) if "2008 winner" in b)  # the real question, not a control
+    # the judge saw each call's step and was asked for decisive_step
     assert "decisive_step" in sent and '\\"step\\": 1' in sent
 
 
 def test_a_step_the_judge_names_outside_the_turn_is_not_kept(server, tmp_path):
-    tools = [
-        {"name": "winner", "parameters": {"type": "object", "properties": {"year": {"type": "integer"}}}},
-        {"name": "news", "parameters": {"type": "object"}},
-    ]
-    the_task = {
-        "task_id": "t",
-        "question": "Who won in 2012?",
-        "gold_answer": "Usain Bolt",
-        "tools": tools,
-        "reference_calls": [{"name": "winner", "arguments": {"year": 2012}}],
-    }
-    (tmp_path / "tasks.jsonl").write_text(json.dumps(the_task) + "\n")
-    steps = [{"name": "news", "arguments": {"q": "2012"}, "result": "Bolt"}]
-    (tmp_path / "traj.jsonl").write_text(json.dumps({"task_id": "t", "trajectory_id": "x", "steps": steps, "final_answer": "Usain Bolt"}) + "\n")
-    server.set_default("judge-a", Reply("insufficient", decisive_step=7))
-    out = tmp_path / "run"
-    args = ["grade", "--tasks", str(tmp_path / "tasks.jsonl"), "--trajectories", str(tmp_path / "traj.jsonl"), "--out", str(out)]
-    assert CliRunner().invoke(app, [*args, "--judge", "openai:judge-a", "--cache", str(tmp_path / "c.sqlite3")]).exit_code == 0
-    (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    row = _judged(server, tmp_path, [{"name": "news", "arguments": {"q": "2012"}, "result": "Bolt"}], Reply("insufficient", decisive_step=7))
     assert row["decisive_step"]["at"] == "end" and row["decisive_step"]["step"] == 1  # no call 7: the judged turn's end

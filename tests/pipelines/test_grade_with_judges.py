@@ -45,6 +45,7 @@ def _grade(files, out: Path, *extra: str):
 def test_panel_decides_only_the_inconclusive_case_and_the_cache_replays_it(server, files, tmp_path):
     server.set_default("judge-a", Reply("correct")).set_default("judge-b", Reply("correct")).set_default("judge-c", Reply("incorrect"))
     judges = ["--judge", "openai:judge-a", "--judge", "anthropic:judge-b", "--judge", "openai:judge-c", "--cache", str(tmp_path / "c.sqlite3")]
+    judges += ["--controls", "off"]  # counted here: control items are tested in test_controls
     first = _grade(files, tmp_path / "run1", *judges)
     assert server.calls() == 3  # one request (the paraphrase), three judges
     assert (first["exact"]["decided_by"], first["wrong-args"]["failure_stage"]) == ("deterministic", "argument_values")

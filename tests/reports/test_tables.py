@@ -96,6 +96,25 @@ def test_judge_votes_calibration_and_corrected_pass_rate(judged_run: Path, tmp_p
     assert calib.set_index("rater")["used_in_run"].all()  # both calibrated judges and the panel voted here
 
 
+def test_a_per_rubric_calibration_is_listed_per_rubric_and_corrects_nothing(judged_run: Path, tmp_path: Path):
+    """``judge calibrate`` on a gold set of several rubrics writes one section per rubric; one judge's
+    TPR/TNR differ per rubric, so no single correction applies, and the report says what to do."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(judged_run, run)
+    flat = json.loads((run / "calibration.json").read_text())
+    sectioned = {"rubric": None, "rubrics": {"answer_correctness": flat, "groundedness": {"judges": flat["judges"], "panels": {}}}}
+    (run / "calibration.json").write_text(json.dumps(sectioned))
+    build_report([run], tmp_path / "out")
+    calib = pd.read_csv(tmp_path / "out" / "tables" / "calibration.csv")
+    assert set(calib["rater"]) == {f"{j} ({r})" for j in JUDGES[:2] for r in ("answer_correctness", "groundedness")} | {f"{PANEL} (answer_correctness)"}
+    assert calib["used_in_run"].all()
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "No corrected pass rate: calibration.json holds one section per rubric (answer_correctness, groundedness)" in md
+    assert "--rubric NAME" in md and "Pass rate corrected for judge error" not in md
+
+
 def test_no_calibration_degrades_gracefully(graded_run: Path, tmp_path: Path):
     build_report([graded_run], tmp_path)
     md = (tmp_path / "report.md").read_text()
