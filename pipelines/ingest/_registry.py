@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipelines.ingest import _anthropic, _bfcl, _bfcl_results, _inspect, _native, _openai, _otel, _responses, _tau2, _vakra
+from pipelines.ingest import _anthropic, _bfcl, _bfcl_results, _inspect, _langchain, _native, _openai, _otel, _pydantic_ai, _responses, _tau2, _vakra
 from pipelines.ingest._base import BundleFormat, TaskFormat, TrajectoryFormat
 from pipelines.ingest._usage import UsageError
 
@@ -24,14 +24,16 @@ TRAJECTORY_REGISTRY: dict[str, TrajectoryFormat] = {
         _vakra.TRAJECTORIES,
         _bfcl_results.TRAJECTORIES,
         _responses.TRAJECTORIES,
+        _langchain.TRAJECTORIES,
+        _pydantic_ai.TRAJECTORIES,
     )
 }
 BUNDLE_REGISTRY: dict[str, BundleFormat] = {f.name: f for f in (_tau2.BUNDLE, _inspect.BUNDLE, _otel.BUNDLE)}
 # detection order: the most specific signatures first (the framework dumps, then anthropic, then
 # the openai fallback, which takes any {messages} object)
-_TRAJECTORY_DETECTION = ("native", "vakra", "bfcl", "responses", "anthropic", "openai")
+_TRAJECTORY_DETECTION = ("native", "vakra", "bfcl", "langchain", "pydantic-ai", "responses", "anthropic", "openai")
 # bare message lists (no task id around them): the frameworks' own dumps
-_BARE_DETECTION = ("responses",)
+_BARE_DETECTION = ("langchain", "pydantic-ai", "responses")
 
 TASK_FORMATS: tuple[str, ...] = tuple(TASK_REGISTRY)
 TRAJECTORY_FORMATS: tuple[str, ...] = (*TRAJECTORY_REGISTRY, *BUNDLE_REGISTRY)
