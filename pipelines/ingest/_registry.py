@@ -10,7 +10,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipelines.ingest import _anthropic, _bfcl, _bfcl_results, _inspect, _langchain, _native, _openai, _otel, _pydantic_ai, _responses, _tau2, _vakra
+from pipelines.ingest import (
+    _agents_trace,
+    _anthropic,
+    _bfcl,
+    _bfcl_results,
+    _inspect,
+    _langchain,
+    _native,
+    _openai,
+    _otel,
+    _pydantic_ai,
+    _responses,
+    _tau2,
+    _vakra,
+)
 from pipelines.ingest._base import BundleFormat, TaskFormat, TrajectoryFormat
 from pipelines.ingest._usage import UsageError
 
@@ -28,7 +42,7 @@ TRAJECTORY_REGISTRY: dict[str, TrajectoryFormat] = {
         _pydantic_ai.TRAJECTORIES,
     )
 }
-BUNDLE_REGISTRY: dict[str, BundleFormat] = {f.name: f for f in (_tau2.BUNDLE, _inspect.BUNDLE, _otel.BUNDLE)}
+BUNDLE_REGISTRY: dict[str, BundleFormat] = {f.name: f for f in (_tau2.BUNDLE, _inspect.BUNDLE, _otel.BUNDLE, _agents_trace.BUNDLE)}
 # detection order: the most specific signatures first (the framework dumps, then anthropic, then
 # the openai fallback, which takes any {messages} object)
 _TRAJECTORY_DETECTION = ("native", "vakra", "bfcl", "langchain", "pydantic-ai", "responses", "anthropic", "openai")
