@@ -284,6 +284,7 @@ class _Stream:
         self.undetected: str | None = None  # message when the first object matched no format
         self.seen: dict[tuple[str, str], int | None] = {}
         self._held: list[RawItem] = []  # unreadable items before the format was detected
+        self._absorbed = 0  # raw items read into a bare list beyond its first: rows number one per list
 
     def items(self) -> Iterator[Loaded]:
         raws = _Lookahead(read_items(self.path, self.limits, self.start))
@@ -331,10 +332,12 @@ class _Stream:
         if broken is not None:
             assert broken.error is not None
             info = broken.error.model_copy(update={"message": f"{broken.error.message} (a message of the bare message list starting at line {first.line})"})
-            source = SourceRef(file=self.name, line=first.line, item=first.index)
-            yield self._error(source, info, None, default_trajectory_id(self.name, first.line))
-            return
-        yield self._load(RawItem(line=first.line, index=first.index, value=[g.value for g in group]), lines=[g.line for g in group])
+            source = SourceRef(file=self.name, line=first.line, item=first.index - self._absorbed)
+            loaded = self._error(source, info, None, default_trajectory_id(self.name, first.line))
+        else:
+            loaded = self._load(RawItem(line=first.line, index=first.index, value=[g.value for g in group]), lines=[g.line for g in group])
+        self._absorbed += len(group) - 1
+        yield loaded
 
     def _detected(self, name: str) -> Iterator[Loaded]:
         self.fmt = TRAJECTORY_REGISTRY[name]
@@ -368,7 +371,7 @@ class _Stream:
     def _load(self, raw: RawItem, lines: list[int] | None = None) -> Loaded:
         """One item as one row; ``lines``: the line of each message of a bare list read from a
         top-level array (an error names the line of its message)."""
-        source = SourceRef(file=self.name, line=raw.line, item=raw.index)
+        source = SourceRef(file=self.name, line=raw.line, item=raw.index - self._absorbed)
         default = default_trajectory_id(self.name, raw.line)
         if raw.error is not None:
             return self._error(source, raw.error, None, default)

@@ -109,10 +109,9 @@ def describe_bare(messages: list[Any]) -> str:
     """What a bare list that no format recognised looks like (for the detection error)."""
     first = next((m for m in messages if isinstance(m, dict)), None)
     names = ", ".join(n for n in _BARE_DETECTION)
+    size = f"{len(messages)} item{'s' if len(messages) != 1 else ''}"
     if first is None:
-        return f"a JSON array of {len(messages)} items, none of them an object; bare message lists are read for {names}"
+        return f"a JSON array of {size}, none of them an object; bare message lists are read for {names}"
     marks = {k: first[k] for k in ("type", "role", "kind", "part_kind") if isinstance(first.get(k), str)}
     shown = f" ({', '.join(f'{k}={v!r}' for k, v in marks.items())})" if marks else ""
-    return (
-        f"a JSON array of {len(messages)} items read as a bare message list, the first with keys {sorted(first)[:12]}{shown}: the messages of none of {names}"
-    )
+    return f"a JSON array of {size} read as a bare message list, the first with keys {sorted(first)[:12]}{shown}: the messages of none of {names}"
