@@ -288,14 +288,16 @@ class _Stream:
 
     def items(self) -> Iterator[Loaded]:
         raws = _Lookahead(read_items(self.path, self.limits, self.start))
+        decided = False  # whether the top-level array's first readable item said what the array holds
         for raw in raws:
-            if raw.in_array and (self.fmt is None or self.fmt.bare is not None):
+            if raw.in_array and not decided and (self.fmt is None or self.fmt.bare is not None):
                 lead = [raw]  # items of the array that cannot say yet whether it is a message list
                 while lead[-1].error is not None and (following := next(raws, None)) is not None:
                     if not following.in_array:
                         raws.give_back(following)
                         break
                     lead.append(following)
+                decided = lead[-1].error is None
                 if self._starts_message_list(lead[-1]):
                     yield from self._message_list(lead, raws)
                     continue

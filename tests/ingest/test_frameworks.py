@@ -347,3 +347,22 @@ def test_real_langgraph_state_of_the_langfuse_export(tmp_path, write_jsonl):
     assert step.result == [{"url": "https://example.com", "title": "Example Result", "q": "example"}]
     assert traj.final_answer.startswith('The search for "example" primarily leads to the website')
     assert traj.token_usage.input_tokens > 0
+
+
+def test_an_array_of_transcripts_stays_one_row_each_when_one_is_broken(tmp_path, tasks):
+    """The array's first readable item says what it holds: here transcripts, so a later item
+    that looks like a message is that item's error, not the start of a message list."""
+    runs = _lines(FRAMEWORKS / "agents_input_list_wrapped.jsonl")
+    runs.insert(1, {"role": "user", "content": "What is 17 + 25?"})
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(runs, indent=1), encoding="utf-8")
+    items = _read(path, "responses", tasks=tasks)
+    assert [x.error.field if x.error else x.trajectory.task_id for x in items] == ["add", "items", "weather", "mul"]
+
+
+def test_agents_trace_items_in_one_json_array(tmp_path):
+    items = _lines(FRAMEWORKS / "agents_trace.jsonl")
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(items, indent=1), encoding="utf-8")
+    assert detect_trajectory_format(path) == "agents-trace"
+    assert sorted(x.trajectory.task_id for x in _read(path)) == ["add", "mul", "weather"]
