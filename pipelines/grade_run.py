@@ -271,7 +271,7 @@ class _Inputs:
         """The trajectories read as one stream (the reader detecting the format), named as given."""
         items = self.bundle_items
         if items is None:
-            items = read_trajectories(self.trajectories.path, self.opts.trajectory_format, self.opts.limits, strict=self.opts.strict).items
+            items = read_trajectories(self.trajectories.path, self.opts.trajectory_format, self.opts.limits, strict=self.opts.strict, tasks=self.taskset).items
         spooled = {str(s.path): s.display for s in self.spools}
         return (_renamed_loaded(loaded, spooled) for loaded in items) if spooled else items
 
