@@ -195,12 +195,12 @@ def _print_problems(summary: RunSummary) -> None:
         for e in mine[:_SHOWN_ERRORS]:
             where = e.file + (f":{e.line}" if e.line is not None else "")
             field = f" field {e.field}" if e.field else ""
-            console.print(labelled(f"{scope} error", f"{where}:{field} {e.message} [{e.kind}]"))
+            console.print(labelled(f"{scope} error", f"{where}:{field} {e.message} [{e.kind}]"), soft_wrap=True)  # one line each, piped or not
         if len(mine) > _SHOWN_ERRORS:
             console.print(f"... and {len(mine) - _SHOWN_ERRORS} more {scope} errors (all in summary.json)", style="red")
     for kind, fields in summary.input_warnings.items():
         for pattern, w in fields.items():
-            console.print(labelled("warning", f"{kind} {pattern}: {w.message} ({w.count}x, first at {w.first})", "yellow"))
+            console.print(labelled("warning", f"{kind} {pattern}: {w.message} ({w.count}x, first at {w.first})", "yellow"), soft_wrap=True)
 
 
 def _print_summary(summary: RunSummary, out: Path) -> None:
@@ -295,6 +295,15 @@ def grade(
         Optional[float], typer.Option(min=0.0, max=1.0, help="Control accuracy below which a judge is set aside (default 0.8).")
     ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Fields the schema does not know are errors instead of warnings.")] = False,
+    task_key: Annotated[
+        Optional[str],
+        typer.Option(
+            "--task-key",
+            metavar="ATTRIBUTE",
+            help="OTel traces: the span attribute, metadata key (metadata.KEY) or key:value tag that holds the task id "
+            "(default: task.id / task_id attributes, then metadata or tags named task_id / task / example_id, then gen_ai.conversation.id / session.id).",
+        ),
+    ] = None,
     labels: Annotated[
         Optional[Path],
         typer.Option(
@@ -372,6 +381,7 @@ def grade(
         replayer=build_replayer(replay),
         command=["judge", *sys.argv[1:]],
         strict=strict,
+        task_key=task_key,
         labels=labels,
         tool_specs=tool_specs,
         workers=workers or default_workers(),

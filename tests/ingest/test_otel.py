@@ -121,6 +121,7 @@ def test_semconv_tool_call_example(fixtures):
         "chat_spans": 2,
         "tool_spans": 1,
         "conversation_id": "conv-paris-1",
+        "task_id_from": "trajectory_judge.task_id",
         "models": ["gpt-4-0613"],
         "service": "weather-agent",
     }
