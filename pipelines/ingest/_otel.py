@@ -24,8 +24,14 @@ Langfuse TOOL, OpenInference TOOL or a span with ``gen_ai.tool.name``):
   which also handles frameworks that send only the new messages;
 - a tool span answers the call with its ``gen_ai.tool.call.id`` (else the oldest unanswered call
   of that tool); with no such call (content capture off) the span itself is the call, with
-  ``gen_ai.tool.call.arguments`` / ``input.value`` as arguments; ``error.type`` or an error
-  status fails it;
+  ``gen_ai.tool.call.arguments`` / ``input.value`` as arguments, or, when it records none, with
+  arguments unknown (``Step.arguments`` None, never ``{}``); ``error.type`` or an error status
+  fails it;
+- content not recorded (the instrumentations' default): a turn whose last model output (chat span
+  output, or an agent span's output) records no content, or a conversation with no output
+  recorded at all, has an unknown answer (``answer_recorded`` false, not "no answer"); the
+  trajectory's ``not_recorded`` then says how to record it (``NOT_RECORDED``), and grading leaves
+  what depends on it undecided;
 - results pair with the most recent unanswered call of their id (as ``TurnBuilder``: a result
   while two such calls are unanswered is an input error, one that answers no call is kept in
   ``metadata.orphan_results`` with a warning); a call never answered keeps status ``unknown``.
@@ -57,6 +63,10 @@ from pipelines.ingest._reader import read_items
 _CHAT_OPS = {"chat", "generate_content", "text_completion", "completion", "responses"}
 _AGENT_OPS = {"invoke_agent", "invoke_workflow"}
 _MAX_SNIFF_SPANS = 50
+NOT_RECORDED = (
+    "content not recorded: set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true "
+    "(span_only for instrumentations built on opentelemetry-util-genai, such as opentelemetry-instrumentation-openai-v2 2.x)"
+)
 
 # ---------------------------------------------------------------- detection
 
@@ -153,7 +163,7 @@ def _system_instructions(span: Span) -> list[str]:
 @dataclass
 class _Step:
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] | None  # None: not recorded (a tool span without content)
     call_id: str | None
     round: int | None
     path: str
@@ -196,7 +206,14 @@ class _Transcript:
         return self.turns[-1]
 
     def start(self, query: str | None) -> None:
-        self.turns.append({"turn_id": str(len(self.turns) + 1), "query": query, "steps": [], "final_answer": None, "agent_messages": []})
+        self.turns.append(
+            {"turn_id": str(len(self.turns) + 1), "query": query, "steps": [], "final_answer": None, "agent_messages": [], "answer_recorded": None}
+        )
+
+    def produced(self, recorded: bool) -> None:
+        """The model (or the agent) produced its output for the current turn; ``recorded``: the
+        output's content is in the spans. The turn's answer is its last production's."""
+        self.turn["answer_recorded"] = recorded
 
     def new_round(self, span_id: str | None) -> int:
         if span_id is not None and span_id in self.round_of_span:
@@ -208,9 +225,10 @@ class _Transcript:
         return number
 
     # -- steps
-    def call(self, call: Call, round_: int | None, path: str) -> _Step:
+    def call(self, call: Call, round_: int | None, path: str, *, recorded: bool = True) -> _Step:
+        """``recorded=False``: the call's arguments were not recorded (its step's are None)."""
         arguments, error = _arguments(call.arguments)
-        step = _Step(call.name, arguments, call.id, round_, path, error=error)
+        step = _Step(call.name, arguments if recorded else None, call.id, round_, path, error=error)
         if error is not None:
             step.status = "error"  # unreadable arguments: the agent's malformed call
         self.steps.append(step)
@@ -339,12 +357,24 @@ def _tool_span(t: _Transcript, span: Span) -> None:
             t.ctx.warn("otel_tool_arguments", f"arguments of tool span {name!r} are not a JSON object; recorded as {{}}", span.path)
             args = {}
         elif raw_args is None:
-            t.ctx.warn("otel_arguments_not_recorded", f"tool span {name!r} records no arguments (content capture off?); recorded as {{}}", span.path)
-        step = t.call(Call(call_id, name, args), round_, span.path)
+            t.ctx.warn("otel_arguments_not_recorded", f"tool span {name!r} records no arguments (content capture off?): they are unknown", span.path)
+        step = t.call(Call(call_id, name, args), round_, span.path, recorded=raw_args is not None)
     if result is not None:
         t.answer(step, result, status, error)
     elif step.status is None:
         step.status = status  # it ran; what it returned was not recorded (a later message may say)
+
+
+def _unrecorded_answers(t: _Transcript) -> None:
+    """A turn whose last production was not recorded has an unknown answer (not a missing one);
+    with no production recorded anywhere (only tool spans, or chat spans without content), no turn's
+    answer is known."""
+    anything = any(turn["answer_recorded"] for turn in t.turns)
+    for turn in t.turns:
+        if turn["answer_recorded"] is None:
+            turn["answer_recorded"] = anything
+        if not turn["answer_recorded"]:
+            turn["final_answer"] = None
 
 
 def _exception_message(span: Span) -> str | None:
@@ -493,13 +523,17 @@ def build_trajectory(conversation: _Conversation, ctx: ItemContext) -> Trajector
         if what == "chat":
             t.last_model_span = span.span_id
         if what in ("chat", "agent_out"):
-            extracted = messages_from(_messages_value(span, "output"), "assistant")
+            output = _messages_value(span, "output")
+            extracted = messages_from(output, "assistant")
             tools.extend(extracted.tools)
             system.extend(extracted.system)
             _absorb(t, extracted.messages, fresh=what == "chat", span=span, path=f"{span.path}.output")
+            if what == "chat" or output is not None:  # an agent span without output says nothing of the answer
+                t.produced(output is not None)
     chat_spans = [s for s in spans if kinds[s.span_id] == "chat"]
     if not t.turns:
         t.start(None)
+    _unrecorded_answers(t)
     if not t.steps and not any(turn["agent_messages"] for turn in t.turns):
         ctx.warn("otel_no_content", "no message content or tool span was recorded (GenAI content capture is opt-in)", None)
     first = root_first(spans)[0] if spans else None
@@ -533,6 +567,7 @@ def build_trajectory(conversation: _Conversation, ctx: ItemContext) -> Trajector
     if any(langfuse):
         metadata["langfuse"] = langfuse
     turns = [{**turn, "steps": [s.as_dict() for s in turn["steps"]]} for turn in t.turns]
+    unrecorded = any(s.arguments is None for s in t.steps) or not all(turn["answer_recorded"] for turn in t.turns)
     data = {
         "task_id": task_id,
         "trajectory_id": trajectory_id,
@@ -541,6 +576,7 @@ def build_trajectory(conversation: _Conversation, ctx: ItemContext) -> Trajector
         "token_usage": _usage(chat_spans),
         "metadata": metadata,
         "external_labels": _labels(conversation),
+        "not_recorded": NOT_RECORDED if unrecorded else None,
     }
     try:
         return Trajectory.model_validate(data)
