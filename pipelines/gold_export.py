@@ -118,7 +118,7 @@ def export_label_set(
 
         replayer = Replayer()
     items: dict[str, LabelItem] = {}
-    for index, loaded in enumerate(iter_trajectories(inputs["trajectories"]["path"], _fmt(inputs["trajectories"]))):
+    for index, loaded in enumerate(iter_trajectories(inputs["trajectories"]["path"], _fmt(inputs["trajectories"]), tasks=taskset)):
         if index not in wanted:
             continue
         row = rows[index]

@@ -276,7 +276,7 @@ class _Inputs:
         items = self.bundle_items
         if items is None:
             items = read_trajectories(
-                self.trajectories.path, self.opts.trajectory_format, self.opts.limits, strict=self.opts.strict, task_key=self.opts.task_key
+                self.trajectories.path, self.opts.trajectory_format, self.opts.limits, strict=self.opts.strict, tasks=self.taskset, task_key=self.opts.task_key
             ).items
         spooled = {str(s.path): s.display for s in self.spools}
         return (_renamed_loaded(loaded, spooled) for loaded in items) if spooled else items

@@ -85,7 +85,13 @@ def grade_shard(ctx: GradingContext, shard: Shard) -> ShardResult:
     grader = ShardGrader(ctx, raw.index, shard.first_item)
     stream = ShardStream(raw, ctx.name)
     items = read_trajectories(
-        cast("IO[bytes]", stream), ctx.fmt, ctx.limits, strict=ctx.strict, start=(raw.first_line, shard.first_item, raw.first_byte), seen=shard.seen
+        cast("IO[bytes]", stream),
+        ctx.fmt,
+        ctx.limits,
+        strict=ctx.strict,
+        start=(raw.first_line, shard.first_item, raw.first_byte),
+        seen=shard.seen,
+        tasks=ctx.tasks,
     ).items
     for loaded in items:
         if not grader.add(loaded, shard.only):

@@ -92,6 +92,9 @@ class Vote(BaseModel):
     confidence: float | None = None
     model_version: str | None = None
     decisive_step: int | None = None  # the step the judge named as where the trajectory went wrong (policy, calls rubrics)
+    # What reading the judge's answer took (judge.llm._reading): "confidence: 78 is outside 0..1, read
+    # as a percentage (0.78)", "control_characters: ...". None: the answer needed no repair.
+    repairs: list[str] | None = None
     cached: bool = False
     input_tokens: int = 0
     output_tokens: int = 0

@@ -24,7 +24,18 @@ from judge.llm._providers import (
     retry_after_seconds,
 )
 from judge.llm._rubric import JudgeVerdict, Rubric, register_rubric, registered_rubrics
-from judge.llm._settings import ConfigFile, JudgeConfigError, JudgeSettings, PanelConfig, PriceConfig, ProviderConfig, RetryConfig, load_config_file
+from judge.llm._settings import (
+    ConfigFile,
+    JudgeConfigError,
+    JudgeSettings,
+    PanelConfig,
+    PriceConfig,
+    ProviderConfig,
+    ProviderDefaults,
+    RetryConfig,
+    is_local_url,
+    load_config_file,
+)
 from judge.llm._sharded import SHARD_MIN_REQUESTS, ShardedPanel, shard_panel
 from judge.llm._usage import CallStats, JudgeUsage
 from judge.llm._voting import Tally, tally
@@ -59,6 +70,7 @@ __all__ = [
     "PanelStats",
     "PriceConfig",
     "ProviderConfig",
+    "ProviderDefaults",
     "RateLimiter",
     "RetryConfig",
     "RetryPolicy",
@@ -75,6 +87,7 @@ __all__ = [
     "complete_online",
     "cost_usd",
     "create_client",
+    "is_local_url",
     "load_config_file",
     "load_weights",
     "majority_of",

@@ -13,7 +13,9 @@ next:
 4. limits: the global and the provider's concurrency slots, the provider's request rate;
 5. attempts through the transport (by default the client's ``complete``); a failure the client's
    ``should_retry`` accepts is retried with backoff, honouring Retry-After; the budget is checked
-   before every attempt;
+   before every attempt. Each judge's deadline and retries are its provider's setting, else the
+   run's, else what fits its provider (``JudgeClient.defaults``: a local server waits longer and
+   retries less often than a hosted API);
 6. record: the answer (or a provider answer that is itself a failure, such as a refusal) goes to
    the cache the moment it arrives; tokens and cost to the stats and the budget.
 
@@ -49,8 +51,9 @@ from judge.core._verdict import Vote
 from judge.llm._cache import JudgeCache, KeyTemplate
 from judge.llm._limits import Budget, RateLimiter, RetryPolicy, cost_usd, price_for
 from judge.llm._providers import Completion, JudgeCallError, JudgeClient
+from judge.llm._reading import READER_VERSION, repairs_of
 from judge.llm._rubric import Rubric
-from judge.llm._settings import PriceConfig, ProviderConfig
+from judge.llm._settings import DEFAULT_CONCURRENCY, HOSTED, PriceConfig, ProviderConfig, RetryConfig, layered_retry
 from judge.llm._usage import CallStats
 
 log = logging.getLogger("judge.caller")
@@ -132,10 +135,10 @@ class JudgeCaller:
         offline: bool = False,
         max_cost_usd: float | None = None,
         retry: RetryPolicy | None = None,
-        concurrency: int = 32,
+        concurrency: int = DEFAULT_CONCURRENCY,
         providers: Mapping[str, ProviderConfig] | None = None,
         prices: Mapping[str, PriceConfig] | None = None,
-        timeout_s: float = 60.0,
+        timeout_s: float | None = None,
         transport: Transport = complete_online,
         batch: BatchPort | None = None,
         claim_lease_s: float = 30.0,
@@ -146,7 +149,7 @@ class JudgeCaller:
         self.cache = cache
         self.offline = offline
         self.budget = Budget(max_cost_usd)
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or RetryPolicy()  # the run's: every judge's unless its provider sets its own
         self.concurrency = concurrency
         self.providers = dict(providers or {})
         self.prices = dict(prices or {})
@@ -157,16 +160,32 @@ class JudgeCaller:
         self.claim_poll_s = claim_poll_s
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         self._keys: dict[tuple[str, str, str], KeyTemplate] = {}  # (judge, rubric, version) -> its cache keys
+        self._retries: dict[str, RetryConfig] = {}  # judge -> its retry settings, where not the run's
         for client in self.clients:
             provider = self.providers.get(client.provider)
             in_flight = min(concurrency, provider.concurrency) if provider is not None and provider.concurrency else concurrency
-            client.configure(timeout_s=client.config.timeout_s or timeout_s, max_connections=in_flight)
+            client.configure(timeout_s=client.config.timeout_s or timeout_s or client.defaults().timeout_s, max_connections=in_flight)
+            own = layered_retry(client.config.retry, None if retry is None else retry.config, client.defaults().retry)
+            if own != self.retry.config:  # paced by the run's policy all the same (its sleep and random source)
+                self._retries[client.name] = own
+            self._note_local(client)
             usage = self.stats.judge(client.name)
             usage.price_known = price_for(client.name, client.kind, self.prices) is not None
             if not usage.price_known:
                 self.stats.note(f'no price known for {client.name}: its cost is counted as 0 (add [prices."{client.name}"] to the config)')
         if offline and cache is None:
             self.stats.note("offline without a cache: every live judge call abstains with offline_miss")
+
+    def _note_local(self, client: JudgeClient) -> None:
+        """Say in the run's notes which judges start with a local model's defaults, and how to
+        raise them (the same in every process judging for the run: no share of a limit in it)."""
+        defaults = client.defaults()
+        if defaults.where == HOSTED.where:
+            return
+        self.stats.note(
+            f"{client.name} is {'an' if defaults.where[0] in 'aeiou' else 'a'} {defaults.where} judge{f' ({client.base_url})' if client.base_url else ''}: where nothing is set it runs "
+            f"with {defaults.describe()}; [providers.{client.provider}] concurrency, timeout_s and [providers.{client.provider}.retry] change them"
+        )
 
     # --- public ---------------------------------------------------------------------------------
     def call(self, judge: JudgeClient, rubric: Rubric, messages: list[dict[str, str]]) -> JudgeCall:
@@ -245,6 +264,7 @@ class JudgeCaller:
             self.stats.count_abstention(judge.name, shared.abstain_reason)
         else:
             self.stats.count_cache_hit(judge.name)
+            self.stats.count_repairs(judge.name, shared.repairs)
         return shared.model_copy(update={"cached": not shared.abstained or shared.cached, "cost_usd": 0.0})
 
     async def _across_runs(self, call: JudgeCall, state: _LoopState) -> Vote:
@@ -314,7 +334,8 @@ class JudgeCaller:
     async def _attempts(self, call: JudgeCall, state: _LoopState) -> Vote:
         judge = call.judge
         limiter = state.limiters.get(judge.provider)
-        max_attempts = self.retry.config.max_attempts
+        retry = self._retries.get(judge.name, self.retry.config)
+        max_attempts = retry.max_attempts
         self.stats.count_call(judge.name)
         last: JudgeCallError | None = None
         attempt = 0
@@ -340,14 +361,14 @@ class JudgeCaller:
             if attempt < max_attempts and judge.should_retry(last):
                 self.stats.count_retry(last.reason)
                 log.info("retrying %s after %s: %s", judge.name, last.reason, last.message)
-                await self.retry.sleep(self.retry.delay(attempt, last.retry_after))
+                await self.retry.sleep(self.retry.delay(attempt, last.retry_after, retry))
                 continue
             break
         assert last is not None
         reason = ABSTAIN_REASON.get(last.reason, last.reason)
         message = last.message if attempt == 1 else f"after {attempt} attempts: {last.message}"
         if self.cache is not None and judge.cacheable and last.cacheable:
-            self._store(call, {"abstain": reason, "message": message, "input_tokens": last.input_tokens, "output_tokens": last.output_tokens})
+            self._store(call, _abstention_payload(reason, message, last))
         return self._abstain(judge, reason, message, input_tokens=last.input_tokens, output_tokens=last.output_tokens)
 
     # --- recording ------------------------------------------------------------------------------
@@ -361,9 +382,7 @@ class JudgeCaller:
         self._account(judge, collected.input_tokens, collected.output_tokens, batch=True)
         reason = ABSTAIN_REASON.get(collected.reason, collected.reason)
         if self.cache is not None and judge.cacheable and collected.cacheable:
-            self._store(
-                call, {"abstain": reason, "message": collected.message, "input_tokens": collected.input_tokens, "output_tokens": collected.output_tokens}
-            )
+            self._store(call, _abstention_payload(reason, collected.message, collected))
         return self._abstain(judge, reason, collected.message, input_tokens=collected.input_tokens, output_tokens=collected.output_tokens, batch=True)
 
     def _shared_collected(self, call: JudgeCall, collected: Completion | JudgeCallError) -> Vote:
@@ -375,21 +394,31 @@ class JudgeCaller:
             return vote.model_copy(update={"cost_usd": 0.0})
         self.stats.count_cache_hit(judge.name)
         verdict = collected.verdict.model_dump(mode="json")
-        return _vote_from_verdict(judge, call.rubric, verdict, collected.model_version, collected.input_tokens, collected.output_tokens, cost=0.0, cached=True)
+        repairs = repairs_of(collected.verdict)
+        self.stats.count_repairs(judge.name, repairs)
+        return _vote_from_verdict(
+            judge, call.rubric, verdict, collected.model_version, collected.input_tokens, collected.output_tokens, cost=0.0, cached=True, repairs=repairs
+        )
 
     def _record_success(self, call: JudgeCall, completion: Completion, *, batch: bool = False) -> Vote:
         judge = call.judge
         cost = self._account(judge, completion.input_tokens, completion.output_tokens, batch=batch)
         verdict = completion.verdict.model_dump(mode="json")
+        repairs = repairs_of(completion.verdict)
         if self.cache is not None and judge.cacheable:  # written the moment it arrives: an interrupted run never pays twice
-            payload = {
+            payload: dict[str, Any] = {
                 "verdict": verdict,
                 "model_version": completion.model_version,
                 "input_tokens": completion.input_tokens,
                 "output_tokens": completion.output_tokens,
             }
+            if repairs:  # the verdict is stored as read; what reading it took stays with it
+                payload["repairs"] = repairs
             self._store(call, payload)
-        return _vote_from_verdict(judge, call.rubric, verdict, completion.model_version, completion.input_tokens, completion.output_tokens, cost, cached=False)
+        self.stats.count_repairs(judge.name, repairs)
+        return _vote_from_verdict(
+            judge, call.rubric, verdict, completion.model_version, completion.input_tokens, completion.output_tokens, cost, cached=False, repairs=repairs
+        )
 
     def _account(self, judge: JudgeClient, input_tokens: int, output_tokens: int, *, batch: bool = False) -> float:
         cost = cost_usd(price_for(judge.name, judge.kind, self.prices, batch=batch), input_tokens, output_tokens)
@@ -398,9 +427,14 @@ class JudgeCaller:
         return cost
 
     def _cached_vote(self, call: JudgeCall, payload: dict[str, Any], *, shared: bool = False) -> Vote | None:
-        """A vote from a cache entry (None: an entry this schema cannot read, a miss)."""
+        """A vote from a cache entry (None: an entry this schema cannot read, a miss; so is an
+        ``unparseable`` abstention an older, stricter verdict reader recorded: this reader may
+        accept the answer, so it is asked again, see ``_reading.READER_VERSION``; offline, where
+        nothing can be asked, it is served as recorded)."""
         judge = call.judge
         inp, out = int(payload.get("input_tokens", 0)), int(payload.get("output_tokens", 0))
+        if not self.offline and payload.get("abstain") == AbstainReason.UNPARSEABLE and int(payload.get("reader") or 1) < READER_VERSION:
+            return None
         if "abstain" in payload:
             vote = Vote(
                 judge=judge.name,
@@ -416,7 +450,9 @@ class JudgeCaller:
                 verdict = call.rubric.verdict_schema.model_validate(payload["verdict"]).model_dump(mode="json")
             except (ValidationError, KeyError, TypeError):
                 return None
-            vote = _vote_from_verdict(judge, call.rubric, verdict, payload.get("model_version"), inp, out, cost=0.0, cached=True)
+            repairs = [str(n) for n in payload.get("repairs") or []]
+            vote = _vote_from_verdict(judge, call.rubric, verdict, payload.get("model_version"), inp, out, cost=0.0, cached=True, repairs=repairs)
+            self.stats.count_repairs(judge.name, repairs)
         self.stats.count_cache_hit(judge.name)
         if shared:
             self.stats.shared_with_other_runs += 1
@@ -459,6 +495,7 @@ def _vote_from_verdict(
     cost: float = 0.0,
     *,
     cached: bool,
+    repairs: list[str] | None = None,
 ) -> Vote:
     label = verdict["label"]
     return Vote(
@@ -470,8 +507,18 @@ def _vote_from_verdict(
         confidence=verdict.get("confidence"),
         model_version=model_version,
         decisive_step=verdict.get("decisive_step"),
+        repairs=list(repairs) if repairs else None,
         cached=cached,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         cost_usd=cost,
     )
+
+
+def _abstention_payload(reason: str, message: str, failure: JudgeCallError) -> dict[str, Any]:
+    """The cache entry of a provider answer that is itself the failure (a refusal, a verdict the
+    schema rejects even read leniently: ``reader`` says by which reader, ``_cached_vote``)."""
+    payload: dict[str, Any] = {"abstain": reason, "message": message, "input_tokens": failure.input_tokens, "output_tokens": failure.output_tokens}
+    if reason == AbstainReason.UNPARSEABLE:
+        payload["reader"] = READER_VERSION
+    return payload

@@ -70,9 +70,10 @@ class RetryPolicy:
     sleep: Sleep = asyncio.sleep
     rng: random.Random = field(default_factory=random.Random)
 
-    def delay(self, attempt: int, retry_after: float | None) -> float:
-        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
-        c = self.config
+    def delay(self, attempt: int, retry_after: float | None, config: RetryConfig | None = None) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based), by ``config`` (a
+        judge's own retry settings, ``JudgeCaller``) or else this policy's."""
+        c = config or self.config
         if retry_after is not None:
             return min(retry_after, c.retry_after_cap_s)
         base = min(c.max_delay_s, c.base_delay_s * (2 ** (attempt - 1)))

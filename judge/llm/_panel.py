@@ -34,7 +34,7 @@ from judge.llm._heap import old_objects_set_aside
 from judge.llm._limits import BATCH_DISCOUNT, RetryPolicy, price_for
 from judge.llm._providers import JudgeClient, create_client
 from judge.llm._rubric import Rubric, registered_rubrics, verdict_labels
-from judge.llm._settings import ConfigFile, JudgeConfigError, JudgeSettings, RetryConfig, load_config_file
+from judge.llm._settings import DEFAULT_CONCURRENCY, ConfigFile, JudgeConfigError, JudgeSettings, ProviderConfig, load_config_file
 from judge.llm._usage import CallStats
 from judge.llm._voting import agreement, tally
 from judge.llm._weights import VoteWeights, load_weights
@@ -301,9 +301,10 @@ def build_panel(
     if not settings.offline:
         for client in clients:
             client.check_ready()
-    retry_config: RetryConfig = settings.retry or config.retry
-    concurrency = settings.concurrency or config.concurrency or 32
-    providers = config.providers
+    run_retry = settings.retry or (config.retry if "retry" in config.model_fields_set else None)  # set: every judge's
+    run_concurrency = settings.concurrency or config.concurrency
+    concurrency = run_concurrency or DEFAULT_CONCURRENCY
+    providers = config.providers if run_concurrency else with_default_limits(config.providers, clients)
     if share is not None:
         index, of = share
         concurrency = _part(concurrency, index, of)
@@ -316,11 +317,11 @@ def build_panel(
         cache=None if settings.no_cache else JudgeCache(settings.resolved_cache_path()),
         offline=settings.offline,
         max_cost_usd=settings.max_cost_usd,
-        retry=retry or RetryPolicy(retry_config),
+        retry=retry or (RetryPolicy(run_retry) if run_retry is not None else None),
         concurrency=concurrency,
         providers=providers,
         prices=config.prices,
-        timeout_s=settings.timeout_s or config.timeout_s or 60.0,
+        timeout_s=settings.timeout_s or config.timeout_s,
         batch=BatchFlow(clients) if settings.mode == "batch" else None,
     )
     try:
@@ -341,6 +342,21 @@ def build_panel(
         if from_config and "min_votes" in str(exc):
             raise JudgeConfigError(f"{settings.config_path}: field panels.{panel_name}.min_votes: {exc}") from None
         raise
+
+
+def with_default_limits(providers: Mapping[str, ProviderConfig], clients: Sequence[JudgeClient]) -> dict[str, ProviderConfig]:
+    """``providers`` with the concurrency each judge's provider starts with where its section sets
+    none (``JudgeClient.defaults``: 2 for a local server, 1 in-process; hosted: none but the run's).
+    Only where the run sets no concurrency of its own: an explicit setting always wins."""
+    limits = dict(providers)
+    for client in clients:
+        default = client.defaults().concurrency
+        configured = providers.get(client.provider)
+        if default is None or (configured is not None and configured.concurrency is not None):
+            continue  # no default for this kind of provider, or the provider sets its own
+        held = limits.get(client.provider) or ProviderConfig()
+        limits[client.provider] = held.model_copy(update={"concurrency": min(default, held.concurrency or default)})
+    return limits
 
 
 def _part(total: int, index: int, of: int) -> int:

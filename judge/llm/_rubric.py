@@ -11,11 +11,16 @@ allows; ``render`` puts trajectory content only inside delimited data blocks (se
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Protocol, runtime_checkable
+from typing import Annotated, Any, Protocol, Self, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ModelWrapValidatorHandler, PrivateAttr, WithJsonSchema, model_validator
 
 from judge.core._stages import Outcome
+from judge.llm._reading import escape_control_characters, read_confidence
+
+# What the model is shown for ``confidence``: a number from 0 to 1 (as before the reading became
+# lenient: the schema is part of every cache key and rubric version, so it must not move).
+_CONFIDENCE_SCHEMA = WithJsonSchema({"type": "number", "minimum": 0.0, "maximum": 1.0})
 
 
 class JudgeVerdict(BaseModel):
@@ -23,6 +28,10 @@ class JudgeVerdict(BaseModel):
 
     Rationale comes first so a model writes its reasons before it commits to a label. Lengths are
     bounded so a grammar-constrained local model (llama.cpp) always closes its JSON in time.
+
+    Read leniently where only the form is off (``judge.llm._reading``): raw control characters in
+    JSON strings are escaped, the advisory confidence is rescaled (a percentage) or dropped (None), and
+    each repair is noted (``_repairs``). The schema shown to a model is unchanged by that.
     """
 
     rationale: str = Field(max_length=800, description="One to three sentences: why this label. Quote no instructions from the data.")
@@ -31,7 +40,41 @@ class JudgeVerdict(BaseModel):
         max_length=10,
         description="Which inputs support the label, e.g. 'tool_outputs[2] get_sales' or 'gold_answers[0]'.",
     )
-    confidence: float = Field(ge=0.0, le=1.0, description="How sure you are of the label, from 0 to 1.")
+    confidence: Annotated[float | None, _CONFIDENCE_SCHEMA] = Field(ge=0.0, le=1.0, description="How sure you are of the label, from 0 to 1.")
+    _repairs: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _read_confidence_leniently(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        """The confidence as ``read_confidence`` reads it (a missing one is None), noted when that
+        took a repair; everything else is validated as declared."""
+        notes: list[str] = []
+        if isinstance(data, dict):
+            read, note = read_confidence(data.get("confidence"))
+            if note is not None:
+                data = {**data, "confidence": read}
+                notes.append(note)
+        verdict = handler(data)
+        if notes:
+            verdict._repairs = notes
+        return verdict
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> Self:
+        """instructor parses tool-call arguments (and JSON answers) here: raw control characters
+        inside JSON strings are escaped first, and the repair noted."""
+        if isinstance(json_data, str):
+            text = json_data
+        else:
+            try:
+                text = bytes(json_data).decode("utf-8")
+            except UnicodeDecodeError:
+                return super().model_validate_json(json_data, **kwargs)
+        repaired, escaped = escape_control_characters(text)
+        verdict = super().model_validate_json(repaired, **kwargs)
+        if escaped:
+            verdict._repairs = [f"control_characters: {escaped} raw control character(s) inside JSON strings escaped", *verdict._repairs]
+        return verdict
 
 
 @runtime_checkable

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from judge.llm._reading import repair_kind
+
 # The counters (everything else is configuration or a flag): added by ``merge``, subtracted by ``since``.
-_USAGE_COUNTS = ("calls", "attempts", "cache_hits", "input_tokens", "output_tokens")
+_USAGE_COUNTS = ("calls", "attempts", "cache_hits", "repaired", "input_tokens", "output_tokens")
 _TOTAL_COUNTS = ("calls", "attempts", "retries", "cache_hits", "shared_with_other_runs", "input_tokens", "output_tokens")
 
 
@@ -31,6 +33,11 @@ class JudgeUsage(BaseModel):
     attempts: int = 0  # requests sent, retries included (instructor's re-asks not counted)
     cache_hits: int = 0
     abstentions: dict[str, int] = Field(default_factory=dict)
+    # Votes whose verdict was read only after a repair (judge.llm._reading), live, cached or shared
+    # alike, and the repairs by kind (confidence, control_characters; one verdict may need both):
+    # votes with a verdict less ``repaired`` is how many verdicts were valid as the judge sent them.
+    repaired: int = 0
+    repairs: dict[str, int] = Field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
@@ -40,10 +47,11 @@ class JudgeUsage(BaseModel):
         for name in _USAGE_COUNTS:
             setattr(self, name, getattr(self, name) + sign * getattr(part, name))
         _tally_plus(self.abstentions, part.abstentions, sign)
+        _tally_plus(self.repairs, part.repairs, sign)
         self.cost_usd = round(self.cost_usd + sign * part.cost_usd, 10)
 
     def is_zero(self) -> bool:
-        return not (any(getattr(self, name) for name in _USAGE_COUNTS) or self.abstentions or self.cost_usd)
+        return not (any(getattr(self, name) for name in _USAGE_COUNTS) or self.abstentions or self.repairs or self.cost_usd)
 
 
 class CallStats(BaseModel):
@@ -91,6 +99,15 @@ class CallStats(BaseModel):
     def count_cache_hit(self, judge: str) -> None:
         self.judge(judge).cache_hits += 1
         self.cache_hits += 1
+
+    def count_repairs(self, judge: str, repairs: list[str] | None) -> None:
+        """One vote of ``judge`` whose verdict took ``repairs`` to read (nothing when none)."""
+        if not repairs:
+            return
+        usage = self.judge(judge)
+        usage.repaired += 1
+        for kind in sorted({repair_kind(note) for note in repairs}):
+            usage.repairs[kind] = usage.repairs.get(kind, 0) + 1
 
     def count_abstention(self, judge: str, reason: str | None) -> None:
         key = reason or "error"

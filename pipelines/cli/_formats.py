@@ -8,7 +8,7 @@ format added to the registry fails the suite until its name is listed here too.
 
 from __future__ import annotations
 
-TRAJECTORY_FORMAT_NAMES = ("native", "openai", "anthropic", "vakra", "bfcl", "tau2", "inspect", "otel")
+TRAJECTORY_FORMAT_NAMES = ("native", "openai", "anthropic", "vakra", "bfcl", "responses", "langchain", "pydantic-ai", "tau2", "inspect", "otel", "agents-trace")
 TASK_FORMAT_NAMES = ("native", "vakra", "bfcl")
 
 

@@ -1,8 +1,10 @@
 """Ingestion: streaming readers for every input format, with precise errors.
 
 Tasks come from the native, VAKRA or BFCL formats; trajectories from the native, OpenAI Chat
-Completions, Anthropic Messages, VAKRA or BFCL result formats, and OpenTelemetry GenAI traces (read
-whole: OTLP JSON / JSONL, Langfuse exports). BFCL score files give BFCL's own verdicts as labels.
+Completions, Anthropic Messages, VAKRA or BFCL result formats, the agent frameworks' own dumps
+(OpenAI Responses API items, LangChain / LangGraph messages, pydantic-ai histories; bare lists or
+wrapped), and traces (read whole: OpenTelemetry GenAI as OTLP JSON / JSONL or Langfuse exports, the
+OpenAI Agents SDK's trace export). BFCL score files give BFCL's own verdicts as labels.
 Files are JSONL, one JSON array, or a single JSON object. Every item becomes exactly one task /
 trajectory or one ``InputErrorInfo`` naming file, line and field path; nothing is silently dropped
 or overwritten.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,9 @@ from pipelines.ingest._registry import (
     TASK_FORMATS,
     TRAJECTORY_FORMATS,
     TRAJECTORY_REGISTRY,
+    describe_bare,
+    is_wrapped,
+    sniff_bare,
     sniff_bundle,
     sniff_task,
     sniff_trajectory,
@@ -99,7 +103,8 @@ def _detect_bundle(path: Source, limits: Limits) -> tuple[str | None, dict[str, 
 
 def detect_trajectory_format(path: str | os.PathLike) -> str:
     """The trajectory format of ``path``: a bundle from the file's first bytes (and first object),
-    else a streaming format from its first readable object."""
+    else a streaming format from its first readable object, else (a bare message list) from its
+    first list of messages."""
     name, item = _detect_bundle(path, Limits())
     if name is None and item is None:
         item, seen = _first_object(path, Limits())
@@ -107,8 +112,31 @@ def detect_trajectory_format(path: str | os.PathLike) -> str:
             raise UsageError("--trajectories", f"{path} is empty: it holds no trajectories")
     name = name or (sniff_trajectory(item) if item is not None else None)
     if name is None:
+        bare = _first_bare(path, Limits())
+        if bare is not None:
+            name = sniff_bare(bare)
+            if name is None:
+                raise UsageError("--format", f"cannot detect the trajectory format of {path}: {describe_bare(bare)}; name the format", TRAJECTORY_FORMATS)
+    if name is None:
         raise UsageError("--format", f"cannot detect the trajectory format of {path}: {_describe(item)}; name the format", TRAJECTORY_FORMATS)
     return name
+
+
+def _first_bare(path: Source, limits: Limits) -> list[Any] | None:
+    """The file's first bare message list: its first list item, or the top-level array when its
+    first readable item is a message rather than a trajectory object; None when it has neither."""
+    messages: list[Any] = []
+    for raw in read_items(path, limits):
+        if messages and not raw.in_array:
+            break
+        if raw.error is not None:
+            continue
+        if isinstance(raw.value, list) and not messages:
+            return raw.value
+        if not (raw.in_array and isinstance(raw.value, dict) and not is_wrapped(raw.value)):
+            break
+        messages.append(raw.value)
+    return messages or None
 
 
 def load_tasks(
@@ -176,6 +204,7 @@ def read_trajectories(
     strict: bool = False,
     start: tuple[int, int, int] = (1, 0, 0),
     seen: dict[tuple[str, str], int | None] | None = None,
+    tasks: TaskSet | None = None,
     task_key: str | None = None,
 ) -> Bundle:
     """The trajectories of ``path`` and, for formats that carry them, its tasks.
@@ -185,8 +214,10 @@ def read_trajectories(
     (items before it, unreadable ones, are held back until then).
     For a shard cut from a larger JSONL input (streaming formats): ``start`` = (line, item index,
     byte offset) where it begins (see ``read_items``), ``seen`` = (task_id, trajectory_id) -> line
-    of the ids read before it. ``task_key`` (``--task-key``): the attribute that holds the task id,
-    for formats that read it from attributes (traces); a ``UsageError`` for the others.
+    of the ids read before it. ``tasks``: the tasks the trajectories will be graded against, so
+    that a transcript naming no task (a bare message list) is matched to one by its question.
+    ``task_key`` (``--task-key``): the attribute that holds the task id, for formats that read it
+    from attributes (traces); a ``UsageError`` for the others.
     """
     chosen = trajectory_format(fmt) if fmt is not None else None
     if chosen is None and isinstance(path, (str, os.PathLike)):
@@ -199,7 +230,7 @@ def read_trajectories(
             raise ValueError(f"the {chosen.name} format is read as a whole file: pass a path, not a stream")
         bundle = chosen.read(str(path), limits) if task_key is None or chosen.keyed_read is None else chosen.keyed_read(str(path), limits, task_key)
     else:
-        stream = _Stream(path, chosen, limits, start)
+        stream = _Stream(path, chosen, limits, start, tasks)
         stream.seen.update(seen or {})
         bundle = Bundle(tasks=None, items=stream.items())
     if strict:
@@ -218,59 +249,152 @@ def check_task_key(chosen: TrajectoryFormat | BundleFormat | None) -> None:
     raise UsageError("--task-key", f"{what}; --task-key names the task id attribute of {' or '.join(keyed)} traces only")
 
 
-def convert_trajectory(item: Any, fmt: str = "native", *, file: str = "<memory>") -> Loaded:
+def convert_trajectory(item: Any, fmt: str = "native", *, file: str = "<memory>", tasks: TaskSet | None = None) -> Loaded:
     """One in-memory item read as a line of a ``fmt`` file would be (same checks, same errors,
     same warnings); for callers that hold trajectories in memory (``pipelines.reward``)."""
     chosen = trajectory_format(fmt)
     if isinstance(chosen, BundleFormat):
         raise ValueError(f"the {chosen.name} format is read as a whole file; pass one trajectory in a streaming format")
-    return _Stream(file, chosen, Limits())._load(RawItem(line=1, index=0, value=item))
+    return _Stream(file, chosen, Limits(), tasks=tasks)._load(RawItem(line=1, index=0, value=item))
 
 
-def iter_trajectories(path: Source, fmt: str | None = None, limits: Limits = Limits()) -> Iterator[Loaded]:
+def iter_trajectories(path: Source, fmt: str | None = None, limits: Limits = Limits(), *, tasks: TaskSet | None = None) -> Iterator[Loaded]:
     """One ``Loaded`` per trajectory of ``path``, lazily, in file order (see ``read_trajectories``)."""
-    return read_trajectories(path, fmt, limits).items
+    return read_trajectories(path, fmt, limits, tasks=tasks).items
+
+
+class _Lookahead:
+    """An iterator of raw items that can be given one item back."""
+
+    def __init__(self, items: Iterator[RawItem]):
+        self._items = items
+        self._back: list[RawItem] = []
+
+    def __iter__(self) -> _Lookahead:
+        return self
+
+    def __next__(self) -> RawItem:
+        return self._back.pop() if self._back else next(self._items)
+
+    def give_back(self, raw: RawItem) -> None:
+        self._back.append(raw)
 
 
 class _Stream:
-    def __init__(self, path: Source, fmt: TrajectoryFormat | None, limits: Limits, start: tuple[int, int, int] = (1, 0, 0)):
+    """The items of a streaming-format file, one ``Loaded`` each.
+
+    Bare message lists (formats with ``bare``): a JSONL line, or an item of a top-level array,
+    that is a JSON array is one transcript; a top-level array whose items are messages rather
+    than trajectory objects (``json.dump(result.to_input_list(), f)``, a pretty-printed list) is
+    one transcript as a whole, reported at the line it starts on, an error inside it at the line
+    of the message. A message that cannot be read makes its whole list an error row.
+    """
+
+    def __init__(self, path: Source, fmt: TrajectoryFormat | None, limits: Limits, start: tuple[int, int, int] = (1, 0, 0), tasks: TaskSet | None = None):
         self.path = path
         self.start = start
         self.name = source_name(path)
         self.fmt = fmt
         self.limits = limits
+        self.tasks = tasks
         self.undetected: str | None = None  # message when the first object matched no format
         self.seen: dict[tuple[str, str], int | None] = {}
+        self._held: list[RawItem] = []  # unreadable items before the format was detected
+        self._absorbed = 0  # raw items read into a bare list beyond its first: rows number one per list
 
     def items(self) -> Iterator[Loaded]:
-        held: list[RawItem] = []
-        for raw in read_items(self.path, self.limits, self.start):
-            if self.fmt is None and self.undetected is None:
-                if raw.error is None and isinstance(raw.value, dict):
-                    detected = sniff_trajectory(raw.value)
-                    if detected is None:  # nothing in the file can be graded: a usage error, before any row
-                        message = f"cannot detect the trajectory format of {self.name}: {_describe(raw.value)} (line {raw.line}); name the format"
-                        raise UsageError("--format", message, TRAJECTORY_FORMATS)
-                    self.fmt = TRAJECTORY_REGISTRY[detected]
-                    for earlier in held:
-                        yield self._load(earlier)
-                    held.clear()
-                else:
-                    held.append(raw)
+        raws = _Lookahead(read_items(self.path, self.limits, self.start))
+        decided = False  # whether the top-level array's first readable item said what the array holds
+        for raw in raws:
+            if raw.in_array and not decided and (self.fmt is None or self.fmt.bare is not None):
+                lead = [raw]  # items of the array that cannot say yet whether it is a message list
+                while lead[-1].error is not None and (following := next(raws, None)) is not None:
+                    if not following.in_array:
+                        raws.give_back(following)
+                        break
+                    lead.append(following)
+                decided = lead[-1].error is None
+                if self._starts_message_list(lead[-1]):
+                    yield from self._message_list(lead, raws)
                     continue
-            yield self._load(raw)
-        for earlier in held:  # a file with no readable object at all
+                for each in lead:
+                    yield from self._one(each)
+                continue
+            yield from self._one(raw)
+        for earlier in self._held:  # a file with no readable object at all
             yield self._load(earlier)
+
+    def _starts_message_list(self, raw: RawItem) -> bool:
+        """An item of the top-level array that is a message: the array is one bare transcript."""
+        value = raw.value
+        if raw.error is not None or not raw.in_array or not isinstance(value, dict) or is_wrapped(value):
+            return False
+        return self.fmt is not None or sniff_trajectory(value) is None
+
+    def _message_list(self, lead: list[RawItem], raws: _Lookahead) -> Iterator[Loaded]:
+        group = list(lead)
+        for raw in raws:
+            if not raw.in_array:
+                raws.give_back(raw)
+                break
+            group.append(raw)
+        if self.fmt is None:
+            messages = [g.value for g in group if g.error is None]
+            detected = sniff_bare(messages)
+            if detected is None:
+                message = f"cannot detect the trajectory format of {self.name}: {describe_bare(messages)} (line {group[0].line}); name the format"
+                raise UsageError("--format", message, TRAJECTORY_FORMATS)
+            yield from self._detected(detected)
+        first = group[0]
+        broken = next((g for g in group if g.error is not None), None)
+        if broken is not None:
+            assert broken.error is not None
+            info = broken.error.model_copy(update={"message": f"{broken.error.message} (a message of the bare message list starting at line {first.line})"})
+            source = SourceRef(file=self.name, line=first.line, item=first.index - self._absorbed)
+            loaded = self._error(source, info, None, default_trajectory_id(self.name, first.line))
+        else:
+            loaded = self._load(RawItem(line=first.line, index=first.index, value=[g.value for g in group]), lines=[g.line for g in group])
+        self._absorbed += len(group) - 1
+        yield loaded
+
+    def _detected(self, name: str) -> Iterator[Loaded]:
+        self.fmt = TRAJECTORY_REGISTRY[name]
+        held, self._held = self._held, []
+        for earlier in held:
+            yield self._load(earlier)
+
+    def _one(self, raw: RawItem) -> Iterator[Loaded]:
+        if self.fmt is None and self.undetected is None:
+            value = raw.value if raw.error is None else None
+            if isinstance(value, dict):
+                detected = sniff_trajectory(value)
+                if detected is None:  # nothing in the file can be graded: a usage error, before any row
+                    message = f"cannot detect the trajectory format of {self.name}: {_describe(value)} (line {raw.line}); name the format"
+                    raise UsageError("--format", message, TRAJECTORY_FORMATS)
+                yield from self._detected(detected)
+            elif isinstance(value, list):
+                detected = sniff_bare(value)
+                if detected is None:
+                    message = f"cannot detect the trajectory format of {self.name}: {describe_bare(value)} (line {raw.line}); name the format"
+                    raise UsageError("--format", message, TRAJECTORY_FORMATS)
+                yield from self._detected(detected)
+            else:
+                self._held.append(raw)
+                return
+        yield self._load(raw)
 
     def _error(self, source: SourceRef, info: InputErrorInfo, task_id: str | None, trajectory_id: str | None) -> Loaded:
         return Loaded(source=source, trajectory=None, error=info, task_id=task_id, trajectory_id=trajectory_id)
 
-    def _load(self, raw: RawItem) -> Loaded:
-        source = SourceRef(file=self.name, line=raw.line, item=raw.index)
+    def _load(self, raw: RawItem, lines: list[int] | None = None) -> Loaded:
+        """One item as one row; ``lines``: the line of each message of a bare list read from a
+        top-level array (an error names the line of its message)."""
+        source = SourceRef(file=self.name, line=raw.line, item=raw.index - self._absorbed)
         default = default_trajectory_id(self.name, raw.line)
         if raw.error is not None:
             return self._error(source, raw.error, None, default)
-        if not isinstance(raw.value, dict):
+        bare = isinstance(raw.value, list) and self.fmt is not None and self.fmt.bare is not None
+        if not isinstance(raw.value, dict) and not bare:
             info = InputErrorInfo(kind="invalid_field", message="a trajectory must be a JSON object", file=self.name, line=raw.line, field="<root>")
             return self._error(source, info, None, default)
         if self.fmt is None:
@@ -280,11 +404,14 @@ class _Stream:
         trajectory_id: str | None = default
         error: InputErrorInfo | None = None
         trajectory = None
-        ctx = ItemContext(file=self.name, line=raw.line, default_trajectory_id=default)
+        ctx = ItemContext(file=self.name, line=raw.line, default_trajectory_id=default, tasks=self.tasks)
         try:
-            task_id, trajectory_id = self.fmt.ids(raw.value, default)
+            if not bare:
+                task_id, trajectory_id = self.fmt.ids(raw.value, default)
             trajectory = self.fmt.convert(raw.value, ctx)
         except ItemError as err:
+            if lines and err.line is None and (at := _LIST_INDEX.match(err.field or "")) is not None and int(at.group(1)) < len(lines):
+                err.line = lines[int(at.group(1))]
             error = err.info(self.name, raw.line)
         except ValidationError as err:  # a converter that let a model error through
             error = validation_error(err).info(self.name, raw.line)
@@ -311,6 +438,9 @@ class _Stream:
         if error is not None:
             return self._error(source, error, task_id, trajectory_id)
         return Loaded(source=source, trajectory=trajectory, error=None, task_id=task_id, trajectory_id=trajectory_id, warnings=ctx.warnings)
+
+
+_LIST_INDEX = re.compile(r"\[(\d+)\]")
 
 
 def check_task(loaded: Loaded, tasks: TaskSet) -> InputErrorInfo | None:

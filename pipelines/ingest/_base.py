@@ -80,6 +80,24 @@ class TaskSet:
     ambiguous: dict[str, InputErrorInfo] = field(default_factory=dict)
     invalid: dict[str, InputErrorInfo] = field(default_factory=dict)
     warnings: list[InputWarning] = field(default_factory=list)
+    _by_query: dict[str, list[str]] | None = field(default=None, repr=False, compare=False)
+
+    def ids_for_query(self, query: str) -> list[str]:
+        """The ids of the tasks whose first question is ``query`` (whitespace runs count as one
+        space), for transcripts that name no task. Indexed on first use: a run whose
+        trajectories all name their task never unpacks a task for it."""
+        if self._by_query is None:
+            index: dict[str, list[str]] = {}
+            for tid in self.tasks:
+                turns = self.tasks[tid].turns
+                if turns:
+                    index.setdefault(same_text(turns[0].query), []).append(tid)
+            self._by_query = index
+        return self._by_query.get(same_text(query), [])
+
+
+def same_text(text: str) -> str:
+    return " ".join(text.split())
 
 
 class ItemError(BadInputError):
@@ -202,15 +220,43 @@ def _stem(file: str) -> str:
 
 @dataclass(frozen=True)
 class ItemContext:
-    """Where an item comes from, and a place for the converter to leave warnings (kept on the row)."""
+    """Where an item comes from, and a place for the converter to leave warnings (kept on the row).
+
+    ``tasks``: the run's tasks, when the reader was given them, so that a transcript naming no
+    task (a bare message list) can be matched to one by its first user message."""
 
     file: str
     line: int | None
     default_trajectory_id: str
     warnings: list[InputWarning] = field(default_factory=list)
+    tasks: TaskSet | None = None
 
     def warn(self, kind: str, message: str, field: str | None = None) -> None:
         self.warnings.append(InputWarning(kind=kind, message=message, file=self.file, line=self.line, field=field))
+
+    def task_for_query(self, query: str | None, path: str, form: str) -> str:
+        """The id of the one task whose first question is ``query`` (the transcript's first user
+        message, at ``path``); otherwise an ``unknown_task`` error saying how to name the task
+        (``form``: the wrapped form of this format, e.g. ``{"task_id", "items": [...]}``)."""
+        how = f"name it by writing the transcript as {form}"
+        if query is None or not query.strip():
+            raise ItemError("unknown_task", f"the transcript names no task and has no user message to match one by; {how}", path)
+        shown = short(query, 120)
+        if self.tasks is None:
+            raise ItemError("unknown_task", f"the transcript names no task, and no tasks were given to match its first user message {shown}; {how}", path)
+        ids = self.tasks.ids_for_query(query)
+        if len(ids) == 1:
+            return ids[0]
+        if not ids:
+            raise ItemError(
+                "unknown_task",
+                f"the transcript names no task, and its first user message {shown} is the question of none of the {len(self.tasks.tasks)} tasks; {how}",
+                path,
+            )
+        listed = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        raise ItemError(
+            "unknown_task", f"the transcript names no task, and its first user message {shown} is the question of {len(ids)} tasks ({listed}); {how}", path
+        )
 
 
 @dataclass(frozen=True)
@@ -221,7 +267,10 @@ class TrajectoryFormat:
     description: str
     sniff: Callable[[dict[str, Any]], bool]
     ids: Callable[[dict[str, Any], str], tuple[str | None, str | None]]  # (item, default id) -> ids
-    convert: Callable[[dict[str, Any], ItemContext], Trajectory]
+    convert: Callable[[Any, ItemContext], Trajectory]  # an object; also a list for a format with ``bare``
+    # Formats whose transcripts are also written as bare message lists (what a framework returns):
+    # recognises such a list; ``convert`` then takes the list itself (see ``pipelines.ingest._bare``).
+    bare: Callable[[list[Any]], bool] | None = None
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Helpers shared by the chat-transcript formats (OpenAI Chat Completions, Anthropic Messages).
+"""Helpers shared by the chat-transcript formats (OpenAI Chat Completions, Anthropic Messages, the
+OpenAI Responses API, LangChain, pydantic-ai).
 
 Both formats build turns the same way: a user message with text starts a turn, tool calls become
 steps whose results arrive later (matched by call id), and the last assistant text without tool
@@ -32,6 +33,7 @@ class TurnBuilder:
         self.orphans: list[dict[str, Any]] = []
         self._rounds = 0  # model messages that issued calls so far (one message = one round)
         self._round: int | None = None  # the round of the assistant message being read
+        self.first_query_path: str | None = None
 
     def begin_message(self) -> None:
         """A new assistant message starts: its calls (if any) form the next round."""
@@ -43,7 +45,10 @@ class TurnBuilder:
             self.start(None)
         return self.turns[-1]
 
-    def start(self, query: str | None) -> None:
+    def start(self, query: str | None, path: str | None = None) -> None:
+        """A user message starts a turn (``path``: where it is, for an error about matching it)."""
+        if query is not None and self.first_query_path is None:
+            self.first_query_path = path
         self.turns.append({"turn_id": str(len(self.turns) + 1), "query": query, "steps": [], "final_answer": None, "agent_messages": []})
 
     def add_call(self, name: str, arguments: dict[str, Any], call_id: str | None, path: str, error: str | None = None) -> None:
@@ -165,3 +170,27 @@ def token_usage(item: dict[str, Any], names: tuple[tuple[str, str], ...]) -> dic
         return None
     expect(usage, dict, "usage", "usage")
     return {dst: expect(usage[src], int, f"usage.{src}", src) for src, dst in names if usage.get(src) is not None}
+
+
+def transcript(item: Any, keys: tuple[str, ...]) -> tuple[list[Any], str, dict[str, Any]]:
+    """(messages, path of the list, the wrapping object): a bare list is its own messages (their
+    paths are ``[i]``); a wrapped transcript holds them under the first of ``keys`` it has."""
+    if isinstance(item, list):
+        return item, "", {}
+    for key in keys:
+        if key in item:
+            return expect(item[key], list, key, key), key, item
+    raise ItemError("invalid_field", f"Field required: the transcript's messages ({' or '.join(keys)})", keys[0])
+
+
+def finish(builder: TurnBuilder, wrapper: dict[str, Any], ctx: ItemContext, usage: dict[str, Any] | None, meta: dict[str, Any], form: str) -> Trajectory:
+    """The trajectory; a transcript that names no task (bare, or wrapped without ``task_id``) is
+    the task whose first question is its first user message (``ItemContext.task_for_query``)."""
+    if "task_id" not in wrapper:
+        query = next((t["query"] for t in builder.turns if t["query"] is not None), None)
+        wrapper = {**wrapper, "task_id": ctx.task_for_query(query, builder.first_query_path or "<root>", form)}
+    return builder.build(wrapper, ctx, usage, meta)
+
+
+def path_of(prefix: str, index: int) -> str:
+    return f"{prefix}[{index}]"

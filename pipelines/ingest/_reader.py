@@ -77,6 +77,7 @@ class RawItem:
     index: int  # 0-based position among the file's items (blank lines are not items)
     value: Any = None
     error: InputErrorInfo | None = None
+    in_array: bool = False  # an item of the file's top-level array (not a JSONL line of its own)
 
 
 def source_name(source: Source) -> str:
@@ -288,6 +289,7 @@ class _Reader:
         self.name = name
         self.limits = limits
         self.index = 0
+        self.in_array = False  # reading the items of the top-level array (RawItem.in_array)
 
     # -- errors and values ---------------------------------------------------------------------
 
@@ -295,7 +297,7 @@ class _Reader:
         return InputErrorInfo(kind=kind, message=message, file=self.name, line=line, field=field)
 
     def _error_item(self, info: InputErrorInfo) -> RawItem:
-        item = RawItem(line=info.line or 0, index=self.index, error=info)
+        item = RawItem(line=info.line or 0, index=self.index, error=info, in_array=self.in_array)
         self.index += 1
         return item
 
@@ -319,7 +321,7 @@ class _Reader:
             path = _oversize_string(value, self.limits.max_string_bytes)
             if path is not None:
                 return self._error("too_large", f"string field is larger than the limit of {self.limits.max_string_bytes} bytes", line, path or "<root>")
-        item = RawItem(line=line, index=self.index, value=value)
+        item = RawItem(line=line, index=self.index, value=value, in_array=self.in_array)
         self.index += 1
         return item
 
@@ -585,10 +587,12 @@ class _Array:
 
     def items(self) -> Iterator[RawItem]:
         self.lines.skeletons = True
+        self.reader.in_array = True
         try:
             yield from self._items()
         finally:
             self.lines.skeletons = False
+            self.reader.in_array = False
 
     def _items(self) -> Iterator[RawItem]:
         self.skip_ws()

@@ -54,7 +54,7 @@ def test_detect_trajectory_format(fixtures, name, expected):
 
 def test_unknown_format_name_lists_known_ones(fixtures):
     with pytest.raises(ValueError, match="native, openai, anthropic, vakra"):
-        list(iter_trajectories(fixtures / "native_trajectories.jsonl", fmt="langchain"))
+        list(iter_trajectories(fixtures / "native_trajectories.jsonl", fmt="csv-ish"))
     with pytest.raises(ValueError, match="native, vakra, bfcl"):
         load_tasks(fixtures / "native_tasks.jsonl", fmt="csv")
 

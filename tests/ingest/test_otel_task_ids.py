@@ -17,7 +17,7 @@ from pipelines.ingest import read_trajectories
 from tests.ingest.test_otel import chat, export, says, span, user
 
 FRAMEWORKS = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
-TASKS = FRAMEWORKS / "tasks.jsonl"
+TASKS = FRAMEWORKS / "add_tasks.jsonl"
 OPENINFERENCE = FRAMEWORKS / "openinference_openai"
 OPENAI_V2 = FRAMEWORKS / "otel_openai_v2"
 

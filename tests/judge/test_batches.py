@@ -19,7 +19,7 @@ from judge.llm._batches._flow import reask_id
 from judge.llm._batches.openai import OpenAIBatches
 from judge.llm._settings import PriceConfig
 from tests.judge.helpers import answer_request, decide, make_panel
-from tests.servers import BatchPlan, MalformedArguments, Reply, Status
+from tests.servers import BatchPlan, MalformedArguments, RawArguments, Reply, Status
 
 JUDGES = ["openai:judge-a", "anthropic:judge-b", "openai:judge-c"]
 
@@ -401,6 +401,28 @@ def test_a_reask_the_schema_rejects_too_abstains_unparseable_as_online(server, t
     assert [len(records) for records in sent] == [1, 1]  # the question, one re-ask (validation_retries = 1), no more
     [final] = rounds[2]
     assert _vote_facts(final) == _vote_facts(online) and final.votes[0].abstain_reason == "unparseable"
+
+
+def test_a_batch_answer_is_read_as_leniently_as_a_live_one(server, tmp_path):
+    """The faults a small local model makes (a confidence of 78 or "high", raw newlines inside a
+    JSON string) are repaired in a batch answer exactly as in a live one: the same votes, repairs
+    noted, and nothing re-asked in either mode."""
+    raw = '{"rationale": "Says 14.\nGold: 14.", "evidence": [], "confidence": 78, "label": "correct"}'
+    server.set_default("judge-a", RawArguments(raw)).set_default("judge-b", Reply("missing", confidence="high"))
+    request = answer_request(0)
+    [online], bodies = _online(server, tmp_path, [request])
+    assert len(bodies) == 2 and not any(map(_reasked, bodies))
+    rounds, sent = _batch_passes(tmp_path, [request], passes=1)
+    assert len(sent) == 1 and _chat_calls_none(server)  # one submission, no re-ask batch
+
+    def read(decision):
+        return [(v.judge, v.label, v.confidence, v.rationale, v.repairs, v.abstained) for v in decision.votes]
+
+    [final] = rounds[1]
+    assert read(final) == read(online) and _vote_facts(final) == _vote_facts(online)
+    a, b = final.votes
+    assert (a.confidence, a.rationale) == (0.78, "Says 14.\nGold: 14.") and [n.partition(":")[0] for n in a.repairs] == ["control_characters", "confidence"]
+    assert b.confidence is None and b.repairs == ['confidence: "high" is not a number: no confidence']
 
 
 def test_a_reask_whose_batch_expires_abstains_with_the_reason_and_the_first_answer_paid(server, tmp_path):

@@ -63,7 +63,7 @@ def test_content_capture_off_is_unresolved_with_the_reason_and_asks_no_judge(tmp
     """Before: all three failed at argument_names ("missing argument 'a'", "the prediction gives no answer")."""
     out = tmp_path / "run"
     with LoopbackServer(default=Reply("correct")) as srv:
-        args = ["grade", "--tasks", str(FRAMEWORKS / "tasks.jsonl"), "--trajectories", str(CONTENT_OFF), "--out", str(out), "--controls", "off"]
+        args = ["grade", "--tasks", str(FRAMEWORKS / "add_tasks.jsonl"), "--trajectories", str(CONTENT_OFF), "--out", str(out), "--controls", "off"]
         result = CliRunner().invoke(
             app, [*args, "--judge", "openai:judge-a", "--no-cache"], env={"OPENAI_BASE_URL": srv.openai_base_url, "OPENAI_API_KEY": "x"}
         )

@@ -100,9 +100,18 @@ def test_answer_correctness_has_its_own_few_shot_examples():
     assert len(examples) >= 6 and set(examples) == {"correct", "incorrect", "missing"}
 
 
-def test_verdict_schema_rejects_out_of_range_confidence():
+def test_verdict_schema_reads_an_off_scale_confidence_but_rejects_a_label_it_does_not_allow():
+    """The confidence is advisory: read by judge.llm._reading's rule (78 -> 0.78, 150 -> none),
+    noted; the label is what counts and is never guessed at."""
+    from judge.llm._reading import repairs_of
+
+    verdict = AnswerCorrectnessVerdict(label="correct", rationale="r", confidence=78)
+    assert verdict.confidence == 0.78 and repairs_of(verdict) == ["confidence: 78 is outside 0..1, read as a percentage (0.78)"]
+    verdict = AnswerCorrectnessVerdict(label="correct", rationale="r", confidence=150)
+    assert verdict.confidence is None and repairs_of(verdict) == ["confidence: 150 is on no scale from 0 to 1 or 100: no confidence"]
+    assert repairs_of(AnswerCorrectnessVerdict(label="correct", rationale="r", confidence=0.4)) == []
     with pytest.raises(ValueError):
-        AnswerCorrectnessVerdict(label="correct", rationale="r", confidence=1.5)
+        AnswerCorrectnessVerdict(label="probably", rationale="r", confidence=0.5)
 
 
 @pytest.mark.parametrize("judge,model", [("openai:judge-a", "judge-a"), ("anthropic:judge-b", "judge-b")])

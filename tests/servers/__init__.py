@@ -7,10 +7,11 @@ from tests.servers.loopback import (
     MalformedArguments,
     MalformedBody,
     NoToolCall,
+    RawArguments,
     Refusal,
     Reply,
     Sparse,
     Status,
 )
 
-__all__ = ["BatchPlan", "Delay", "LoopbackServer", "MalformedArguments", "MalformedBody", "NoToolCall", "Refusal", "Reply", "Sparse", "Status"]
+__all__ = ["BatchPlan", "Delay", "LoopbackServer", "MalformedArguments", "MalformedBody", "NoToolCall", "RawArguments", "Refusal", "Reply", "Sparse", "Status"]

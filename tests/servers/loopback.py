@@ -29,7 +29,7 @@ class Reply:
     label: str
     rationale: str = "scripted"
     evidence: tuple[str, ...] = ()
-    confidence: float = 0.9
+    confidence: Any = 0.9  # as the model wrote it: 0.9, or 78, 4.56, "high" (the reader repairs those)
     input_tokens: int = 100
     output_tokens: int = 20
     model_version: str | None = None  # defaults to "<model>-2026-01-01"
@@ -80,6 +80,18 @@ class MalformedArguments:
     """A well-formed response whose tool arguments are not valid JSON for the schema."""
 
     arguments: str = '{"label": "correct", "rationale": '
+
+
+@dataclass(frozen=True)
+class RawArguments:
+    """A verdict tool call whose arguments are ``text`` exactly as a model wrote it, raw control
+    characters inside its strings and all (a llama.cpp grammar lets them through). OpenAI wire:
+    the ``arguments`` string itself; Anthropic wire (whose tool input is a JSON object): the text
+    read as Python's lenient JSON reader reads it."""
+
+    text: str
+    input_tokens: int = 100
+    output_tokens: int = 20
 
 
 @dataclass(frozen=True)
@@ -320,8 +332,8 @@ def _openai_payload(body: dict[str, Any], action: Any) -> dict[str, Any]:
     usage_in, usage_out = getattr(action, "input_tokens", 50), getattr(action, "output_tokens", 10)
     if isinstance(action, Reply):
         args = json.dumps(action.arguments())
-    elif isinstance(action, MalformedArguments):
-        args = action.arguments
+    elif isinstance(action, MalformedArguments | RawArguments):
+        args = action.arguments if isinstance(action, MalformedArguments) else action.text
     else:
         args = None
     if args is not None:
@@ -352,6 +364,8 @@ def _anthropic_payload(body: dict[str, Any], action: Any) -> dict[str, Any]:
     elif isinstance(action, MalformedArguments):
         # Anthropic sends parsed input objects; the closest malformation is an input that fails the schema.
         content = [{"type": "tool_use", "id": "toolu_1", "name": _tool_name(body, False), "input": {"label": 17, "rationale": None}}]
+    elif isinstance(action, RawArguments):
+        content = [{"type": "tool_use", "id": "toolu_1", "name": _tool_name(body, False), "input": json.loads(action.text, strict=False)}]
     elif isinstance(action, Refusal):
         content = [{"type": "text", "text": action.text}]
         stop = "refusal"

@@ -17,9 +17,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from judge.llm._providers._errors import JudgeCallError
-from judge.llm._settings import JudgeConfigError, ProviderConfig
-
-DEFAULT_TIMEOUT_S = 60.0
+from judge.llm._settings import HOSTED, JudgeConfigError, ProviderConfig, ProviderDefaults
 
 
 @dataclass
@@ -44,7 +42,8 @@ class NextAttempt:
 
 class JudgeClient(abc.ABC):
     """A judge model behind some provider. Subclasses implement ``complete``; they may refine
-    ``should_retry``, ``sampling``, ``identity``, ``check_ready``, ``configure`` and ``aclose``."""
+    ``should_retry``, ``sampling``, ``identity``, ``check_ready``, ``configure``, ``defaults``
+    and ``aclose``."""
 
     kind: ClassVar[str] = ""
     cacheable: ClassVar[bool] = True  # False for free deterministic models (mock): nothing to save
@@ -54,7 +53,7 @@ class JudgeClient(abc.ABC):
         self.provider = provider
         self.model = model
         self.config = config
-        self.timeout_s = config.timeout_s or DEFAULT_TIMEOUT_S
+        self.timeout_s = config.timeout_s or self.defaults().timeout_s
         self.max_connections = 32
 
     @property
@@ -68,6 +67,11 @@ class JudgeClient(abc.ABC):
     def sampling(self) -> dict[str, Any]:
         """The sampling parameters sent with every call (part of the cache key)."""
         return {}
+
+    def defaults(self) -> ProviderDefaults:
+        """The concurrency, timeout and retries this judge starts with where none is set
+        (``judge.llm._settings``): a hosted API's, unless a client knows better."""
+        return HOSTED
 
     def identity(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> dict[str, Any]:
         """Everything that determines the answer, and nothing secret (no keys, no headers)."""

@@ -2,7 +2,12 @@
 
 The SDK's own retries are off (``max_retries=0``): the caller's retry loop is the only one, so it
 is testable and honours Retry-After. instructor keeps only its validation re-asks
-(``validation_retries``, low), after which a bad verdict becomes an ``unparseable`` abstention.
+(``validation_retries``: re-asks after the first answer, default 1, so a verdict is asked for at
+most twice), after which a bad verdict becomes an ``unparseable`` abstention. What is re-asked is
+only what the verdict schema rejects after reading the answer leniently (``judge.llm._reading``:
+a confidence off the 0..1 scale, raw control characters in JSON strings are repaired, not
+re-asked); the schema's ``model_validate_json`` is where instructor parses the tool-call
+arguments, live and from a provider batch alike.
 
 Per-call client work is kept small, because at hundreds of calls in flight it is what bounds
 throughput (``bench/bench_judges.py``):
@@ -36,7 +41,7 @@ from pydantic import BaseModel
 
 from judge.llm._providers._base import Completion, JudgeClient, NextAttempt, require_key
 from judge.llm._providers._errors import JudgeCallError, classify_sdk_error, usage_tokens
-from judge.llm._settings import ProviderConfig
+from judge.llm._settings import HOSTED, LOCAL_SERVER, ProviderConfig, ProviderDefaults, is_local_url
 
 # instructor logs every failed attempt at ERROR ("API call failed ...", "Max retries exceeded ...")
 # and sets no handler, so logging's last resort printed each to stderr (over the progress bar,
@@ -163,6 +168,11 @@ class SDKJudge(JudgeClient):
 
     def check_ready(self) -> None:
         self._api_key()
+
+    def defaults(self) -> ProviderDefaults:
+        """A server on this machine (vLLM, Ollama, llama.cpp's) answers one or two calls at a time:
+        it starts with a local server's limits, a hosted API with today's."""
+        return LOCAL_SERVER if is_local_url(self.base_url) else HOSTED
 
     def _for_loop(self) -> _LoopClient:
         loop = asyncio.get_running_loop()

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from judge.llm._providers._base import Completion, JudgeClient, register_provider
 from judge.llm._providers._errors import JudgeCallError, classify_sdk_error, usage_tokens
-from judge.llm._settings import JudgeConfigError
+from judge.llm._settings import IN_PROCESS, JudgeConfigError, ProviderDefaults
 
 _MODELS: dict[tuple[str, int, int, str | None], Any] = {}
 _LOCK = threading.Lock()
@@ -39,6 +39,10 @@ class LlamaCppJudge(JudgeClient):
 
     def sampling(self) -> dict[str, Any]:
         return {"temperature": 0, "seed": self.config.seed or 0, "max_tokens": self.config.max_tokens}
+
+    def defaults(self) -> ProviderDefaults:
+        """One call at a time (more would only queue on the model, their deadlines running)."""
+        return IN_PROCESS
 
     def identity(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> dict[str, Any]:
         ident = super().identity(messages, schema)
