@@ -157,7 +157,7 @@ class Aggregator:
             out["external_agreement"] = {source: ext.summary(self.config) for source, ext in sorted(self.external.items())}
         for key in (*BREAKDOWNS, TIER):
             col = np.array(rows[key], dtype=object)
-            out["by"][key] = {value: self._group(col == value, verdict, tasks, with_scores=False) for value in sorted(set(rows[key]), key=_natural)}
+            out["by"][key] = {value: self._group(col == value, verdict, tasks, with_scores=False) for value in sorted(set(rows[key]), key=natural_order)}
         out["orchestration"] = orchestration.result()
         return RunSummary.model_validate(out)
 
@@ -208,7 +208,7 @@ class Aggregator:
         caps = np.array(self.rows["capability"], dtype=object)
         multi = np.array(self.rows["multi_source"], dtype=bool)
         per_cap: dict[str, float] = {}
-        for cap in sorted(set(self.rows["capability"]) - {"unknown"}, key=_natural):
+        for cap in sorted(set(self.rows["capability"]) - {"unknown"}, key=natural_order):
             mask = caps == cap
             passed = (verdict[mask] == "pass").astype(float)
             if cap == cfg.multi_source_capability:
@@ -293,5 +293,6 @@ def _clip(text: str | None, limit: int = 400) -> str | None:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _natural(value: str) -> tuple:
+def natural_order(value: str) -> tuple:
+    """Group values in reading order: numbers as numbers (2 before 12), then the rest as text."""
     return (0, int(value), "") if value.isdigit() else (1, 0, value)

@@ -74,12 +74,14 @@ def merge_dialogue(trajectory: Trajectory) -> TrajectoryTurn:
         if turn.final_answer is not None and (not turn.agent_messages or turn.agent_messages[-1] != turn.final_answer):
             said.append(turn.final_answer)
     first = trajectory.turns[0]
+    recorded = trajectory.turns[-1].answer_recorded  # the episode's answer is its last turn's: unknown when that was not recorded
     return TrajectoryTurn.model_construct(
         turn_id=first.turn_id,
         query=first.query,
         steps=[s for t in trajectory.turns for s in t.steps],
-        final_answer=said[-1] if said else None,
+        final_answer=said[-1] if said and recorded else None,
         agent_messages=[m for m in said if isinstance(m, str)],
+        answer_recorded=recorded,
     )
 
 

@@ -5,7 +5,9 @@ grounding]. ``next_escalation`` names the one inconclusive check whose decision 
 (earliest turn, earliest check before any decisive failure); after a judge decides it,
 ``apply_decision`` records the decision and re-derives the checks that depend on it (the calls
 check depends on whether the answer is right; grounding on the answer). Checks decided by a
-judge are never recomputed.
+judge are never recomputed. A check left open because content it needs was not recorded
+(``not_recorded`` evidence: tracing without content) is never escalated, and a turn with one
+stays unresolved with the trajectory's ``not_recorded`` reason unless a check fails it.
 """
 
 from __future__ import annotations
@@ -99,9 +101,9 @@ class GradedCase:
                 if result.outcome == Outcome.MISMATCH:
                     mismatch_seen = True
                     break
-                if result.outcome == Outcome.INCONCLUSIVE and check not in ts.asked:
+                if result.outcome == Outcome.INCONCLUSIVE and check not in ts.asked and not rests_on_unrecorded(result):
                     answer = ts.checks[Check.ANSWER]
-                    if check == Check.CALLS and answer.outcome == Outcome.INCONCLUSIVE and Check.ANSWER not in ts.asked:
+                    if check == Check.CALLS and answer.outcome == Outcome.INCONCLUSIVE and Check.ANSWER not in ts.asked and not rests_on_unrecorded(answer):
                         return ti, Check.ANSWER  # the calls verdict hinges on the answer: ask that first
                     return ti, check
             if mismatch_seen:
@@ -148,7 +150,7 @@ class GradedCase:
 
     # ---- result -----------------------------------------------------------------------------
     def result(self) -> TrajectoryResult:
-        turn_results = [attribute_turn(ts.ctx.turn.turn_id, [ts.checks[c] for c in CHECK_ORDER], ts.open_reason) for ts in self.turns]
+        turn_results = [attribute_turn(ts.ctx.turn.turn_id, [ts.checks[c] for c in CHECK_ORDER], ts.open_reason or self._unrecorded(ts)) for ts in self.turns]
         verdict, stage, unresolved, decided_by = attribute_trajectory(turn_results)
         for ts in self.turns:
             ts.facts.answer = ts.checks[Check.ANSWER]
@@ -178,6 +180,13 @@ class GradedCase:
         result.orchestration = assess_orchestration(self.task, self.trajectory, result, self.config.turns)
         return result
 
+    def _unrecorded(self, ts: TurnState) -> str | None:
+        """The trajectory's ``not_recorded`` reason when a check of the turn stays open for content
+        the source did not record (the turn then cannot pass; a recorded failure still fails it)."""
+        if any(c.outcome == Outcome.INCONCLUSIVE and rests_on_unrecorded(c) for c in ts.checks.values()):
+            return self.trajectory.not_recorded
+        return None
+
     def _decisive_step(self, turn_results: list[TurnResult]) -> DecisiveStep:
         """Where the first failing turn went wrong: the call its first mismatch names, else its
         answer (answer and grounding checks), else its end (a needed call never made, the run stopped)."""
@@ -194,6 +203,12 @@ class GradedCase:
         if check.check in (Check.ANSWER, Check.GROUNDING) and not stopped:
             return DecisiveStep(turn_id=turn_id, step=len(steps), at="answer", check=check.check, decided_by=check.decided_by)
         return DecisiveStep(turn_id=turn_id, step=len(steps), at="end", check=check.check, decided_by=check.decided_by)
+
+
+def rests_on_unrecorded(result: StageResult) -> bool:
+    """The check is open because content it needs was not recorded (a call's arguments, the
+    answer): no judge is asked, it would see no more than the rule did."""
+    return any(e.kind == EvidenceKind.NOT_RECORDED for e in result.evidence)
 
 
 def grade_case(

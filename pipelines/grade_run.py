@@ -52,6 +52,7 @@ from pipelines.ingest import (
     Limits,
     Loaded,
     TaskSet,
+    check_task_key,
     detect_task_format,
     detect_trajectory_format,
     load_tasks,
@@ -109,6 +110,7 @@ class GradeOptions:
     limits: Limits = field(default_factory=Limits)
     command: list[str] = field(default_factory=list)
     strict: bool = False  # unknown fields are errors, not warnings
+    task_key: str | None = None  # --task-key: the attribute that holds a trace's task id (otel)
     labels: Path | None = None  # external labels (--labels) to report agreement with
     tool_specs: Path | None = None  # tool specs for tasks whose source carries none (--tool-specs)
     rubrics: Any = None  # the rubric table the panel uses (--rubrics); None: the built-ins
@@ -226,6 +228,8 @@ class _Inputs:
         spool_dir = Path(self._stack.enter_context(tempfile.TemporaryDirectory(prefix="judge-inputs-")))
         self.trajectories = self._open(opts.trajectories, spool_dir)
         self.fmt, self.whole = _trajectory_mode(self.trajectories.path, opts.trajectory_format, opts.limits)
+        if opts.task_key is not None:
+            check_task_key(trajectory_format(opts.trajectory_format or detect_trajectory_format(self.trajectories.path)))
         if opts.tasks is not None:  # given tasks win over tasks the trajectory file carries
             tasks = self._open(opts.tasks, spool_dir)
             reference = self._open(opts.reference, spool_dir) if opts.reference is not None else None
@@ -237,7 +241,7 @@ class _Inputs:
                 self.taskset = load_tasks(tasks.path, opts.task_format, None if reference is None else reference.path, opts.limits, strict=opts.strict)
             self.digests = {"tasks": tasks.hash(), "reference": None if reference is None else reference.hash()}
         else:
-            bundle = read_trajectories(self.trajectories.path, opts.trajectory_format, opts.limits, strict=opts.strict)
+            bundle = read_trajectories(self.trajectories.path, opts.trajectory_format, opts.limits, strict=opts.strict, task_key=opts.task_key)
             if bundle.tasks is None:
                 raise NoTasks(f"{display_name(opts.trajectories)} carries no tasks: pass them with --tasks")
             self.taskset, self.bundle_items = bundle.tasks, bundle.items
@@ -271,7 +275,9 @@ class _Inputs:
         """The trajectories read as one stream (the reader detecting the format), named as given."""
         items = self.bundle_items
         if items is None:
-            items = read_trajectories(self.trajectories.path, self.opts.trajectory_format, self.opts.limits, strict=self.opts.strict, tasks=self.taskset).items
+            items = read_trajectories(
+                self.trajectories.path, self.opts.trajectory_format, self.opts.limits, strict=self.opts.strict, tasks=self.taskset, task_key=self.opts.task_key
+            ).items
         spooled = {str(s.path): s.display for s in self.spools}
         return (_renamed_loaded(loaded, spooled) for loaded in items) if spooled else items
 
@@ -323,7 +329,7 @@ class _Run:
             "tasks": {"path": None if o.tasks is None else display_name(o.tasks), "sha256": self.inputs.digests["tasks"], "format": o.task_format},
             "reference": None if o.reference is None else {"path": display_name(o.reference), "sha256": self.inputs.digests["reference"]},
             "extra_inputs": {k: v for k, v in sorted(self.inputs.digests.items()) if k not in ("tasks", "reference")},
-            "trajectories": {"path": self.name, "format": o.trajectory_format},
+            "trajectories": {"path": self.name, "format": o.trajectory_format, **({"task_key": o.task_key} if o.task_key else {})},
             "config": o.config.model_dump(mode="json"),
             "on_error": o.on_error,
             "strict": o.strict,
@@ -817,7 +823,13 @@ class _Run:
         digests = self.inputs.digests
         inputs: list[dict[str, Any]] = [
             {"role": "tasks", "path": None if o.tasks is None else display_name(o.tasks), "format": o.task_format or "auto", "sha256": digests["tasks"]},
-            {"role": "trajectories", "path": self.name, "format": o.trajectory_format or "auto", "sha256": self.sha256 or self.inputs.trajectories.hash()},
+            {
+                "role": "trajectories",
+                "path": self.name,
+                "format": o.trajectory_format or "auto",
+                "sha256": self.sha256 or self.inputs.trajectories.hash(),
+                **({"task_key": o.task_key} if o.task_key else {}),
+            },
         ]
         for role, path in (("reference", o.reference), ("labels", o.labels), ("tool_specs", o.tool_specs)):
             if path is not None:

@@ -50,9 +50,12 @@ class Replayer:
     def replay(self, task: Task, trajectory: Trajectory, turns: TurnsMode = "auto") -> list[TurnReplay] | None:
         """One replay per aligned turn (``pipelines.alignment``, the grader's alignment). A call a
         policy blocked is never executed; a call runs under the name grading reads
-        (``Task.tool_names``: ``math_factorial`` runs ``math.factorial``)."""
+        (``Task.tool_names``: ``math_factorial`` runs ``math.factorial``). None (no replay) when the
+        task has no environment or some call's arguments were not recorded."""
         if task.environment is None:
             return None
+        if not all(s.arguments_recorded for s in trajectory.steps):
+            return None  # a call whose arguments were not recorded cannot be run again: graded on what was recorded
         env = self.environment(task.environment)
         track_state = self._involves_writes(task, trajectory, env)
         alignment = align(task, trajectory, turns)

@@ -15,6 +15,8 @@ score with no call made is 0, not 1 (deepeval's bug). Definitions:
 - success: 1 when every reference call of every turn is satisfied with no extra write.
 Critical reference calls weigh ``critical_weight``; advisory reference calls (``required=False``,
 reads under ``grading="outcome"``) count in no score. A call with an unknown outcome counts as made.
+When some call's arguments were not recorded, parameter, tool_efficiency and weighted_total are
+None: whether the arguments matched, or repeated, is unknown.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ def compute_scores(task: Task, facts: list[TurnFacts], config: GradingConfig) ->
     edges = respected = 0
     calls = violations = 0
     distinct_ok: set[str] = set()
+    unrecorded = False  # some call's arguments were not recorded: parameter match and repeats are unknown
     labels: list[str] = []
     success = True
     for f in facts:
@@ -69,6 +72,7 @@ def compute_scores(task: Task, facts: list[TurnFacts], config: GradingConfig) ->
         calls += len(f.ctx.steps)
         violations += len({e.step for e in f.policy.evidence if e.kind == "policy_violation"})
         distinct_ok |= {f"{f.ctx.turn.turn_id}/{call_signature(v.step.name, v.step.arguments)}" for v in f.ctx.steps if v.made}
+        unrecorded |= any(not v.step.arguments_recorded for v in f.ctx.steps)
         if f.answer.label is not None:
             labels.append(f.answer.label)
 
@@ -87,6 +91,9 @@ def compute_scores(task: Task, facts: list[TurnFacts], config: GradingConfig) ->
         s.path_completeness = s.parameter = s.tool_selection = 1.0
     s.tool_order = respected / edges if edges else 1.0
     s.success = 1.0 if success else 0.0
+    if unrecorded:
+        s.parameter = s.tool_efficiency = None
+        return s
     weights = config.weights
     s.weighted_total = weights.selection * s.tool_selection + weights.order * s.tool_order + weights.parameter * s.parameter + weights.success * s.success
     return s

@@ -25,6 +25,7 @@ OUTCOME_COLORS = {
     "switched_tool": "#1b7837",
     "recovered_later": "#91cf60",
     "repeated_unchanged": "#fc8d59",
+    "retried_unrecorded": "#fee08b",
     "gave_up": "#d7301f",
     "cut_off": "#969696",
 }

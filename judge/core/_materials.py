@@ -23,7 +23,7 @@ class CallShown(BaseModel):
 
     step: int
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] | None  # None: the source did not record them
     status: str
     result: Any = None
 
@@ -54,7 +54,7 @@ class ToolOutputShown(BaseModel):
 
     step: int
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] | None  # None: the source did not record them
     result: Any = None
     borrowed: str | None = None
 
@@ -72,7 +72,7 @@ class PolicyCallShown(BaseModel):
     step: int
     turn_id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] | None  # None: the source did not record them
     status: str
 
 

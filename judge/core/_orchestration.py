@@ -19,8 +19,16 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-RecoveryOutcome = Literal["retried_fixed", "switched_tool", "repeated_unchanged", "recovered_later", "gave_up", "cut_off"]
-RECOVERY_OUTCOMES: tuple[RecoveryOutcome, ...] = ("retried_fixed", "switched_tool", "repeated_unchanged", "recovered_later", "gave_up", "cut_off")
+RecoveryOutcome = Literal["retried_fixed", "switched_tool", "repeated_unchanged", "retried_unrecorded", "recovered_later", "gave_up", "cut_off"]
+RECOVERY_OUTCOMES: tuple[RecoveryOutcome, ...] = (
+    "retried_fixed",
+    "switched_tool",
+    "repeated_unchanged",
+    "retried_unrecorded",
+    "recovered_later",
+    "gave_up",
+    "cut_off",
+)
 DifficultyTier = Literal["linear", "branching", "recovery"]
 DIFFICULTY_TIERS: tuple[DifficultyTier, ...] = ("linear", "branching", "recovery")
 

@@ -13,6 +13,16 @@ never an unexpected side effect. ``round`` numbers the model messages that issue
 calls share a round); ``fault`` names a fault injected by the runner (error, timeout, empty,
 malformed) so recovery can be measured.
 
+What a source did not record is unknown, never absent (tracing keeps no message content unless
+asked: OTel GenAI's default). ``Step.arguments`` is ``None`` when the call's arguments were not
+recorded: the call was made, with arguments nobody knows (``{}`` means it was called with none).
+``TrajectoryTurn.answer_recorded`` is False when what the agent said in the turn was not recorded:
+``final_answer`` is then None because it is unknown, not because the agent gave none, and
+``agent_messages`` holds only what was recorded. ``Trajectory.not_recorded`` says why, in the
+source's words (how to record it); grading leaves a check that needs the missing content
+undecided with that reason and asks no judge about it, while what was recorded still decides (a
+call to the wrong tool is still a wrong tool).
+
 ``ended_early`` on a trajectory says the run stopped before the agent finished: a step, token,
 time or error limit was hit, or something crashed. Such a run did not deliver its answer, whatever
 its last message says (tau2 gives it reward 0); grading fails it at answer correctness unless it
@@ -36,6 +46,7 @@ _BLOCKED = {"blocked", "refused", "denied"}
 _UNKNOWN = {"unknown", "pending", "not_executed"}
 
 StepStatus = Literal["ok", "error", "blocked", "unknown"]
+NOT_RECORDED_DEFAULT = "content not recorded by the source"  # the reason when a source marks content unrecorded without saying why
 
 
 def looks_like_error(result: Any) -> bool:
@@ -76,7 +87,7 @@ class Step(BaseModel):
     model_config = Open
 
     name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] | None = Field(default_factory=dict)  # None: made with arguments the source did not record
     result: Any = None
     status: StepStatus = "ok"
     error: str | None = None
@@ -111,6 +122,10 @@ class Step(BaseModel):
         """The call changed nothing: the tool failed or a policy blocked it."""
         return self.status in ("error", "blocked")
 
+    @property
+    def arguments_recorded(self) -> bool:
+        return self.arguments is not None
+
 
 class TrajectoryTurn(BaseModel):
     """One user turn of a dialogue: the calls the agent made and what it said.
@@ -126,8 +141,15 @@ class TrajectoryTurn(BaseModel):
     steps: list[Step] = Field(default_factory=list)
     final_answer: Any = None
     agent_messages: list[str] = Field(default_factory=list)
+    answer_recorded: bool = True  # False: what the agent said here was not recorded (final_answer unknown)
 
     coerce_ids = field_validator("turn_id", mode="before")(_as_str_id)
+
+    @model_validator(mode="after")
+    def _unrecorded_answer_is_none(self) -> TrajectoryTurn:
+        if not self.answer_recorded and self.final_answer is not None:
+            raise ValueError("answer_recorded is false but a final_answer is given: an answer that was not recorded has no value")
+        return self
 
 
 class TokenUsage(BaseModel):
@@ -218,6 +240,7 @@ class Trajectory(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     external_labels: list[ExternalLabel] = Field(default_factory=list)
     ended_early: EndedEarly | None = None
+    not_recorded: str | None = None  # why arguments or answers are missing from the record (set whenever some are)
 
     coerce_ids = field_validator("task_id", "trajectory_id", mode="before")(_as_str_id)
 
@@ -230,6 +253,12 @@ class Trajectory(BaseModel):
             data = dict(data)
             data["turns"] = [{"turn_id": "1", "steps": data.pop("steps", []), "final_answer": data.pop("final_answer", None)}]
         return data
+
+    @model_validator(mode="after")
+    def _says_why_content_is_missing(self) -> Trajectory:
+        if self.not_recorded is None and (any(not s.arguments_recorded for s in self.steps) or any(not t.answer_recorded for t in self.turns)):
+            self.not_recorded = NOT_RECORDED_DEFAULT
+        return self
 
     @model_validator(mode="after")
     def _ended_in_a_turn_it_has(self) -> Trajectory:

@@ -42,6 +42,7 @@ class EvidenceKind(StrEnum):
     ENDED_EARLY = "ended_early"  # the run stopped (a limit, a crash) before the agent finished: no answer delivered
     INSTRUCTION_LIKE_TEXT = "instruction_like_text"  # text addressed to the grader: set aside, kept from judges
     BORROWED_OUTPUT = "borrowed_output"  # a call with no recorded result takes the output of the identical reference call
+    NOT_RECORDED = "not_recorded"  # what the rule needs was not recorded (a call's arguments, the answer): undecided, never asked of a judge
 
 
 class Evidence(BaseModel):

@@ -11,7 +11,7 @@ Each condition below is what makes that so; when any fails, nothing is borrowed:
   gives every step its own result, and the reference outputs are then the replayed ones);
 - the task declares the tool and marks it read (``ToolSpec.side_effect == "read"``); a tool the
   task does not declare is not marked;
-- identical call: the same tool name, and the canonical JSON (``judge.canonical_json``: key order
+- identical call (never one whose arguments were not recorded): the same tool name, and the canonical JSON (``judge.canonical_json``: key order
   ignored, 1.0 written as 1) of the arguments equal once the tool schema's defaults fill what
   either side omits (what the tool receives). Nothing more lenient: the normalisation and rules
   that let a call *satisfy* a reference (case, whitespace, "7" for 7, tolerances, ``any_of``,
@@ -120,7 +120,7 @@ def _lender(task: Task, step: Step, by_call: dict[tuple[str, str], list[tuple[in
     """The first identical reference call and its output, when every identical one recorded the
     same usable output."""
     spec = task.tool(step.name)
-    if spec is None:
+    if spec is None or step.arguments is None:  # no identity without the arguments
         return None
     identity = call_identity(step.arguments, spec)
     refs = by_call.get((step.name, identity)) if identity is not None else None

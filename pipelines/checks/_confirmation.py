@@ -296,7 +296,9 @@ def _names(words: tuple[str, ...], stems: list[str]) -> bool:
 
 @dataclass(frozen=True)
 class WriteVerdict:
-    """The rule's finding on one write: ``confirmed`` / ``violation`` / ``open``, with its evidence."""
+    """The rule's finding on one write: ``confirmed`` / ``violation`` / ``open`` / ``unrecorded``
+    (its arguments, or the agent's messages, were not recorded: open, never asked of a judge),
+    with its evidence."""
 
     finding: str
     evidence: Evidence
@@ -319,8 +321,12 @@ def judge_writes(ctx: TurnContext) -> list[WriteVerdict]:
     placed = dialogue_turn_of_steps(ctx.trajectory, ctx.traj_turn)
     dialogue = _Dialogue.of(ctx.trajectory)
     out = []
+    unheard = not all(t.answer_recorded for t in ctx.trajectory.turns)  # the agent's messages, where a description would be, were not recorded
     for view in writes:
-        if placed is None or view.index >= len(placed):
+        if view.step.arguments is None or unheard:
+            what = "its arguments" if view.step.arguments is None else "what the agent said"
+            out.append(_verdict(view, "unrecorded", f"{what} were not recorded: whether the user confirmed it is unknown ({ctx.trajectory.not_recorded})", {}))
+        elif placed is None or view.index >= len(placed):
             out.append(_verdict(view, "open", "cannot place the step in the dialogue's turns (the graded turn is not one of the trajectory's)", {}))
         else:
             out.append(_judge_one(view, placed[view.index], dialogue))
@@ -394,8 +400,13 @@ def _quote(text: str | None, limit: int = 80) -> str:
 def _verdict(view: StepView, finding: str, why: str, facts: dict[str, Any]) -> WriteVerdict:
     name = view.step.name
     call = f", call {view.step.call_id}" if view.step.call_id else ""
-    head = {"confirmed": "confirmed", "violation": "made without confirmation", "open": "confirmation undecided"}[finding]
-    kind = {"confirmed": EvidenceKind.WRITE_CONFIRMED, "violation": EvidenceKind.POLICY_VIOLATION, "open": EvidenceKind.CONFIRMATION_UNCLEAR}[finding]
+    head = {"confirmed": "confirmed", "violation": "made without confirmation", "open": "confirmation undecided", "unrecorded": "confirmation unknown"}[finding]
+    kind = {
+        "confirmed": EvidenceKind.WRITE_CONFIRMED,
+        "violation": EvidenceKind.POLICY_VIOLATION,
+        "open": EvidenceKind.CONFIRMATION_UNCLEAR,
+        "unrecorded": EvidenceKind.NOT_RECORDED,
+    }[finding]
     actual = {"call_id": view.step.call_id, "status": view.status, **facts}
     return WriteVerdict(
         finding, Evidence(kind=kind, step=view.index, tool=name, message=f"write {name} (step {view.index}{call}) {head}: {why}", actual=actual)

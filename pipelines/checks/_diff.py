@@ -9,7 +9,9 @@ arguments and rules are the declaration. A reference call may accept several arg
 (``alternatives``); with ``extra_arguments`` the reference constrains only what it mentions. A
 nested key the tool's argument model drops (``"x-extra-keys": "ignore"``) is no difference; with
 ``undeclared_keys``, one no schema says the tool reads is reported rather than counted (the calls
-check then says "inconclusive: undeclared keys").
+check then says "inconclusive: undeclared keys"). A call whose arguments were not recorded
+(``Step.arguments`` None) is compared by its name only: a wrong name is a wrong tool; with the
+right name, whether its arguments match is unknown (``CallDiff.unrecorded``).
 """
 
 from __future__ import annotations
@@ -26,15 +28,16 @@ class CallDiff:
     stage: FailureStage | None  # None: the step matches the reference call (or does, but for ``undeclared``)
     problems: list[str] = field(default_factory=list)
     undeclared: tuple[str, ...] = ()  # nested keys no schema says the tool reads (with ``undeclared_keys``)
+    unrecorded: bool = False  # the right tool, called with arguments that were not recorded: match unknown
 
     @property
     def matches(self) -> bool:
-        return self.stage is None and not self.undeclared
+        return self.stage is None and not self.undeclared and not self.unrecorded
 
     @property
     def matches_but_undeclared(self) -> bool:
         """Equal on every key the reference names; only keys no schema declares differ."""
-        return self.stage is None and bool(self.undeclared)
+        return self.stage is None and bool(self.undeclared) and not self.unrecorded
 
 
 def _defaults(spec: ToolSpec | None) -> dict[str, Any]:
@@ -49,10 +52,12 @@ def diff_call(ref: ReferenceCall, step: Step, spec: ToolSpec | None, *, extra_ar
     reads is not a difference but reported (``CallDiff.undeclared``)."""
     if step.name != ref.name:
         return CallDiff(FailureStage.TOOL_SELECTION, [f"called {step.name!r} instead of {ref.name!r}"])
+    if step.arguments is None:
+        return CallDiff(None, [f"{ref.name} was called, but its arguments were not recorded"], unrecorded=True)
     sets = ref.argument_sets()
     best: CallDiff | None = None
     for arguments, rules in sets:
-        d = _diff_arguments(arguments, rules, step, spec, extra_arguments, undeclared_keys)
+        d = _diff_arguments(arguments, rules, step.arguments, spec, extra_arguments, undeclared_keys)
         if d.matches:
             return d
         if best is None or (best.stage is not None and (d.stage is None or d.stage.rank > best.stage.rank)):
@@ -66,28 +71,28 @@ def diff_call(ref: ReferenceCall, step: Step, spec: ToolSpec | None, *, extra_ar
 
 
 def _diff_arguments(
-    arguments: dict[str, Any], rules: dict[str, ArgumentRule], step: Step, spec: ToolSpec | None, extra_arguments: bool, undeclared_keys: bool
+    arguments: dict[str, Any], rules: dict[str, ArgumentRule], given: dict[str, Any], spec: ToolSpec | None, extra_arguments: bool, undeclared_keys: bool
 ) -> CallDiff:
     defaults = _defaults(spec)
     referenced = set(arguments) | set(rules)
 
     name_problems: list[str] = []
-    for key in step.arguments:
+    for key in given:
         if spec is not None and spec.properties and key not in spec.properties:
             name_problems.append(f"unexpected argument {key!r} (not in the tool schema)")
         elif key in referenced or extra_arguments:
             continue
         elif key not in defaults:
             name_problems.append(f"unexpected argument {key!r} (not in the reference call)")
-        elif not _same(defaults[key], step.arguments[key], spec, key):
-            name_problems.append(f"unexpected argument {key!r}={step.arguments[key]!r} (reference leaves it at its default)")
+        elif not _same(defaults[key], given[key], spec, key):
+            name_problems.append(f"unexpected argument {key!r}={given[key]!r} (reference leaves it at its default)")
     for key in sorted(referenced):
         rule = rules.get(key)
         optional = rule is not None and rule.optional
-        if key not in step.arguments and key not in defaults and not optional:
+        if key not in given and key not in defaults and not optional:
             name_problems.append(f"missing argument {key!r}")
     if spec is not None:
-        for key in sorted(spec.required - referenced - set(step.arguments) - set(defaults)):
+        for key in sorted(spec.required - referenced - set(given) - set(defaults)):
             name_problems.append(f"missing argument {key!r} (required by the tool schema)")
     if name_problems:
         return CallDiff(FailureStage.ARGUMENT_NAMES, name_problems)
@@ -96,8 +101,8 @@ def _diff_arguments(
     undeclared: list[str] = []
     for key in sorted(referenced):
         rule = rules.get(key)
-        if key in step.arguments:
-            actual = step.arguments[key]
+        if key in given:
+            actual = given[key]
         elif rule is not None and rule.optional:
             continue  # omission is explicitly allowed
         else:

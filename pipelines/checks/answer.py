@@ -15,6 +15,10 @@ Rules, in order:
    answers, no match is ``incorrect``.
 3. gold answers: CRAG comparison (``pipelines.matching.compare_answer``).
 4. open-ended turns (``criteria`` and no gold answer) go to the open-ended rubric.
+What the agent said that was not recorded (``TrajectoryTurn.answer_recorded`` False: tracing
+without content) is unknown, never missing: rules 1 to 4 then decide only what the recorded
+messages show (every required item found in them); anything else is inconclusive
+(``not_recorded``), never sent to a judge, with the trajectory's ``not_recorded`` reason.
 """
 
 from __future__ import annotations
@@ -79,11 +83,14 @@ class AnswerCheck:
             return ended_early_result(ctx, prediction)
         if ctx.traj_turn is None and turn.has_answer_spec:  # never reached: nothing was said, so nothing wrong
             return self._mismatch("missing", f"the trajectory has no turn {turn.turn_id}", None, turn.gold_answers)
+        unheard = ctx.traj_turn is not None and not ctx.traj_turn.answer_recorded
         told: list[Evidence] = []
         if turn.required_content:
             messages = _agent_messages(ctx)
             prepared = Told(messages)
             missing = [info for info in turn.required_content if communicated(info, prepared) is None]
+            if missing and unheard:
+                return not_recorded_result(ctx, f"whether the agent told the user {missing} is unknown: what it said was not recorded")
             if missing:
                 return self._mismatch("incorrect", f"the agent never told the user: {missing}", messages[-3:], turn.required_content)
             told.append(
@@ -93,6 +100,8 @@ class AnswerCheck:
                     expected=turn.required_content,
                 )
             )
+        if unheard and (turn.gold_answer_pattern is not None or turn.gold_answers is not None or turn.criteria):
+            return not_recorded_result(ctx, "the answer was not recorded", told)
         if turn.gold_answer_pattern is not None:
             if isinstance(prediction, str) and pattern_search(turn.gold_answer_pattern, prediction):
                 reason = f"the answer matches the pattern {turn.gold_answer_pattern!r}"
@@ -161,6 +170,14 @@ def ended_early_result(ctx: TurnContext, prediction: Any) -> StageResult:
         label=AnswerLabel.MISSING.value if ctx.turn.has_answer_spec else None,
         reason=reason,
         evidence=[Evidence(kind=EvidenceKind.ENDED_EARLY, message=reason, expected=ended.kind, actual=prediction)],
+    )
+
+
+def not_recorded_result(ctx: TurnContext, what: str, told: list[Evidence] | None = None) -> StageResult:
+    """Undecided: the answer (or what the agent said) was not recorded."""
+    reason = f"inconclusive: {what} ({ctx.trajectory.not_recorded})"
+    return StageResult(
+        check=Check.ANSWER, outcome=Outcome.INCONCLUSIVE, reason=reason, evidence=[*(told or []), Evidence(kind=EvidenceKind.NOT_RECORDED, message=reason)]
     )
 
 

@@ -40,6 +40,13 @@ Invariants, each a general rule:
   reached (tool selection < argument names < argument values), where an attempt is a same-name call
   that satisfied no other reference call; with no attempt the call was never made. The check
   reports the earliest stage over all unsatisfied calls.
+- A call whose arguments were not recorded (tracing without content) is compared by name only: a
+  reference call whose closest attempt is such a call is undecided (``not_recorded``), never failed
+  for arguments nobody saw; the alternative-path question is too when every call that could stand
+  in has unrecorded arguments. Names still decide: a reference call no call of its name attempted,
+  or a surplus write, fails as it would with the arguments known. A ``not_recorded`` finding
+  leaves the check inconclusive (unless something recorded fails it) and is never sent to a judge:
+  the judge would see no more than the rule.
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ class RefStatus:
     stage: FailureStage | None = None  # when unsatisfied and decisive
     attempt: int | None = None  # the step diagnosed as the attempt at it (None: never called)
     inconclusive: bool = False
+    unrecorded: bool = False  # inconclusive because the attempt's arguments (or those of every stand-in) were not recorded
     advisory: bool = False  # its absence never fails the check
     problems: list[str] = field(default_factory=list)
 
@@ -212,7 +220,11 @@ class _CallMatcher:
                 best = max(attempts, key=lambda v: _closeness(self.diff(st.index, v.index)))
                 d = self.diff(st.index, best.index)
                 st.attempt = best.index
-                if d.stage is None:  # the right call, but it failed
+                if d.unrecorded:  # the right tool; whether its arguments were right is not known
+                    st.inconclusive = st.unrecorded = True
+                    failed = f" and failed ({best.status})" if best.failed else ""
+                    st.problems = [f"{ref.name} was called at step {best.index}{best.name_note}{failed}, but its arguments were not recorded"]
+                elif d.stage is None:  # the right call, but it failed
                     st.stage = FailureStage.ARGUMENT_VALUES
                     why = best.step.error or best.result or best.status
                     st.problems = [f"{ref.name} was called as expected at step {best.index}{best.name_note} but failed ({best.status}): {why!r}"[:300]]
@@ -228,6 +240,12 @@ class _CallMatcher:
             elif self.answer_correct is False:
                 st.stage = FailureStage.TOOL_SELECTION
                 st.problems = [f"{ref.name} was never called and the answer is wrong"]
+            elif all(not v.step.arguments_recorded for v in spare):
+                st.inconclusive = st.unrecorded = True
+                names = ", ".join(sorted({v.step.name for v in spare}))
+                st.problems = [
+                    f"{ref.name} was never called; the other calls ({names}) may have retrieved the same information, but their arguments were not recorded"
+                ]
             else:
                 st.inconclusive = True
                 st.problems = [f"{ref.name} was never called; the other calls may have retrieved the same information"]
@@ -338,6 +356,17 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
                     expected={"name": ref.name, "arguments": ref.arguments},
                 )
             )
+        elif st.unrecorded:
+            evidence.append(
+                Evidence(
+                    kind=EvidenceKind.NOT_RECORDED,
+                    reference=st.index,
+                    step=st.attempt,
+                    tool=ref.name,
+                    message=f"inconclusive: {'; '.join(st.problems)} ({ctx.trajectory.not_recorded})",
+                    expected={"name": ref.name, "arguments": ref.arguments},
+                )
+            )
         elif st.inconclusive:
             evidence.append(
                 Evidence(
@@ -378,7 +407,7 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
         stage, first = min(decisive, key=lambda d: (d[0].rank, d[1].step is None, d[1].step or 0))
         return StageResult(check=Check.CALLS, outcome=Outcome.MISMATCH, failure_stage=stage, reason=first.message, evidence=evidence, decisive_step=first.step)
     if any(st.inconclusive for st in status) or undeclared:
-        reason = next(e.message for e in evidence if e.kind in ("no_counterpart", "undeclared_keys"))
+        reason = next(e.message for e in evidence if e.kind in ("not_recorded", "no_counterpart", "undeclared_keys"))
         return StageResult(check=Check.CALLS, outcome=Outcome.INCONCLUSIVE, reason=reason, evidence=evidence)
     required = [st for st in status if not st.advisory]
     if not required:
@@ -391,6 +420,8 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
     return StageResult(check=Check.CALLS, outcome=Outcome.MATCH, reason=f"all {len(required)} required reference calls satisfied", evidence=evidence)
 
 
-def call_signature(name: str, arguments: dict) -> str:
-    """Identity of a call for duplicate detection (efficiency never rewards repeats)."""
+def call_signature(name: str, arguments: dict | None) -> str:
+    """Identity of a call for duplicate detection (efficiency never rewards repeats). Calls whose
+    arguments were not recorded (None) share one signature per tool: whether they repeat is
+    unknown, so scoring then reports no efficiency."""
     return name + canonical_json(arguments)

@@ -39,6 +39,8 @@ class GroundingCheck:
     def _result(self, ctx: TurnContext, answer: StageResult, calls_satisfied: bool) -> StageResult:
         if answer.outcome in (Outcome.SKIPPED, Outcome.MISMATCH):
             return StageResult(check=self.check, outcome=Outcome.SKIPPED, reason="no correct answer to ground")
+        if ctx.traj_turn is not None and not ctx.traj_turn.answer_recorded:
+            return StageResult(check=self.check, outcome=Outcome.SKIPPED, reason="the answer was not recorded: nothing to ground")
         if not ctx.turn.reference_calls and not ctx.steps:
             return StageResult(check=self.check, outcome=Outcome.SKIPPED, reason="the task needs no tool evidence")
         outputs = ctx.prior_outputs + [v.result for v in ctx.steps if v.ok]

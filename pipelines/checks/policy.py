@@ -6,7 +6,8 @@ Rules (each violation is evidence naming the step):
   costs what the policy limits), the violation is flagged on the call that exceeds it;
 - ``read_only`` forbids attempting any tool whose spec says ``side_effect="write"``;
 - ``forbidden_arguments`` by normalised value or regex (RE2, searched anywhere in the value: a
-  string as written, anything else as JSON), linear in the text whatever the pattern;
+  string as written, anything else as JSON), linear in the text whatever the pattern; a call the
+  rule applies to whose arguments were not recorded leaves it open (``not_recorded``);
 - ``allowed_sources`` per turn: a call's source is its tool's ``source`` kind, or its name.
 An attempted violation counts even if the call failed: the policy governs behaviour, not effects.
 These per-call rules are ``policy_violations`` (the run-time gate asks them too, ``pipelines.runner``).
@@ -67,8 +68,8 @@ def policy_violations(ctx: TurnContext, policy: Policy) -> list[Evidence]:
                 )
             )
         for ban in policy.forbidden_arguments:
-            if ban.tool not in ("*", name) or ban.argument not in step.arguments:
-                continue
+            if ban.tool not in ("*", name) or step.arguments is None or ban.argument not in step.arguments:
+                continue  # arguments not recorded: ``unrecorded_bans`` says so
             value = step.arguments[ban.argument]
             hit = any(values_equal(v, value) for v in ban.values)
             if not hit and ban.pattern is not None:
@@ -103,18 +104,39 @@ class PolicyFindings:
     facts: list[Evidence] = field(default_factory=list)
 
 
+def unrecorded_bans(ctx: TurnContext, policy: Policy) -> list[Evidence]:
+    """A call a ``forbidden_arguments`` rule applies to whose arguments were not recorded: whether
+    it broke the rule is unknown (``not_recorded``: open, never asked of a judge)."""
+    found = []
+    for view in ctx.steps:
+        name = view.step.name
+        bans = sorted({f"{name}.{b.argument}" for b in policy.forbidden_arguments if b.tool in ("*", name)})
+        if bans and view.step.arguments is None:
+            found.append(
+                Evidence(
+                    kind=EvidenceKind.NOT_RECORDED,
+                    step=view.index,
+                    tool=name,
+                    message=f"the arguments of step {view.index} ({name}) were not recorded: whether it passed a forbidden value for {', '.join(bans)} "
+                    f"is unknown ({ctx.trajectory.not_recorded})",
+                )
+            )
+    return found
+
+
 def policy_findings(ctx: TurnContext, policy: Policy) -> PolicyFindings:
     """The per-call rules (``policy_violations``) and, when the policy asks for it, confirm_writes;
     violations in step order."""
     violations = policy_violations(ctx, policy)
+    unknown = unrecorded_bans(ctx, policy)
     if not policy.confirm_writes:
-        return PolicyFindings(violations)
+        return PolicyFindings(violations, open=unknown)
     verdicts = judge_writes(ctx)
     violations += [v.evidence for v in verdicts if v.finding == "violation"]
     violations.sort(key=lambda e: -1 if e.step is None else e.step)  # stable: per step, the per-call rules first
     return PolicyFindings(
         violations,
-        open=[v.evidence for v in verdicts if v.finding == "open"],
+        open=[*unknown, *(v.evidence for v in verdicts if v.finding in ("open", "unrecorded"))],
         facts=[v.evidence for v in verdicts if v.finding == "confirmed"],
     )
 

@@ -6,6 +6,7 @@ modules import only typer at the top; everything heavy is imported inside the co
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
@@ -15,13 +16,33 @@ from rich.console import Console
 from rich.text import Text
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from judge import Escalator
 
 # Messages carry user text (ids, paths, field values, tool names): never read as rich markup, so
 # "[/x]" in a task id prints as written instead of raising, and "[unknown_task]" is not swallowed.
 # Colour goes through ``style=`` and ``labelled``.
 console = Console(stderr=True, markup=False)
-stdout = Console(markup=False)  # standard output: summaries and tables
+# Standard output: summaries and tables. A line is never broken where the console thinks the
+# screen ends (a terminal wraps it itself; piped, a line is a line): see also ``print_table``.
+stdout = Console(markup=False, soft_wrap=True)
+PIPED_WIDTH = 10_000  # piped, a table is as wide as its content: no console width to fit
+
+
+def print_table(table: Table) -> None:
+    """A table on standard output: on a terminal, fitted to the window; piped (a file, ``less``,
+    CI logs) as wide as its content, so no cell wraps at rich's 80-column default and the title
+    is a line of its own above it (a title wraps to the table's width, not the line's)."""
+    if stdout.is_terminal:
+        stdout.print(table)
+        return
+    wide = Console(file=stdout.file, markup=False, soft_wrap=True, width=PIPED_WIDTH, color_system=None)
+    if table.title:
+        wide.print(str(table.title), highlight=False)
+        table = copy.copy(table)
+        table.title = None
+    wide.print(table)
 
 
 def labelled(label: str, text: str, style: str = "red") -> Text:

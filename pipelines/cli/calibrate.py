@@ -20,6 +20,7 @@ from pipelines.cli._common import (
     NoCacheOpt,
     OfflineOpt,
     console,
+    print_table,
     stdout,
 )
 from pipelines.cli.rubrics import RubricsOpt, load_rubric_table
@@ -175,7 +176,7 @@ def _print_section(report: CalibrationReport, title: str) -> None:
     for kind, raters in (("judge", report.judges), ("panel", report.panels)):
         for name, stats in raters.items():
             table.add_row(name, kind, str(stats.n), fmt_num(stats.accuracy.value, 4, none=""), fmt_num(stats.cohen_kappa.value, none=""))
-    stdout.print(table)
+    print_table(table)
     held = report.held_out
     if held is not None and held.rules:
         split = Table(title=f"held-out split ({held.n_held_out} items; panels learned on {held.n_train} train items)")
@@ -183,7 +184,7 @@ def _print_section(report: CalibrationReport, title: str) -> None:
         split.add_column("cohen_kappa")
         for name, stats in held.rules.items():
             split.add_row(name, fmt_num(stats.cohen_kappa.value))
-        stdout.print(split)
+        print_table(split)
     if report.probes:
         probes = Table(title="bias probes: flip rate [95% CI]")
         for col in ("probe", "attack / rater", "pairs", "flip rate", "to positive"):
@@ -191,7 +192,7 @@ def _print_section(report: CalibrationReport, title: str) -> None:
         for pr in report.probes:
             for name, flips in [("pooled", pr.panel), *pr.variants.items(), *pr.judges.items()]:
                 probes.add_row(pr.probe, name, str(flips.n), _est(flips.flip_rate), _est(flips.to_positive_rate))
-        stdout.print(probes)
+        print_table(probes)
 
 
 def _est(e: Estimate) -> str:

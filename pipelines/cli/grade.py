@@ -33,8 +33,10 @@ from pipelines.cli._common import (
     escalator_from,
     judge_settings,
     labelled,
+    print_table,
     stdout,
 )
+from pipelines.cli._formats import TASK_FORMAT_NAMES, TRAJECTORY_FORMAT_NAMES, names
 from pipelines.cli.rubrics import RubricsOpt, load_rubric_table
 
 if TYPE_CHECKING:
@@ -193,12 +195,12 @@ def _print_problems(summary: RunSummary) -> None:
         for e in mine[:_SHOWN_ERRORS]:
             where = e.file + (f":{e.line}" if e.line is not None else "")
             field = f" field {e.field}" if e.field else ""
-            console.print(labelled(f"{scope} error", f"{where}:{field} {e.message} [{e.kind}]"))
+            console.print(labelled(f"{scope} error", f"{where}:{field} {e.message} [{e.kind}]"), soft_wrap=True)  # one line each, piped or not
         if len(mine) > _SHOWN_ERRORS:
             console.print(f"... and {len(mine) - _SHOWN_ERRORS} more {scope} errors (all in summary.json)", style="red")
     for kind, fields in summary.input_warnings.items():
         for pattern, w in fields.items():
-            console.print(labelled("warning", f"{kind} {pattern}: {w.message} ({w.count}x, first at {w.first})", "yellow"))
+            console.print(labelled("warning", f"{kind} {pattern}: {w.message} ({w.count}x, first at {w.first})", "yellow"), soft_wrap=True)
 
 
 def _print_summary(summary: RunSummary, out: Path) -> None:
@@ -217,7 +219,7 @@ def _print_summary(summary: RunSummary, out: Path) -> None:
     for stage, n in summary.failure_stages.items():
         if n and stage != "none":
             table.add_row(f"  fail at {stage}", str(n))
-    stdout.print(table)
+    print_table(table)
     if summary.pass_rate is not None:
         ci = summary.pass_rate_ci95
         stdout.print(f"pass rate {fmt_pct(summary.pass_rate)}" + (f" (95% CI {fmt_pct_ci(ci)})" if ci else ""))
@@ -249,8 +251,8 @@ def grade(
         ),
     ] = None,
     reference: Annotated[Optional[Path], typer.Option(callback=_input_path, help="Separate ground truth: VAKRA ground truth or BFCL possible answers.")] = None,
-    format: Annotated[Optional[str], typer.Option("--format", help="Trajectory format (auto-detected by default): native|openai|anthropic|vakra.")] = None,
-    task_format: Annotated[Optional[str], typer.Option(help="Task format (auto-detected by default): native|vakra|bfcl.")] = None,
+    format: Annotated[Optional[str], typer.Option("--format", help=f"Trajectory format (auto-detected by default): {names(TRAJECTORY_FORMAT_NAMES)}.")] = None,
+    task_format: Annotated[Optional[str], typer.Option(help=f"Task format (auto-detected by default): {names(TASK_FORMAT_NAMES)}.")] = None,
     out: Annotated[Path, typer.Option(help="Output directory.")] = Path("runs/latest"),
     on_error: Annotated[OnError, typer.Option(help="skip: grade the rest and list bad items; fail: stop at the first.")] = OnError.skip,
     judge: JudgeOpt = None,
@@ -293,6 +295,15 @@ def grade(
         Optional[float], typer.Option(min=0.0, max=1.0, help="Control accuracy below which a judge is set aside (default 0.8).")
     ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Fields the schema does not know are errors instead of warnings.")] = False,
+    task_key: Annotated[
+        Optional[str],
+        typer.Option(
+            "--task-key",
+            metavar="ATTRIBUTE",
+            help="OTel traces: the span attribute, metadata key (metadata.KEY) or key:value tag that holds the task id "
+            "(default: task.id / task_id attributes, then metadata or tags named task_id / task / example_id, then gen_ai.conversation.id / session.id).",
+        ),
+    ] = None,
     labels: Annotated[
         Optional[Path],
         typer.Option(
@@ -309,7 +320,7 @@ def grade(
         typer.Option(
             "--ray",
             metavar="[ADDRESS]",
-            help="Grade on a Ray cluster (pip install 'trajectory-judge[ray]'): alone or 'local' starts a local Ray; 'auto' or ray://host:port joins a cluster.",
+            help="Grade on a Ray cluster (pip install 'trajectory-judge\\[ray]'): alone or 'local' starts a local Ray; 'auto' or ray://host:port joins a cluster.",
         ),
     ] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the run (or interrupted run) --out holds.")] = False,
@@ -370,6 +381,7 @@ def grade(
         replayer=build_replayer(replay),
         command=["judge", *sys.argv[1:]],
         strict=strict,
+        task_key=task_key,
         labels=labels,
         tool_specs=tool_specs,
         workers=workers or default_workers(),
@@ -398,9 +410,6 @@ def demo(
     min_votes: MinVotesOpt = None,
 ) -> None:
     """Grade the bundled sample benchmark end to end (replay included) and print the breakdown."""
-    from rich.table import Table
-
-    from judge import fmt_pct
     from pipelines.executors import default_workers
     from pipelines.grade_run import GradeOptions
     from pipelines.resources import sample_dir
@@ -425,7 +434,18 @@ def demo(
         workers=default_workers(),
         overwrite=True,  # the demo's folder holds the demo: each run replaces it
     )
-    summary = run_and_print(opts)
+    print_breakdowns(run_and_print(opts))
+
+
+def print_breakdowns(summary: RunSummary) -> None:
+    """The run by capability, hop count and hop pattern, a table each (none for a breakdown whose
+    every trajectory is ``unknown``). Rows in reading order, numbers as numbers (hop count 2 before
+    12: summary.json, which a run is reloaded from, keeps its keys sorted as text)."""
+    from rich.table import Table
+
+    from judge import fmt_pct
+    from pipelines.aggregate import natural_order
+
     for key in ("capability", "hop_count", "hop_pattern"):
         groups = summary.by.get(key, {})
         if list(groups) == ["unknown"]:
@@ -433,7 +453,7 @@ def demo(
         table = Table(title=f"by {key.replace('_', ' ')}")
         for col in (key, "n", "pass rate", "unresolved", "top failure stage"):
             table.add_column(col)
-        for value, g in groups.items():
+        for value, g in sorted(groups.items(), key=lambda kv: natural_order(kv[0])):
             top = max(((k, v) for k, v in g.failure_stages.items() if k != "none"), key=lambda kv: kv[1])
             table.add_row(value, str(g.n), fmt_pct(g.pass_rate or 0), str(g.unresolved), f"{top[0]} ({top[1]})" if top[1] else "-")
-        stdout.print(table)
+        print_table(table)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from pipelines.cli._common import EXIT_JUDGE_CONFIG, EXIT_USAGE, console, labelled, stdout
+from pipelines.cli._common import EXIT_JUDGE_CONFIG, EXIT_USAGE, console, labelled, print_table
 
 if TYPE_CHECKING:
     from rubrics import TemplateRubric
@@ -80,4 +80,4 @@ def check(folder: Annotated[Path, typer.Argument(help="A rubric folder, as --rub
         shown.add_column(col)
     for name, rubric in table.items():
         shown.add_row(name, str(rubric.check), ", ".join(rubric.labels), versions[name]["version"], versions[name]["source"])
-    stdout.print(shown)
+    print_table(shown)

@@ -31,6 +31,7 @@ from pipelines.cli._common import (
     judge_settings,
     labelled,
 )
+from pipelines.cli._formats import TASK_FORMAT_NAMES, names
 from pipelines.cli.grade import OnError
 from pipelines.cli.rubrics import RubricsOpt, load_rubric_table
 
@@ -54,7 +55,7 @@ def run(
     trials: Annotated[int, typer.Option(min=1, help="Runs per task (pass@k / pass^k in the report).")] = 1,
     out: Annotated[Path, typer.Option(help="Output directory: trajectories.jsonl, run.json, then the graded outputs.")] = Path("runs/latest-run"),
     reference: Annotated[Optional[Path], typer.Option(exists=True, dir_okay=False, help="Separate ground truth (VAKRA, BFCL).")] = None,
-    task_format: Annotated[Optional[str], typer.Option(help="Task format (auto-detected by default): native|vakra|bfcl.")] = None,
+    task_format: Annotated[Optional[str], typer.Option(help=f"Task format (auto-detected by default): {names(TASK_FORMAT_NAMES)}.")] = None,
     seed: Annotated[int, typer.Option(help="Base seed: per-trial seeds, fault draws and cache keys derive from it.")] = 0,
     max_steps: Annotated[int, typer.Option(min=1, help="Most tool calls per trajectory (the policy's max_calls + 1 caps it further).")] = 30,
     enforce_policy: Annotated[

@@ -12,6 +12,7 @@ or overwritten.
 
 from pipelines.ingest._api import (
     check_task,
+    check_task_key,
     convert_trajectory,
     detect_task_format,
     detect_trajectory_format,
@@ -43,6 +44,7 @@ __all__ = [
     "ToolSpecError",
     "UsageError",
     "check_task",
+    "check_task_key",
     "convert_trajectory",
     "detect_task_format",
     "detect_trajectory_format",

@@ -205,6 +205,7 @@ def read_trajectories(
     start: tuple[int, int, int] = (1, 0, 0),
     seen: dict[tuple[str, str], int | None] | None = None,
     tasks: TaskSet | None = None,
+    task_key: str | None = None,
 ) -> Bundle:
     """The trajectories of ``path`` and, for formats that carry them, its tasks.
 
@@ -215,15 +216,19 @@ def read_trajectories(
     byte offset) where it begins (see ``read_items``), ``seen`` = (task_id, trajectory_id) -> line
     of the ids read before it. ``tasks``: the tasks the trajectories will be graded against, so
     that a transcript naming no task (a bare message list) is matched to one by its question.
+    ``task_key`` (``--task-key``): the attribute that holds the task id, for formats that read it
+    from attributes (traces); a ``UsageError`` for the others.
     """
     chosen = trajectory_format(fmt) if fmt is not None else None
     if chosen is None and isinstance(path, (str, os.PathLike)):
         name, _ = _detect_bundle(path, limits)
         chosen = BUNDLE_REGISTRY[name] if name is not None else None
+    if task_key is not None:
+        check_task_key(chosen)
     if isinstance(chosen, BundleFormat):
         if not isinstance(path, (str, os.PathLike)):
             raise ValueError(f"the {chosen.name} format is read as a whole file: pass a path, not a stream")
-        bundle = chosen.read(str(path), limits)
+        bundle = chosen.read(str(path), limits) if task_key is None or chosen.keyed_read is None else chosen.keyed_read(str(path), limits, task_key)
     else:
         stream = _Stream(path, chosen, limits, start, tasks)
         stream.seen.update(seen or {})
@@ -231,6 +236,17 @@ def read_trajectories(
     if strict:
         bundle = Bundle(tasks=_strict_tasks(bundle.tasks) if bundle.tasks is not None else None, items=strict_items(bundle.items))
     return bundle
+
+
+def check_task_key(chosen: TrajectoryFormat | BundleFormat | None) -> None:
+    """``--task-key`` is for formats whose task ids come from attributes (traces): a
+    ``UsageError`` naming those for any other (a format detected item by item names the task in
+    each item)."""
+    if isinstance(chosen, BundleFormat) and chosen.keyed_read is not None:
+        return
+    keyed = [f.name for f in BUNDLE_REGISTRY.values() if f.keyed_read is not None]
+    what = f"{chosen.name} trajectories name their task themselves" if chosen is not None else "this file is not a trace export"
+    raise UsageError("--task-key", f"{what}; --task-key names the task id attribute of {' or '.join(keyed)} traces only")
 
 
 def convert_trajectory(item: Any, fmt: str = "native", *, file: str = "<memory>", tasks: TaskSet | None = None) -> Loaded:
@@ -447,4 +463,6 @@ def check_task(loaded: Loaded, tasks: TaskSet) -> InputErrorInfo | None:
         return error("unknown_task", f"task {task_id!r} could not be read: {tasks.invalid[task_id].render()}")
     close = difflib.get_close_matches(task_id, list(tasks.tasks), n=3) if len(tasks.tasks) <= 10_000 else []
     hint = f"; similar ids: {', '.join(close)}" if close else ""
+    if loaded.task_id_note:
+        hint += f"; {loaded.task_id_note}"
     return error("unknown_task", f"no task with id {task_id!r} among {len(tasks.tasks)} tasks{hint}")

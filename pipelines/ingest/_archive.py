@@ -6,24 +6,36 @@ standard library cannot read. So the member count is capped, each member's decla
 against the limit before reading and its actual size while reading (at most ``limit + 1`` bytes are
 ever inflated), and every failure (bad CRC, unsupported compression, encryption, invalid JSON,
 duplicate keys, an oversize string) becomes an ``InputErrorInfo`` naming the member.
+
+Compression methods: those of Python's ``zipfile`` (stored, deflate, bzip2, lzma) and Zstandard
+(method 93), which current Inspect writes (``inspect_ai._util.zipfile``: zstd level 3, in frames
+of at most 200 MiB of input) and ``zipfile`` reads only from Python 3.14 on. A zstd member is
+read through the ``zstandard`` library, under the same bounds: its frames are decoded as a stream
+(across frame boundaries), at most ``limit + 1`` bytes, with a bounded decoding window, and the
+result is checked against the member's CRC-32 and size as ``zipfile`` checks its own.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 import zipfile
 import zlib
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import orjson
+import zstandard
 
 from judge import UNIQUE_KEYS, BadInputError, DuplicateKey, InputErrorInfo
 from pipelines.ingest._base import Limits
 from pipelines.ingest._reader import _oversize_string
 
 MAX_MEMBERS = 200_000  # an eval log holds one member per sample and epoch, plus a few headers
-
-_READ_ERRORS = (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, EOFError, OSError)
+ZIP_ZSTANDARD = 93  # APPNOTE.TXT 4.4.5
+ZSTD_MAX_WINDOW = 1 << 27  # bytes of decoding window a zstd frame may ask for (libzstd's own default cap)
+_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # zipfile's structFileHeader: 30 bytes
+_READ_ERRORS = (zipfile.BadZipFile, zlib.error, zstandard.ZstdError, NotImplementedError, RuntimeError, EOFError, OSError)
+_WAY_OUT = "re-save the log in a readable form with Inspect (`inspect log convert --to json`) and read the .json"
 
 
 class ArchiveError(BadInputError):
@@ -77,11 +89,14 @@ class Archive:
         if info.file_size > limit:
             return self._error("too_large", f"member {name} inflates to {info.file_size} bytes, more than the limit of {limit} bytes", name)
         try:
-            handle: IO[bytes]
-            with self._zip.open(info) as handle:
-                data = handle.read(limit + 1)
+            if info.compress_type == ZIP_ZSTANDARD:
+                data = self._read_zstd(info, limit)
+            else:
+                handle: IO[bytes]
+                with self._zip.open(info) as handle:
+                    data = handle.read(limit + 1)
         except NotImplementedError as err:
-            return self._error("unsupported", f"member {name} uses a compression method Python's zipfile cannot read ({err})", name)
+            return self._error("unsupported", f"member {name} uses a compression method this reader cannot read ({err}); {_WAY_OUT}", name)
         except _READ_ERRORS as err:
             return self._error("malformed_archive", f"member {name} cannot be read: {err}", name)
         if len(data) > limit:
@@ -109,5 +124,50 @@ class Archive:
                 )
         return value
 
+    def _read_zstd(self, info: zipfile.ZipInfo, limit: int) -> bytes:
+        """At most ``limit + 1`` inflated bytes of a Zstandard member, CRC- and size-checked when whole."""
+        if info.flag_bits & 0x1:
+            raise NotImplementedError("the member is encrypted")
+        with open(self.path, "rb") as handle:
+            handle.seek(info.header_offset)
+            header = handle.read(_LOCAL_HEADER.size)
+            if len(header) != _LOCAL_HEADER.size or header[:4] != b"PK\x03\x04":
+                raise zipfile.BadZipFile("bad local file header")
+            fields = _LOCAL_HEADER.unpack(header)
+            handle.seek(fields[10] + fields[11], 1)  # the member's name and extra field as the local header gives them
+            window = cast(IO[bytes], _Window(handle, info.compress_size))  # the decoder calls only read()
+            decoder = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
+            with decoder.stream_reader(window, read_across_frames=True, closefd=False) as reader:
+                chunks: list[bytes] = []
+                size = 0
+                while size <= limit:
+                    chunk = reader.read(limit + 1 - size)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+        data = b"".join(chunks)
+        if len(data) > limit:
+            return data  # the caller reports it too large
+        if len(data) != info.file_size:
+            raise zipfile.BadZipFile(f"inflates to {len(data)} bytes, not the {info.file_size} its header says")
+        if zlib.crc32(data) != info.CRC:
+            raise zipfile.BadZipFile("bad CRC-32")
+        return data
+
     def _error(self, kind: str, message: str, member: str) -> InputErrorInfo:
         return InputErrorInfo(kind=kind, message=message, file=self.path, field=member)
+
+
+class _Window:
+    """The ``size`` bytes of an open file from where it stands: one member's compressed data."""
+
+    def __init__(self, handle: IO[bytes], size: int):
+        self.handle = handle
+        self.left = size
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n < 0 else min(n, self.left)
+        data = self.handle.read(n) if n > 0 else b""
+        self.left -= len(data)
+        return data

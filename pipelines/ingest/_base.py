@@ -53,6 +53,9 @@ class Loaded:
     task_id: str | None  # best effort, also for error rows (so the output can still name them)
     trajectory_id: str | None
     warnings: list[InputWarning] = field(default_factory=list)
+    # how the reader chose the task id where the format has no one place for it (trace attributes):
+    # added to the error when the id matches no task
+    task_id_note: str | None = None
 
     def __post_init__(self) -> None:
         if (self.trajectory is None) == (self.error is None):
@@ -293,6 +296,8 @@ class BundleFormat:
     description: str
     sniff: Callable[[bytes, dict[str, Any] | None], bool]
     read: Callable[[str, Limits], Bundle]
+    # formats whose task ids come from attributes a user may name (traces): ``read`` with ``--task-key``
+    keyed_read: Callable[[str, Limits, str], Bundle] | None = None
 
 
 @dataclass(frozen=True)

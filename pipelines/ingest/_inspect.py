@@ -1,4 +1,5 @@
-"""Inspect AI eval logs: ``.eval`` zip archives and ``.json`` logs (log format versions 1 to 3).
+"""Inspect AI eval logs: ``.eval`` zip archives (deflate or, as current Inspect writes them, zstd
+members: ``_archive``) and ``.json`` logs (log format versions 1 to 3).
 
 ``.eval``: ``header.json`` (or, for a log still running, ``_journal/start.json``; very old logs:
 ``start.json`` + ``results.json``) and one member per sample and epoch, ``samples/<id>_epoch_<n>.json``.

@@ -1,11 +1,14 @@
 """OpenTelemetry GenAI traces (OTLP JSON / JSONL, Langfuse exports) -> one trajectory per conversation.
 
 Grouping: spans are grouped by trace; traces that share a conversation (``gen_ai.conversation.id``
-on any of their spans, else Langfuse's ``sessionId``) form one trajectory. ids:
+or OpenInference ``session.id`` on any of their spans, else Langfuse's ``sessionId``) and name no
+different tasks form one trajectory (``_otel_ids``). ids:
 
-- task_id: the first of the attributes ``trajectory_judge.task_id``, ``task.id``, ``task_id`` found
-  on a span (root spans first) or its resource, or in Langfuse trace metadata; else the
-  conversation id; else the trace id. Traces carry no tasks: ``--tasks`` is required.
+- task_id: an attribute ``trajectory_judge.task_id`` / ``task.id`` / ``task_id``, a ``metadata``
+  key or ``tag.tags`` entry named ``task_id`` / ``task`` / ``example_id``, or the one attribute
+  ``--task-key`` names; else the conversation id; else the trace id (``_otel_ids`` has the
+  order). Traces carry no tasks: ``--tasks`` is required. When the id matches no task, the error
+  says where it was read and lists what the spans carry (``Loaded.task_id_note``).
 - trajectory_id: ``trajectory_judge.trajectory_id`` if set, else the conversation id, else the trace id.
 
 What maps to what (spans in start-time order; chat = ``gen_ai.operation.name`` chat /
@@ -21,8 +24,14 @@ Langfuse TOOL, OpenInference TOOL or a span with ``gen_ai.tool.name``):
   which also handles frameworks that send only the new messages;
 - a tool span answers the call with its ``gen_ai.tool.call.id`` (else the oldest unanswered call
   of that tool); with no such call (content capture off) the span itself is the call, with
-  ``gen_ai.tool.call.arguments`` / ``input.value`` as arguments; ``error.type`` or an error
-  status fails it;
+  ``gen_ai.tool.call.arguments`` / ``input.value`` as arguments, or, when it records none, with
+  arguments unknown (``Step.arguments`` None, never ``{}``); ``error.type`` or an error status
+  fails it;
+- content not recorded (the instrumentations' default): a turn whose last model output (chat span
+  output, or an agent span's output) records no content, or a conversation with no output
+  recorded at all, has an unknown answer (``answer_recorded`` false, not "no answer"); the
+  trajectory's ``not_recorded`` then says how to record it (``NOT_RECORDED``), and grading leaves
+  what depends on it undecided;
 - results pair with the most recent unanswered call of their id (as ``TurnBuilder``: a result
   while two such calls are unanswered is an input error, one that answers no call is kept in
   ``metadata.orphan_results`` with a warning); a call never answered keeps status ``unknown``.
@@ -46,14 +55,18 @@ from pydantic import ValidationError
 from judge import ExternalLabel, InputErrorInfo, SourceRef, Trajectory, label_passed
 from pipelines.ingest._base import Bundle, BundleFormat, ItemContext, ItemError, Limits, Loaded, default_trajectory_id, guarded, validation_error
 from pipelines.ingest._openai import parse_arguments
+from pipelines.ingest._otel_ids import Found, conversation_id, named_task, present, root_first
 from pipelines.ingest._otel_messages import Call, Message, indexed_messages, json_text, messages_from, tool_definitions
 from pipelines.ingest._otel_spans import Span, SpanFormatError, TraceInfo, parse_json_value, spans_of_item
 from pipelines.ingest._reader import read_items
 
 _CHAT_OPS = {"chat", "generate_content", "text_completion", "completion", "responses"}
 _AGENT_OPS = {"invoke_agent", "invoke_workflow"}
-_TASK_KEYS = ("trajectory_judge.task_id", "task.id", "task_id")
 _MAX_SNIFF_SPANS = 50
+NOT_RECORDED = (
+    "content not recorded: set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true "
+    "(span_only for instrumentations built on opentelemetry-util-genai, such as opentelemetry-instrumentation-openai-v2 2.x)"
+)
 
 # ---------------------------------------------------------------- detection
 
@@ -150,7 +163,7 @@ def _system_instructions(span: Span) -> list[str]:
 @dataclass
 class _Step:
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] | None  # None: not recorded (a tool span without content)
     call_id: str | None
     round: int | None
     path: str
@@ -193,7 +206,14 @@ class _Transcript:
         return self.turns[-1]
 
     def start(self, query: str | None) -> None:
-        self.turns.append({"turn_id": str(len(self.turns) + 1), "query": query, "steps": [], "final_answer": None, "agent_messages": []})
+        self.turns.append(
+            {"turn_id": str(len(self.turns) + 1), "query": query, "steps": [], "final_answer": None, "agent_messages": [], "answer_recorded": None}
+        )
+
+    def produced(self, recorded: bool) -> None:
+        """The model (or the agent) produced its output for the current turn; ``recorded``: the
+        output's content is in the spans. The turn's answer is its last production's."""
+        self.turn["answer_recorded"] = recorded
 
     def new_round(self, span_id: str | None) -> int:
         if span_id is not None and span_id in self.round_of_span:
@@ -205,9 +225,10 @@ class _Transcript:
         return number
 
     # -- steps
-    def call(self, call: Call, round_: int | None, path: str) -> _Step:
+    def call(self, call: Call, round_: int | None, path: str, *, recorded: bool = True) -> _Step:
+        """``recorded=False``: the call's arguments were not recorded (its step's are None)."""
         arguments, error = _arguments(call.arguments)
-        step = _Step(call.name, arguments, call.id, round_, path, error=error)
+        step = _Step(call.name, arguments if recorded else None, call.id, round_, path, error=error)
         if error is not None:
             step.status = "error"  # unreadable arguments: the agent's malformed call
         self.steps.append(step)
@@ -336,12 +357,24 @@ def _tool_span(t: _Transcript, span: Span) -> None:
             t.ctx.warn("otel_tool_arguments", f"arguments of tool span {name!r} are not a JSON object; recorded as {{}}", span.path)
             args = {}
         elif raw_args is None:
-            t.ctx.warn("otel_arguments_not_recorded", f"tool span {name!r} records no arguments (content capture off?); recorded as {{}}", span.path)
-        step = t.call(Call(call_id, name, args), round_, span.path)
+            t.ctx.warn("otel_arguments_not_recorded", f"tool span {name!r} records no arguments (content capture off?): they are unknown", span.path)
+        step = t.call(Call(call_id, name, args), round_, span.path, recorded=raw_args is not None)
     if result is not None:
         t.answer(step, result, status, error)
     elif step.status is None:
         step.status = status  # it ran; what it returned was not recorded (a later message may say)
+
+
+def _unrecorded_answers(t: _Transcript) -> None:
+    """A turn whose last production was not recorded has an unknown answer (not a missing one);
+    with no production recorded anywhere (only tool spans, or chat spans without content), no turn's
+    answer is known."""
+    anything = any(turn["answer_recorded"] for turn in t.turns)
+    for turn in t.turns:
+        if turn["answer_recorded"] is None:
+            turn["answer_recorded"] = anything
+        if not turn["answer_recorded"]:
+            turn["final_answer"] = None
 
 
 def _exception_message(span: Span) -> str | None:
@@ -363,26 +396,11 @@ class _Conversation:
     spans: list[Span]
     infos: list[TraceInfo]
     conversation_id: str | None
-
-
-def _depths(spans: list[Span]) -> dict[str, int]:
-    parents = {s.span_id: s.parent_id for s in spans}
-    depth: dict[str, int] = {}
-    for s in spans:
-        d, node, hops = 0, s.parent_id, 0
-        while node is not None and node in parents and hops < len(spans):
-            d, node, hops = d + 1, parents[node], hops + 1
-        depth[s.span_id] = d
-    return depth
-
-
-def _root_first(spans: list[Span]) -> list[Span]:
-    depth = _depths(spans)
-    return sorted(spans, key=lambda s: (depth[s.span_id], s.start if s.start is not None else float("inf"), s.order))
+    task: Found | None = None  # the task its spans name (None: the conversation or trace id stands in)
 
 
 def _first_attribute(spans: list[Span], infos: list[TraceInfo], keys: tuple[str, ...]) -> str | None:
-    for span in _root_first(spans):
+    for span in root_first(spans):
         for source in (span.attributes, span.resource):
             for key in keys:
                 value = source.get(key)
@@ -505,19 +523,23 @@ def build_trajectory(conversation: _Conversation, ctx: ItemContext) -> Trajector
         if what == "chat":
             t.last_model_span = span.span_id
         if what in ("chat", "agent_out"):
-            extracted = messages_from(_messages_value(span, "output"), "assistant")
+            output = _messages_value(span, "output")
+            extracted = messages_from(output, "assistant")
             tools.extend(extracted.tools)
             system.extend(extracted.system)
             _absorb(t, extracted.messages, fresh=what == "chat", span=span, path=f"{span.path}.output")
+            if what == "chat" or output is not None:  # an agent span without output says nothing of the answer
+                t.produced(output is not None)
     chat_spans = [s for s in spans if kinds[s.span_id] == "chat"]
     if not t.turns:
         t.start(None)
+    _unrecorded_answers(t)
     if not t.steps and not any(turn["agent_messages"] for turn in t.turns):
         ctx.warn("otel_no_content", "no message content or tool span was recorded (GenAI content capture is opt-in)", None)
-    first = _root_first(spans)[0] if spans else None
+    first = root_first(spans)[0] if spans else None
     conv = conversation.conversation_id
     trace = conversation.trace_ids[0]
-    task_id = _first_attribute(spans, conversation.infos, _TASK_KEYS) or conv or trace
+    task_id = conversation.task.value if conversation.task is not None else conv or trace
     trajectory_id = _first_attribute(spans, conversation.infos, ("trajectory_judge.trajectory_id",)) or conv or trace
     agent = _first_attribute([s for s in spans if kinds[s.span_id] == "agent"], [], ("gen_ai.agent.name",))
     models = sorted({m for m in map(_model, chat_spans) if m})
@@ -529,6 +551,7 @@ def build_trajectory(conversation: _Conversation, ctx: ItemContext) -> Trajector
     }
     if conv:
         otel["conversation_id"] = conv
+    otel["task_id_from"] = task_source(conversation)
     if models:
         otel["models"] = models
     if first is not None and first.resource.get("service.name"):
@@ -544,6 +567,7 @@ def build_trajectory(conversation: _Conversation, ctx: ItemContext) -> Trajector
     if any(langfuse):
         metadata["langfuse"] = langfuse
     turns = [{**turn, "steps": [s.as_dict() for s in turn["steps"]]} for turn in t.turns]
+    unrecorded = any(s.arguments is None for s in t.steps) or not all(turn["answer_recorded"] for turn in t.turns)
     data = {
         "task_id": task_id,
         "trajectory_id": trajectory_id,
@@ -552,6 +576,7 @@ def build_trajectory(conversation: _Conversation, ctx: ItemContext) -> Trajector
         "token_usage": _usage(chat_spans),
         "metadata": metadata,
         "external_labels": _labels(conversation),
+        "not_recorded": NOT_RECORDED if unrecorded else None,
     }
     try:
         return Trajectory.model_validate(data)
@@ -562,36 +587,61 @@ def build_trajectory(conversation: _Conversation, ctx: ItemContext) -> Trajector
 # ---------------------------------------------------------------- the bundle
 
 
-def _group(spans: list[Span], infos: dict[str, TraceInfo]) -> list[_Conversation]:
+def task_source(conversation: _Conversation) -> str:
+    """Where the conversation's task id was read, as a user names it."""
+    if conversation.task is not None:
+        return conversation.task.source
+    if conversation.conversation_id is not None:
+        found = conversation_id(conversation.spans, conversation.infos[0] if conversation.infos else None)
+        return found.source if found is not None else "the conversation id"
+    return "the trace id"
+
+
+def _group(spans: list[Span], infos: dict[str, TraceInfo], task_key: str | None) -> list[_Conversation]:
+    """Traces of one conversation form one trajectory. A run is one task's run: when the traces of
+    a conversation name different tasks, each task's traces are a trajectory of their own (traces
+    naming none then form one more, whose task id is the conversation's)."""
     by_trace: dict[str, list[Span]] = {}
     for span in spans:
         by_trace.setdefault(span.trace_id, []).append(span)
-    groups: dict[str, _Conversation] = {}
-    for trace_id, trace_spans in by_trace.items():
-        info = infos.get(trace_id)
-        conv = _first_attribute(trace_spans, [], ("gen_ai.conversation.id",)) or (info.session_id if info else None)
-        key = f"conversation:{conv}" if conv else f"trace:{trace_id}"
-        group = groups.get(key)
-        if group is None:
-            group = groups[key] = _Conversation(key, [], [], [], conv)
-        group.trace_ids.append(trace_id)
-        group.spans.extend(trace_spans)
-        if info is not None:
-            group.infos.append(info)
 
     def first_seen(spans: list[Span]) -> tuple[float, int]:
         return min((s.start for s in spans if s.start is not None), default=float("inf")), min(s.order for s in spans)
 
-    for group in groups.values():
-        group.trace_ids.sort(key=lambda tid: first_seen(by_trace[tid]))
+    traces = sorted(by_trace, key=lambda tid: first_seen(by_trace[tid]))
+    by_conversation: dict[str, list[tuple[str, str | None, Found | None]]] = {}
+    for trace_id in traces:
+        info = infos.get(trace_id)
+        found = conversation_id(by_trace[trace_id], info)
+        conv = found.value if found is not None else None
+        task = named_task(by_trace[trace_id], [info] if info is not None else [], task_key)
+        by_conversation.setdefault(f"conversation:{conv}" if conv else f"trace:{trace_id}", []).append((trace_id, conv, task))
+    groups: dict[str, _Conversation] = {}
+    for key, members in by_conversation.items():
+        named = {task.value for _, _, task in members if task is not None}
+        for trace_id, conv, task in members:
+            own = key if len(named) <= 1 else f"{key} task:{task.value if task is not None else ''}"
+            group = groups.get(own)
+            if group is None:
+                group = groups[own] = _Conversation(own, [], [], [], conv, None)
+            group.task = group.task or task
+            group.trace_ids.append(trace_id)
+            group.spans.extend(by_trace[trace_id])
+            info = infos.get(trace_id)
+            if info is not None:
+                group.infos.append(info)
     return sorted(groups.values(), key=lambda g: first_seen(g.spans))
 
 
 def _read(path: str, limits: Limits) -> Bundle:
-    return Bundle(tasks=None, items=_items(path, limits))
+    return Bundle(tasks=None, items=_items(path, limits, None))
 
 
-def _items(path: str, limits: Limits) -> Iterator[Loaded]:
+def _read_keyed(path: str, limits: Limits, task_key: str) -> Bundle:
+    return Bundle(tasks=None, items=_items(path, limits, task_key))
+
+
+def _items(path: str, limits: Limits, task_key: str | None) -> Iterator[Loaded]:
     spans: list[Span] = []
     infos: dict[str, TraceInfo] = {}
     errors: list[Loaded] = []
@@ -611,10 +661,21 @@ def _items(path: str, limits: Limits) -> Iterator[Loaded]:
             infos.setdefault(trace_info.trace_id, trace_info)
     yield from errors
     seen: dict[tuple[str, str], int | None] = {}
-    for index, conversation in enumerate(_group(spans, infos)):
+    for index, conversation in enumerate(_group(spans, infos, task_key)):
         line = min((s.line for s in conversation.spans if s.line is not None), default=None)
         ctx = ItemContext(file=path, line=line, default_trajectory_id=conversation.trace_ids[0])
         source = SourceRef(file=path, line=line, item=index)
+        carried = "; ".join(present(conversation.spans, conversation.infos)) or "nothing that could be an id"
+        if task_key is not None and conversation.task is None:
+            error = InputErrorInfo(
+                kind="unknown_task",
+                message=f"no span of this trace carries {task_key!r} (--task-key) as an attribute, a metadata key or a tag; the spans carry {carried}",
+                file=path,
+                line=line,
+                field=task_key,
+            )
+            yield Loaded(source=source, trajectory=None, error=error, task_id=None, trajectory_id=conversation.conversation_id or conversation.trace_ids[0])
+            continue
         try:
             trajectory = build_trajectory(conversation, ctx)
         except ItemError as err:
@@ -633,8 +694,17 @@ def _items(path: str, limits: Limits) -> Iterator[Loaded]:
             yield Loaded(source=source, trajectory=None, error=error, task_id=trajectory.task_id, trajectory_id=trajectory.trajectory_id)
             continue
         seen[key] = line
+        note = (
+            f"the task id was read from {task_source(conversation)}; the spans carry {carried}; name the one that holds your task ids with --task-key ATTRIBUTE"
+        )
         yield Loaded(
-            source=source, trajectory=trajectory, error=None, task_id=trajectory.task_id, trajectory_id=trajectory.trajectory_id, warnings=ctx.warnings
+            source=source,
+            trajectory=trajectory,
+            error=None,
+            task_id=trajectory.task_id,
+            trajectory_id=trajectory.trajectory_id,
+            warnings=ctx.warnings,
+            task_id_note=note,
         )
 
 
@@ -643,6 +713,7 @@ BUNDLE = BundleFormat(
     description="OpenTelemetry GenAI traces: OTLP JSON / JSONL exports, Langfuse trace exports; one trajectory per conversation (or trace)",
     sniff=_sniff,
     read=_read,
+    keyed_read=_read_keyed,
 )
 
 __all__ = ["BUNDLE", "build_trajectory"]

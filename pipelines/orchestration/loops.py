@@ -3,7 +3,8 @@
 Within one turn, a step is a **loop repeat** when an earlier step made the same call (same tool,
 canonically equal arguments) and got the same outcome (same status and the same response up to
 order, or the same error). Nothing new could be learnt from it. A step with no recorded result
-(``unknown``) is never a repeat: its outcome is not known to be identical.
+(``unknown``) is never a repeat: its outcome is not known to be identical; nor is one whose
+arguments were not recorded: the call is not known to be the same.
 
 ``loop_repeats`` counts the repeats of a trajectory; ``looping`` flags a trajectory where one
 call was repeated at least ``LOOP_MIN_REPEATS`` times (made three times with one outcome): a
@@ -39,8 +40,9 @@ def loop_facts(views: list[TurnView]) -> LoopFacts:
     for v in views:
         if len({s.name for s in v.steps}) == len(v.steps):  # no tool called twice: nothing can repeat
             continue
-        names = Counter(s.name for s in v.steps if s.status != "unknown")
-        candidates = [s for s in v.steps if s.status != "unknown" and names[s.name] >= 2]  # a tool called once cannot repeat
+        known = [s for s in v.steps if s.status != "unknown" and s.arguments_recorded]
+        names = Counter(s.name for s in known)
+        candidates = [s for s in known if names[s.name] >= 2]  # a tool called once cannot repeat
         calls = [(s.name, canonical_json(s.arguments)) for s in candidates]
         made = Counter(calls)
         seen: Counter[tuple[str, str, str]] = Counter()

@@ -16,6 +16,9 @@ With ``first`` the first attempt and ``success`` the first attempt that reached 
 - ``switched_tool``: ``first`` is another tool and reached the goal (the same reference call);
 - ``repeated_unchanged``: ``first`` repeats the call unchanged (same tool, same arguments) and
   either reached the goal itself (a transient fault: recovered) or nothing ever did (a stall);
+- ``retried_unrecorded``: ``first`` is the same tool, but its arguments or the failed call's were
+  not recorded (tracing without content): whether it repeated or fixed them is unknown;
+  ``recovered`` says whether some attempt reached the goal;
 - ``recovered_later``: ``first`` did not reach the goal, a later attempt did;
 - ``gave_up``: no attempt at all, or attempts that never reached the goal: the agent went on
   (answered) without what the failed call was for;
@@ -75,7 +78,9 @@ def _classify(view: TurnView, i: int) -> RecoveryEvent:
     else:
         first = view.steps[attempts[0]]
         unchanged = first.name == failed.name and canonical_json(first.arguments) == canonical_json(failed.arguments)
-        if unchanged:
+        if first.name == failed.name and not (first.arguments_recorded and failed.arguments_recorded):
+            outcome = "retried_unrecorded"
+        elif unchanged:
             outcome = "repeated_unchanged" if success in (None, attempts[0]) else "recovered_later"
         elif success == attempts[0]:
             outcome = "retried_fixed" if first.name == failed.name else "switched_tool"

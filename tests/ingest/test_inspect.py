@@ -7,16 +7,19 @@ from __future__ import annotations
 import json
 import struct
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
+import zstandard
 
 from pipelines.ingest import detect_trajectory_format, read_trajectories
 from pipelines.ingest._base import Limits
 from pipelines.ingest._inspect import BUNDLE
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "external" / "formats" / "inspect"
+FRAMEWORKS = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
 METR = "metr_oxdna_simple_claude-opus-4-1_2-of-6-epochs.eval"
 
 
@@ -369,6 +372,7 @@ def test_unsupported_compression_is_an_error_row(tmp_path):
     _, items = read(path)
     (error,) = [i.error for i in items if i.error is not None]
     assert error.kind == "unsupported" and error.field == "samples/2_epoch_1.json"
+    assert "inspect log convert --to json" in error.message  # the way out
 
 
 def _set_compression(path: Path, member: str, method: int) -> None:
@@ -472,3 +476,125 @@ def test_an_oversize_string_in_a_member_is_too_large_naming_its_path(tmp_path):
     _, items = read(write_eval(tmp_path / "log.eval", [sample(), wordy]), Limits(max_line_bytes=1_000_000, max_string_bytes=3000))
     (error,) = [i.error for i in items if i.error is not None]
     assert error.kind == "too_large" and "messages[0].content" in error.message
+
+
+# ---- Zstandard members (current Inspect's default) ----------------------------------------------
+
+
+def test_a_log_current_inspect_wrote_with_default_settings():
+    """inspect_ai 0.3.285 writes every member zstd-compressed (fixtures/frameworks/inspect/ORIGIN.md)."""
+    path = FRAMEWORKS / "inspect" / "scripted_add.eval"
+    with zipfile.ZipFile(path) as z:
+        assert {i.compress_type for i in z.infolist()} == {93}  # what Python 3.11's zipfile cannot inflate
+    assert detect_trajectory_format(path) == "inspect"
+    tasks, items = read(path)
+    assert sorted(tasks.tasks) == ["add-1", "add-2", "add-3"] and not tasks.errors
+    assert [t.name for t in tasks.tasks["add-1"].tools] == ["add"] and tasks.tasks["add-3"].turns[0].gold_answers == ["15"]
+    assert all(i.error is None for i in items)
+    by_id = {i.trajectory_id: i.trajectory for i in items}
+    assert sorted(by_id) == ["add-1:1", "add-2:1", "add-3:1"]
+    third = by_id["add-3:1"]
+    assert [(s.name, s.arguments, s.result, s.status) for s in third.steps] == [("add", {"a": 7, "b": 8}, "15", "ok")]
+    assert third.final_answer == "The sum is 16." and third.agent == "openai-api/loopback/scripted-agent"
+    assert [(label.source, label.passed) for label in third.external_labels] == [("inspect:includes", False)]
+
+
+def test_judge_grade_reads_it_as_it_comes(tmp_path):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    out = tmp_path / "run"
+    log = FRAMEWORKS / "inspect" / "scripted_add.eval"
+    result = CliRunner().invoke(app, ["grade", "--trajectories", str(log), "--out", str(out), "--offline"])
+    assert result.exit_code == 0, result.output
+    rows = {row["task_id"]: row for row in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    assert {k: (r["verdict"], r["failure_stage"]) for k, r in rows.items()} == {
+        "add-1": ("pass", "none"),
+        "add-2": ("pass", "none"),
+        "add-3": ("fail", "answer_correctness"),
+    }
+
+
+def _zstd_zip(path: Path, members: dict[str, bytes], *, frames: int = 1, declared: dict[str, dict[str, int]] | None = None, params=None) -> Path:
+    """A zip whose members are zstd-compressed (method 93), written byte by byte as APPNOTE lays
+    it out; ``frames`` splits each member into that many zstd frames (Inspect frames every 200 MiB
+    of input); ``declared`` overrides a member's recorded ``size`` / ``crc`` / ``flags``."""
+    compressor = zstandard.ZstdCompressor(compression_params=params) if params is not None else zstandard.ZstdCompressor(level=3)
+    local, central = bytearray(), bytearray()
+    for name, raw in members.items():
+        step = max(1, -(-len(raw) // frames))
+        data = b"".join(compressor.compress(raw[i : i + step]) for i in range(0, len(raw), step))
+        if params is not None:
+            stream = compressor.compressobj()
+            data = stream.compress(raw) + stream.flush()
+        over = (declared or {}).get(name, {})
+        size, crc, flags = over.get("size", len(raw)), over.get("crc", zlib.crc32(raw)), over.get("flags", 0)
+        encoded = name.encode()
+        offset = len(local)
+        local += struct.pack("<4s2B4HL2L2H", b"PK\x03\x04", 63, 0, flags, 93, 0, 0x21, crc, len(data), size, len(encoded), 0) + encoded + data
+        central += struct.pack("<4s4B4HL2L5H2L", b"PK\x01\x02", 63, 3, 63, 0, flags, 93, 0, 0x21, crc, len(data), size, len(encoded), 0, 0, 0, 0, 0, offset)
+        central += encoded
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(members), len(members), len(central), len(local), 0)
+    path.write_bytes(bytes(local + central + end))
+    return path
+
+
+def _zstd_log(path: Path, samples: list[dict[str, Any]], **kw: Any) -> Path:
+    members = {"header.json": json.dumps(HEADER).encode()}
+    members.update({f"samples/{s['id']}_epoch_{s['epoch']}.json": json.dumps(s, indent=2).encode() for s in samples})
+    return _zstd_zip(path, members, **kw)
+
+
+def test_zstd_members_in_several_frames_read_whole(tmp_path):
+    long = sample(2, messages=[{"role": "user", "content": "x" * 50_000}, {"role": "assistant", "content": "4"}])
+    path = _zstd_log(tmp_path / "log.eval", [sample(), long], frames=3)
+    tasks, items = read(path)
+    assert sorted(tasks.tasks) == ["1", "2"] and all(i.error is None for i in items)
+    assert next(i for i in items if i.trajectory_id == "2:1").trajectory.turns[0].query == "x" * 50_000
+
+
+def test_a_zstd_bomb_is_too_large_after_at_most_the_limit(tmp_path):
+    bomb = sample(2, messages=[{"role": "user", "content": " " * 3_000_000}])
+    member = "samples/2_epoch_1.json"
+    path = _zstd_log(tmp_path / "log.eval", [sample(), bomb], declared={member: {"size": 1000}})  # it lies about its size
+    assert path.stat().st_size < 20_000
+    tasks, items = read(path, Limits(max_line_bytes=1_000_000))
+    (error,) = [i.error for i in items if i.error is not None]
+    assert error.kind == "too_large" and error.field == member and "its header said 1000" in error.message
+    assert list(tasks.tasks) == ["1"]
+
+
+@pytest.mark.parametrize(
+    ("declared", "says"),
+    [({"crc": 12345}, "bad CRC-32"), ({"size": 10}, "not the 10 its header says"), ({"flags": 1}, "encrypted")],
+)
+def test_a_zstd_member_that_does_not_check_out_is_an_error_row(tmp_path, declared, says):
+    member = "samples/2_epoch_1.json"
+    _, items = read(_zstd_log(tmp_path / "log.eval", [sample(), sample(2)], declared={member: declared}))
+    (error,) = [i.error for i in items if i.error is not None]
+    assert error.field == member and says in error.message
+    assert error.kind == ("unsupported" if "flags" in declared else "malformed_archive")
+    assert [i.trajectory_id for i in items if i.error is None] == ["1:1"]
+
+
+def test_a_zstd_frame_asking_for_a_huge_window_is_refused(tmp_path):
+    params = zstandard.ZstdCompressionParameters.from_level(3, window_log=29)  # 512 MiB of decoding memory
+    _, items = read(_zstd_log(tmp_path / "log.eval", [sample()], params=params))
+    errors = {i.error.field: i.error for i in items if i.error is not None}
+    assert sorted(errors) == ["header.json", "samples/1_epoch_1.json"] and not [i for i in items if i.error is None]
+    assert all(e.kind == "malformed_archive" and "too much memory" in e.message for e in errors.values())
+
+
+def test_a_truncated_zstd_member_is_an_error_row(tmp_path):
+    path = _zstd_log(tmp_path / "log.eval", [sample(), sample(2)])
+    data = bytearray(path.read_bytes())
+    member = b"samples/2_epoch_1.json"
+    start = data.rfind(b"PK\x03\x04", 0, data.find(member))  # its local header
+    size = struct.unpack_from("<L", data, start + 18)[0]
+    body = start + 30 + len(member)
+    data[body + size // 2 : body + size] = bytes(size - size // 2)  # the second half zeroed: a corrupt frame
+    path.write_bytes(bytes(data))
+    _, items = read(path)
+    (error,) = [i.error for i in items if i.error is not None]
+    assert error.kind == "malformed_archive" and error.field == member.decode()

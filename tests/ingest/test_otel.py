@@ -121,6 +121,7 @@ def test_semconv_tool_call_example(fixtures):
         "chat_spans": 2,
         "tool_spans": 1,
         "conversation_id": "conv-paris-1",
+        "task_id_from": "trajectory_judge.task_id",
         "models": ["gpt-4-0613"],
         "service": "weather-agent",
     }
@@ -138,9 +139,10 @@ def test_file_exporter_jsonl_with_a_trace_split_across_lines(fixtures):
     # content capture off: the execute_tool span is the call; its arguments were not recorded
     dark = items["5b8efff798038103d269b633813fc60c"]
     (step,) = dark.trajectory.steps
-    assert (step.name, step.arguments, step.status, step.call_id, step.round) == ("get_weather", {}, "ok", "call_VSPygqKTWdrhaFErNvMV18Yl", 0)
+    assert (step.name, step.arguments, step.status, step.call_id, step.round) == ("get_weather", None, "ok", "call_VSPygqKTWdrhaFErNvMV18Yl", 0)
     assert [w.kind for w in dark.warnings] == ["otel_arguments_not_recorded"]
     assert dark.trajectory.turns[0].query is None and dark.trajectory.metadata["otel"]["spans"] == 3
+    assert not dark.trajectory.turns[0].answer_recorded and dark.trajectory.not_recorded.startswith("content not recorded: set OTEL_")
 
 
 def test_deprecated_attributes_failed_tool_and_evaluation_event(fixtures):

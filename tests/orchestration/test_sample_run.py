@@ -107,8 +107,9 @@ def test_a_faulted_step_never_satisfies_a_reference_even_though_replay_runs_it(r
 def test_every_new_summary_section_has_non_trivial_numbers(summary):
     orch = summary["orchestration"]
     rec = orch["recovery"]
-    assert all(rec["outcomes"][o] > 0 for o in RECOVERY_OUTCOMES if o != "cut_off"), rec["outcomes"]
+    assert all(rec["outcomes"][o] > 0 for o in RECOVERY_OUTCOMES if o not in ("cut_off", "retried_unrecorded")), rec["outcomes"]
     assert rec["outcomes"]["cut_off"] == 0  # every scripted run finished: none was stopped mid-recovery
+    assert rec["outcomes"]["retried_unrecorded"] == 0  # the sample records every call's arguments
     assert 0 < rec["recovery_rate"] < 1
     assert {"tool_error", "error", "timeout", "empty", "malformed"} <= set(rec["by_fault"])
     assert rec["by_tool"] and set(rec["by_agent"]) == set(summary["by"]["agent"])
