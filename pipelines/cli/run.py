@@ -96,6 +96,9 @@ def run(
     vote: VoteOpt = None,
     weights: WeightsOpt = None,
     tie_breaker: TieOpt = None,
+    controls: Annotated[
+        Optional[str], typer.Option(help="Control items among the judges' questions: gate (default), report, off (as judge grade; config: [grading] controls).")
+    ] = None,
     replay: ReplayOpt = True,
     rubrics: RubricsOpt = None,
 ) -> None:
@@ -171,7 +174,6 @@ def run(
     _print_collection(outcome)
     if not no_grade:
         from pipelines.cli.grade import run_and_print
-        from pipelines.config import GradingConfig
         from pipelines.executors import default_workers
         from pipelines.grade_run import GradeOptions
 
@@ -183,7 +185,7 @@ def run(
             trajectory_format="native",
             out=out,
             on_error=on_error.value,
-            config=GradingConfig.load(config),
+            config=_grading(config, controls),
             escalator=escalator,
             rubrics=rubric_table,
             rubrics_dir=rubrics,  # recorded with the run: judge resume rebuilds the same rubrics
@@ -230,3 +232,16 @@ def _print_collection(outcome: object) -> None:
         console.print(f"{len(outcome.errors)} trajectories not collected ({kinds}); see {outcome.out}/run_errors.jsonl - rerun to resume", style="yellow")
         for err in outcome.errors[:3]:
             console.print(f"  {err.trajectory_id}: {err.kind}: {err.message[:200]}")
+
+
+def _grading(config: Path | None, controls: str | None) -> Any:
+    """The run's grading config, with ``--controls`` when given."""
+    from pipelines.config import GradingConfig
+
+    grading = GradingConfig.load(config)
+    if controls is None:
+        return grading
+    if controls not in ("off", "report", "gate"):
+        console.print(f"--controls must be off, report or gate, not {controls!r}", style="red")
+        raise typer.Exit(EXIT_USAGE)
+    return grading.model_copy(update={"controls": controls})

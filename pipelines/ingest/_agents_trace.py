@@ -28,9 +28,12 @@ What maps to what (spans in start order):
   warning.
 - ``response`` spans (the default ``OpenAIResponsesModel``) keep only the response id, and
   spans exported with ``trace_include_sensitive_data=False`` keep no input or output: such a
-  trace records neither the question nor the answer, so it is an ``unsupported`` row saying
-  so, never a failure of the agent's (grade ``result.to_input_list()`` with ``--format
-  responses`` instead).
+  trace records neither the question nor the answer. It is read as what it records: its
+  ``function`` spans are the calls (arguments as recorded, ``null`` when the span kept no input:
+  unknown), the answer is not recorded (``answer_recorded: false``), and ``not_recorded`` says
+  why. What the calls decide is decided (a wrong tool fails); what rests on the missing content is
+  unresolved, never a failure of the agent's (or grade ``result.to_input_list()`` with
+  ``--format responses``).
 - ``agent`` spans: their names -> ``agent`` (the first) and ``metadata.agents``; an agent span
   error with ``data.max_turns`` (the SDK's "Max turns exceeded") -> ``ended_early`` (limit);
   other span errors -> ``metadata.span_errors``. ``handoff`` / ``guardrail`` spans ->
@@ -48,7 +51,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from judge import Trajectory
+from judge import Trajectory, parse_json_text
 from pipelines.ingest import _openai
 from pipelines.ingest._base import Bundle, BundleFormat, ItemContext, ItemError, Limits, Loaded, expect, short
 from pipelines.ingest._reader import read_items
@@ -288,13 +291,7 @@ def _build(group: _Group, ctx: ItemContext) -> Trajectory:
     trajectory_id = _metadata_value(group, ("trajectory_id",)) or group.key
     messages, origin = _messages(group)
     if not any(m.get("role") in ("user", "assistant") for m in messages):
-        kinds = Counter(s.kind for s in group.spans)
-        raise ItemError(
-            "unsupported",
-            f"the trace records no messages (spans: {dict(sorted(kinds.items()))}): the Agents SDK keeps only the response id on response spans "
-            "(the default OpenAIResponsesModel) and no input or output with trace_include_sensitive_data=False, so the question and the answer "
-            "are not in it; grade result.to_input_list() with --format responses, or trace a Chat Completions model",
-        )
+        return _calls_only(group, task_id, trajectory_id)
     messages = _pair_functions(group, messages, ctx)
     agents = [s.data.get("name") for s in group.spans if s.kind == "agent" and isinstance(s.data.get("name"), str)]
     meta: dict[str, Any] = {"trace_ids": group.trace_ids, "agents": list(dict.fromkeys(agents))}
@@ -341,6 +338,44 @@ def _build(group: _Group, ctx: ItemContext) -> Trajectory:
     if ended is not None:
         update["ended_early"] = ended
     return Trajectory.model_validate({**trajectory.model_dump(), **update})
+
+
+_NO_MESSAGES = (
+    "content not recorded: the trace keeps no messages (the Agents SDK keeps only the response id on response spans of the default "
+    "OpenAIResponsesModel, and no input or output with trace_include_sensitive_data=False); grade result.to_input_list() with "
+    "--format responses, or trace a Chat Completions model"
+)
+
+
+def _calls_only(group: _Group, task_id: str, trajectory_id: str) -> Trajectory:
+    """A trace without messages: its function spans as the calls, the question and answer unknown."""
+    steps: list[dict[str, Any]] = []
+    for span in (s for s in group.spans if s.kind == "function"):
+        name = span.data.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        raw = span.data.get("input")
+        arguments = parse_json_text(raw) if isinstance(raw, str) else raw
+        step: dict[str, Any] = {"name": name, "arguments": arguments if isinstance(arguments, dict) else None}
+        if span.error is not None:
+            message = span.error.get("message") if isinstance(span.error, dict) else str(span.error)
+            step.update(status="error", error=str(message))
+        elif span.data.get("output") is not None:
+            step["result"] = parse_json_text(span.data["output"])
+        steps.append(step)
+    agents = [s.data.get("name") for s in group.spans if s.kind == "agent" and isinstance(s.data.get("name"), str)]
+    kinds = Counter(s.kind for s in group.spans)
+    return Trajectory.model_validate(
+        {
+            "task_id": task_id,
+            "trajectory_id": trajectory_id,
+            "agent": agents[0] if agents else None,
+            "turns": [{"turn_id": "1", "steps": steps, "answer_recorded": False}],
+            "not_recorded": _NO_MESSAGES,
+            "metadata": {"trace_ids": group.trace_ids, "agents": list(dict.fromkeys(agents)), "span_kinds": dict(sorted(kinds.items()))},
+            "token_usage": _usage(group),
+        }
+    )
 
 
 BUNDLE = BundleFormat(

@@ -296,12 +296,30 @@ def test_agents_trace_function_span_error_fails_its_call(tmp_path):
     assert (step.name, step.status) == ("add", "error")
 
 
-def test_agents_trace_with_a_responses_model_records_no_content(tasks):
-    """The default Responses model's spans keep only response ids: no question, no answer, so
-    each trace is an unsupported row saying why, never a failure of the agent's."""
+def test_agents_trace_with_a_responses_model_is_graded_on_what_it_records(tasks, tmp_path):
+    """The default Responses model's spans keep only response ids: no question, no answer. Its
+    function spans are the calls; what rests on the missing content is unresolved with the
+    reason, never a failure of the agent's; a wrong call would still fail."""
     items = _read(FRAMEWORKS / "agents_trace_responses_model.json")
-    assert [(x.error.kind, x.error.line) for x in items] == [("unsupported", 1)] * 3
-    assert "keeps only the response id" in items[0].error.message and "--format responses" in items[0].error.message
+    assert all(x.error is None for x in items) and len(items) == 3
+    add = next(x.trajectory for x in items if x.trajectory.task_id == "session-add")  # its group id: the trace names no task
+    assert [(s.name, s.arguments, s.result) for s in add.steps] == [("add", {"a": 17, "b": 25}, "42")]
+    assert not add.turns[0].answer_recorded and "keeps only the response id" in add.not_recorded and "--format responses" in add.not_recorded
+    out = tmp_path / "run"
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    renamed = tmp_path / "tasks.jsonl"  # the fixture's tasks under the trace's group ids
+    renamed.write_text(
+        "".join(json.dumps({**t, "task_id": f"session-{t['task_id']}"}) + "\n" for t in map(json.loads, (FRAMEWORKS / "tasks.jsonl").read_text().splitlines()))
+    )
+    res = CliRunner().invoke(
+        app, ["grade", "--tasks", str(renamed), "--trajectories", str(FRAMEWORKS / "agents_trace_responses_model.json"), "--out", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert all(r["verdict"] == "unresolved" and "content not recorded" in r["turns"][0]["reason"] for r in rows), [r["verdict"] for r in rows]
 
 
 # ---------------------------------------------------------------- the real Langfuse exports (../shared)

@@ -375,3 +375,13 @@ def test_a_judge_run_whose_grading_was_cut_off_is_finished_by_judge_resume_with_
     assert custom is not None and answer["decision"]["rubric_version"] == custom["answer_correctness"].version != RUBRICS["answer_correctness"].version
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["complete"] and manifest["runner"] == json.loads((out / "run.json").read_text())
+
+
+def test_judge_run_takes_the_control_items_option(tmp_path, server):
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [games_task("c", 2008)])
+    script(server, {"2008": [[Act((Call("get_games_by_year", {"year": 2008}),)), Say(host_city(2008))]]})
+    res = invoke(*run_args(tmp_path, "openai", tasks), "--controls", "report")
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["config"]["controls"] == "report"
+    bad = invoke(*run_args(tmp_path, "openai", tasks, "other"), "--controls", "sometimes")
+    assert bad.exit_code == 2 and "--controls must be off, report or gate" in bad.output
