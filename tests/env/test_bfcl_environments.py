@@ -125,6 +125,21 @@ def _entry(call: CallSpec) -> EntrySpec:
     return EntrySpec("multi_turn_base_901", ["MathAPI"], {}, False, [TurnSpec(model=[call], truth=[CallSpec("add", {"a": 1, "b": 2})])])
 
 
+def test_one_worker_replays_entry_after_entry_and_a_failure_gets_a_new_one():
+    import pipelines.env._bfcl as bfcl
+
+    quick = _entry(CallSpec("add", {"a": 1, "b": 2}))
+    (turn,) = replay_bfcl_entry(quick)
+    assert turn.model_results == turn.truth_results == ['{"result": 3}'] and not turn.missing
+    worker = bfcl._WORKER
+    replay_bfcl_entry(quick)
+    assert bfcl._WORKER is worker  # no fork per entry
+    with pytest.raises(EntryFailed):
+        replay_bfcl_entry(_entry(CallSpec("logarithm", {"value": 3, "base": 2, "precision": 10**7})), time_limit_s=1.0)  # killed with its worker
+    (turn,) = replay_bfcl_entry(quick)
+    assert bfcl._WORKER is not worker and turn.model_results == ['{"result": 3}']
+
+
 def test_an_entry_past_its_time_bound_is_stopped():
     slow = CallSpec("logarithm", {"value": 3, "base": 2, "precision": 10**7})  # mpmath at ten million digits: minutes
     with pytest.raises(EntryFailed, match="took longer than 1 s"):
