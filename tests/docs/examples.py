@@ -2,7 +2,8 @@
 
 A block is decided by its language, and a shell block also by the line just before it:
 
-- ``python``: runs; lines ``#> text`` are the output it must print, in order;
+- ``python``: runs; lines ``# > text`` are the output it must print, in order (``# >``, not
+  pydantic's ``#>``: ruff formats the Python blocks of Markdown too, and writes ``#>`` as ``# >``);
 - ``json``: parsed; a task (``task_id`` with ``question`` or ``turns``) must read as one, strictly;
 - ``toml``: parsed and loaded as ``judge grade --config`` loads a config file;
 - ``sh``: ``<!-- example: run -->`` before it runs it with bash, ``<!-- example: skip (why) -->``
@@ -40,8 +41,8 @@ class Example:
         return f"{self.page}:{self.line}"
 
     def expected_output(self) -> list[str] | None:
-        """The ``#>`` lines of a python block (None when it states no output)."""
-        lines = [line[3:] if line.startswith("#> ") else "" for line in self.code.splitlines() if line.startswith("#>")]
+        """The ``# >`` lines of a python block (None when it states no output)."""
+        lines = [line[4:] if line.startswith("# > ") else "" for line in self.code.splitlines() if line.rstrip() == "# >" or line.startswith("# > ")]
         return lines or None
 
 

@@ -1,7 +1,7 @@
 """The documentation's code examples run, as pydantic-ai's ``tests/test_examples.py`` runs its own.
 
 Each block of ``docs/**/*.md`` and ``README.md`` is one test named ``page:line`` (the rules are in
-``tests/docs/examples.py``): python blocks are executed and their ``#>`` output compared, JSON
+``tests/docs/examples.py``): python blocks are executed and their ``# >`` output compared, JSON
 tasks read by the native task reader, TOML configs loaded as ``--config`` loads them, shell blocks
 marked ``run`` executed with bash against the bundled sample (``judge`` being this checkout's
 command) and the others skipped with the reason the page gives. Nothing reaches the network: no
@@ -64,7 +64,7 @@ def test_the_finder_reads_marks_and_reports_undecided_blocks():
             "<!-- example: skip () -->",
             "```python",
             "print(1)",
-            "#> 1",
+            "# > 1",
             "```",
         ]
     )
@@ -131,7 +131,7 @@ def run_python(example: Example, workdir: Path) -> None:
         exec(compile(example.code, example.id, "exec"), {"__name__": "__main__"})
     expected = example.expected_output()
     if expected is not None:
-        assert out.getvalue().splitlines() == expected, f"{example.id}: the output differs from its #> lines"
+        assert out.getvalue().splitlines() == expected, f"{example.id}: the output differs from its # > lines"
 
 
 def read_json(example: Example, workdir: Path) -> None:

@@ -299,7 +299,7 @@ def test_calls_beyond_the_expected_ones_fail_and_a_missing_call_fails(fixtures, 
 @needs_shared
 @pytest.mark.parametrize("category", ["simple", "parallel"])
 def test_agreement_with_bfcls_own_score_files_on_the_real_v3_run(category, tmp_path):
-    """The measured figure of the README: ``--labels score/<model>/`` against our verdicts."""
+    """The measured figure of docs/formats/bfcl.md: ``--labels score/<model>/`` against our verdicts."""
     rows, summary = _run(
         tmp_path,
         next(V3.glob(f"result/*/BFCL_v3_{category}_result.json")),
