@@ -12,8 +12,11 @@ $(VENV)/.installed: pyproject.toml setup.py
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
+# bfcl-eval without its declared dependencies (torch, faiss, provider SDKs): its environment modules,
+# which the BFCL multi-turn tests run for real, need only the standard library and mpmath (the bfcl extra).
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(PY) -m pip install --quiet -e '.[dev,ray]'
+	$(PY) -m pip install --quiet -e '.[dev,ray,bfcl]'
+	$(PY) -m pip install --quiet --no-deps bfcl-eval
 	touch $@
 
 demo: $(VENV)/.installed
