@@ -59,6 +59,7 @@ __all__ = [
     "EntryFailed",
     "EntrySpec",
     "TurnOutcome",
+    "TurnSpec",
     "bfcl_version",
     "bind_call",
     "environment_classes",
@@ -236,6 +237,8 @@ class _Side:
         before = _public_state(instance, deep=True) if watch else None
         try:
             value = getattr(instance, call.name)(*call.args, **call.kwargs)
+        except MemoryError:
+            raise  # the entry's bound, not the tool's answer: the entry fails (``replay_entry``)
         except Exception as exc:  # the tool's failure is the call's result, as in BFCL
             text, raised = f"Error during execution: {exc}", True
         else:
