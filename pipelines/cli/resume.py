@@ -19,7 +19,7 @@ import typer
 from pipelines.cli._common import EXIT_USAGE, EXIT_WAITING, console
 
 if TYPE_CHECKING:
-    from pipelines.run_dir import RunState
+    from pipelines.run import RunState
 
 
 def resume(
@@ -37,10 +37,7 @@ def resume(
     from pipelines.cli._common import escalator_from
     from pipelines.cli.grade import print_waiting, run_and_print
     from pipelines.cli.rubrics import load_rubric_table
-    from pipelines.executors import default_workers
-    from pipelines.grade_run import BatchWait
-    from pipelines.resume import in_directory, load_recipe, options_from
-    from pipelines.run_dir import RunDirError, RunState
+    from pipelines.run import BatchWait, RunDirError, RunState, default_workers, in_directory, load_recipe, options_from
 
     try:
         cancelled = False

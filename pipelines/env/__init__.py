@@ -1,6 +1,6 @@
 """Executable environments: SQLite-backed API tools, document retrievers, and an MCP server.
 
-The grading matcher replays predicted and reference calls here (``pipelines.replay``); agents
+The grading matcher replays predicted and reference calls here (``pipelines.grade.replay``); agents
 can run against the very same domains through ``serve`` (MCP over stdio or streamable HTTP).
 
 Importing this package loads nothing heavy: the catalogue (``list_environments``,

@@ -21,9 +21,9 @@ from pydantic import BaseModel, Field
 from calibration import RUN_PREFIX, Candidate, LabelItem, Stratum, candidate_of, select_for_labelling
 from judge import Check, InputError, Outcome
 from pipelines.config import GradingConfig
-from pipelines.grade_case import grade_case
-from pipelines.grade_run import MANIFEST, RESULTS
+from pipelines.grade import grade_case
 from pipelines.ingest import check_task, iter_trajectories, load_tasks
+from pipelines.run.folder import MANIFEST, RESULTS
 
 CONTEXT_TEXT = 2000  # characters of one tool result shown to a human
 
@@ -114,7 +114,7 @@ def export_label_set(
     taskset = load_tasks(inputs["tasks"]["path"], _fmt(inputs["tasks"]), inputs.get("reference", {}).get("path"))
     replayer = None
     if manifest.get("replay"):
-        from pipelines.replay import Replayer
+        from pipelines.grade import Replayer
 
         replayer = Replayer()
     items: dict[str, LabelItem] = {}

@@ -22,39 +22,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipelines.run_dir import STATE_DIR, RunDirError
+from pipelines.run.options import RECIPE_VERSION
+from pipelines.run.state import STATE_DIR, RunDirError
 
 if TYPE_CHECKING:
-    from pipelines.grade_run import GradeOptions
+    from pipelines.run.options import GradeOptions
 
-__all__ = ["Recipe", "in_directory", "load_recipe", "options_from", "recipe"]
-
-RECIPE_VERSION = 1
-_INPUTS = ("tasks", "trajectories", "reference", "labels", "tool_specs")
-
-
-def recipe(opts: GradeOptions) -> dict[str, Any]:
-    """What ``judge resume`` needs to rebuild ``opts`` (JSON): the options as given and where."""
-    settings = opts.judge_settings
-    return {
-        "version": RECIPE_VERSION,
-        "cwd": os.getcwd(),
-        "inputs": {name: None if getattr(opts, name) is None else str(getattr(opts, name)) for name in _INPUTS},
-        "task_format": opts.task_format,
-        "trajectory_format": opts.trajectory_format,
-        "on_error": opts.on_error,
-        "config": opts.config.model_dump(mode="json"),
-        "strict": opts.strict,
-        "task_key": opts.task_key,
-        "limits": {"max_line_bytes": opts.limits.max_line_bytes, "max_string_bytes": opts.limits.max_string_bytes, "max_depth": opts.limits.max_depth},
-        "replay": opts.replayer is not None,
-        "ray": opts.ray,
-        "ray_address": opts.ray_address,
-        "shards": {"lines": opts.shard_lines, "bytes": opts.shard_bytes},
-        "command": list(opts.command),
-        "judges": None if settings is None else settings.model_dump(mode="json", exclude_none=True),
-        "rubrics_dir": None if opts.rubrics_dir is None else str(opts.rubrics_dir),
-    }
+__all__ = ["Recipe", "in_directory", "load_recipe", "options_from"]
 
 
 class Recipe:
@@ -117,15 +91,15 @@ def in_directory(path: Path) -> Iterator[None]:
 def options_from(found: Recipe, *, escalator: Any, rubrics: Any, settings: Any, workers: int) -> GradeOptions:
     """The ``GradeOptions`` the run was started with, to resume it (call inside ``in_directory``)."""
     from pipelines.config import GradingConfig
-    from pipelines.grade_run import GradeOptions
     from pipelines.ingest import Limits
+    from pipelines.run.options import GradeOptions
 
     data = found.data
     inputs = {name: None if given is None else Path(given) for name, given in data["inputs"].items()}
     assert inputs["trajectories"] is not None
     replayer = None
     if data["replay"]:
-        from pipelines.replay import Replayer
+        from pipelines.grade import Replayer
 
         replayer = Replayer()
     rubrics_dir = data.get("rubrics_dir")
