@@ -18,6 +18,7 @@ from pipelines.grade import GradedCase
 from pipelines.run.folder import RunDirError
 from pipelines.run.merge import PendingRef
 from pipelines.run.options import BatchWait, GradeOptions, JudgingProgress
+from pipelines.run.records import ControlAnswer, DecidedRound, SubmittedBatches
 from pipelines.run.state import RunState
 
 __all__ = ["TICK_S", "Escalation"]
@@ -49,16 +50,15 @@ class Escalation:
         decided = 0  # rounds decided so far (= the index of the round in progress)
         spent = 0.0  # by the journaled rounds: --max-cost caps the run, across its resumes
         for entry in self.state.rounds():
-            if "batches" in entry:
-                waiting.extend(entry["batches"])
+            if isinstance(entry, SubmittedBatches):
+                waiting.extend(entry.batches)
                 continue
-            for (shard, local, ti, check), decision in zip(entry["asks"], entry["decisions"], strict=True):
-                made = PanelDecision.model_validate(decision)
+            for (shard, local, ti, check), made in zip(entry.asks, entry.decisions, strict=True):
                 spent += sum(v.cost_usd for v in made.votes if not v.cached)
-                cases[(shard, local)].apply_decision(ti, Check(check), made, entry["panel"])
-            if ledger is not None and entry.get("controls"):
-                asked = [Control.from_json(c) for c in entry["controls"]]
-                answers = [PanelDecision.model_validate(c["decision"]) for c in entry["controls"]]
+                cases[(shard, local)].apply_decision(ti, Check(check), made, entry.panel)
+            if ledger is not None and entry.controls:
+                asked = [Control(c.request, Outcome(c.expected), c.built_as) for c in entry.controls]
+                answers = [c.decision for c in entry.controls]
                 spent += sum(v.cost_usd for d in answers for v in d.votes if not v.cached)
                 ledger.asked |= {c.request.rubric for c in asked}
                 ledger.record(asked, answers, self._label_outcomes())
@@ -105,14 +105,12 @@ class Escalation:
                             decisions = [set_aside(d, ledger.gated(d.rubric or ""), ledger.threshold, redecide) for d in decisions]
                         for (ref, ti, check), decision in zip(asks, decisions, strict=True):
                             cases[ref].apply_decision(ti, check, decision, escalator.name)
-                        entry: dict[str, Any] = {
-                            "panel": escalator.name,
-                            "asks": [[ref[0], ref[1], ti, check.value] for ref, ti, check in asks],
-                            "decisions": [d.model_dump(mode="json") for d in decisions],
-                        }
-                        if controls:
-                            entry["controls"] = [{**c.to_json(), "decision": d.model_dump(mode="json")} for c, d in zip(controls, checked, strict=True)]
-                        self.state.append_round(entry)
+                        control_answers = [
+                            ControlAnswer(request=c.request, expected=c.expected.value, built_as=c.built_as, decision=d)
+                            for c, d in zip(controls, checked, strict=True)
+                        ]
+                        asked_now = [(ref[0], ref[1], ti, check.value) for ref, ti, check in asks]
+                        self.state.append_round(DecidedRound(panel=escalator.name, asks=asked_now, decisions=decisions, controls=control_answers or None))
                         waiting, decided = [], decided + 1
                 finally:
                     close = getattr(judging, "aclose", None)
@@ -209,7 +207,7 @@ class Escalation:
         collected on resume)."""
 
         def journal(record: Any) -> None:  # each batch the moment it exists: it is paid for
-            self.state.append_round({"panel": panel, "round": decided, "questions": questions, "batches": [record.to_json()]})
+            self.state.append_round(SubmittedBatches(panel=panel, round=decided, questions=questions, batches=[record.to_json()]))
 
         # a failed submission raises (BatchSubmitError) with the batches that went out journaled:
         # judge resume collects those and sends the rest

@@ -13,15 +13,14 @@ Guarantees:
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import shutil
 from pathlib import Path
 
+from pipelines.run.records import RecordError, read_manifest
 from pipelines.run.state import STATE_DIR, RunDirError, RunState, atomic_write
 
-__all__ = ["MANIFEST", "OUTPUTS", "REPORT_HTML", "REPORT_MD", "RESULTS", "SUMMARY", "TABLES", "RunDirError", "RunDirectory", "atomic_write"]
+__all__ = ["MANIFEST", "OUTPUTS", "REPORT_HTML", "REPORT_MD", "RESULTS", "SUMMARY", "TABLES", "RunDirError", "RunDirectory", "atomic_write", "complete_run"]
 
 RESULTS, SUMMARY, REPORT_MD, REPORT_HTML, MANIFEST, TABLES = "results.jsonl", "summary.json", "report.md", "report.html", "manifest.json", "tables"
 OUTPUTS = (RESULTS, SUMMARY, REPORT_MD, REPORT_HTML, MANIFEST, TABLES)
@@ -55,7 +54,7 @@ class RunDirectory:
         if resume:
             if self.interrupted():
                 return True
-            if MANIFEST in found and _complete(self.out / MANIFEST):
+            if MANIFEST in found and complete_run(self.out / MANIFEST):
                 raise RunDirError(f"--resume: {self.out} holds a complete run; nothing to resume (use --overwrite to grade again)")
             raise RunDirError(f"--resume: {self.out} holds no interrupted run to continue")
         if self.interrupted() or found:
@@ -101,7 +100,9 @@ class RunDirectory:
         return moved
 
 
-def _complete(manifest: Path) -> bool:
-    with contextlib.suppress(OSError, ValueError):
-        return bool(json.loads(manifest.read_text(encoding="utf-8")).get("complete"))
-    return False
+def complete_run(manifest: Path) -> bool:
+    """``manifest`` is one of a finished run (a manifest that is not one, of any version, is not)."""
+    try:
+        return read_manifest(manifest).complete
+    except RecordError:
+        return False

@@ -25,9 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from judge import ConfigurationError
+from judge import ConfigurationError, Escalator
 from pipelines.run.escalation import Escalation
 from pipelines.run.folder import RunDirectory, RunDirError
 from pipelines.run.inputs import RunInputs
@@ -35,6 +34,7 @@ from pipelines.run.lines import READ_BUFFER, LineShards
 from pipelines.run.merge import Merger
 from pipelines.run.options import BatchWait, GradeOptions, InputErrorsFound, JudgingProgress, Progress, RunOutcome
 from pipelines.run.publish import Publisher
+from pipelines.run.records import JudgesIdentity, LimitsRecord, ReferenceInput, RunIdentity, ShardSize, TasksInput, TrajectoriesInput
 from pipelines.run.spool import InputChanged, display_name
 from pipelines.run.state import RunState
 
@@ -95,30 +95,31 @@ class _Run:
         self.escalation = Escalation(opts, state, on_judging)
 
     # ---- identity -------------------------------------------------------------------------------
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> RunIdentity:
         """What must be equal for an interrupted run to be continued with these options."""
         o = self.opts
-        return {
-            "tasks": {"path": None if o.tasks is None else display_name(o.tasks), "sha256": self.inputs.digests["tasks"], "format": o.task_format},
-            "reference": None if o.reference is None else {"path": display_name(o.reference), "sha256": self.inputs.digests["reference"]},
-            "extra_inputs": {k: v for k, v in sorted(self.inputs.digests.items()) if k not in ("tasks", "reference")},
-            "trajectories": {"path": self.name, "format": o.trajectory_format, **({"task_key": o.task_key} if o.task_key else {})},
-            "config": o.config.model_dump(mode="json"),
-            "on_error": o.on_error,
-            "strict": o.strict,
-            "limits": {"max_line_bytes": o.limits.max_line_bytes, "max_string_bytes": o.limits.max_string_bytes},
-            "replay": o.replayer is not None,
-            "judges": _escalator_identity(o.escalator),
-            "shards": {"lines": o.shard_lines, "bytes": o.shard_bytes},
-        }
+        digests = self.inputs.digests
+        return RunIdentity(
+            tasks=TasksInput(path=None if o.tasks is None else display_name(o.tasks), sha256=digests["tasks"], format=o.task_format),
+            reference=None if o.reference is None else ReferenceInput(path=display_name(o.reference), sha256=digests["reference"]),
+            extra_inputs={k: v for k, v in sorted(digests.items()) if k not in ("tasks", "reference")},
+            trajectories=TrajectoriesInput(path=self.name, format=o.trajectory_format, task_key=o.task_key or None),
+            config=o.config,
+            on_error=o.on_error,
+            strict=o.strict,
+            limits=LimitsRecord(max_line_bytes=o.limits.max_line_bytes, max_string_bytes=o.limits.max_string_bytes),
+            replay=o.replayer is not None,
+            judges=_escalator_identity(o.escalator),
+            shards=ShardSize(lines=o.shard_lines, bytes=o.shard_bytes),
+        )
 
     # ---- the run --------------------------------------------------------------------------------
     def execute(self, progress: Progress | None, on_bytes: Callable[[int, int], None] | None) -> RunOutcome | BatchWait:
         self.state.hold()
         if self.resuming:
-            data = self.state.load()
-            _check_identity(data["identity"], self.identity())
-            data["resumed_at"].append(datetime.now(UTC).isoformat(timespec="seconds"))
+            record = self.state.load()
+            _check_identity(record.identity, self.identity())
+            record.resumed_at.append(datetime.now(UTC).isoformat(timespec="seconds"))
             self.state.save()
         else:
             from pipelines.run.options import recipe
@@ -127,7 +128,7 @@ class _Run:
         if self.inputs.whole:
             if not self.resuming:
                 self.merged.grade_whole(progress)
-            elif self.state.data["phase"] == "grading":
+            elif self.state.record.phase == "grading":
                 raise RunDirError(
                     f"--resume: {self.name} is read as one stream (a JSON array, a bundle, an undetected format) and was interrupted while grading: start over with --overwrite"
                 )
@@ -141,7 +142,7 @@ class _Run:
                 cutter = LineShards(stream, self.opts.shard_lines, self.opts.shard_bytes, self.opts.limits.max_line_bytes)
                 if self.resuming:
                     self.merged.restore(cutter)
-                if self.state.data["phase"] == "grading":
+                if self.state.record.phase == "grading":
                     self.merged.grade(cutter, progress, lambda: on_bytes(cutter.bytes_read, total) if on_bytes is not None else None)
                     if cutter.source is not None and _file_state(path) != before:  # workers read after the cutter hashed
                         raise InputChanged(f"{self.name} changed while it was graded (its size, modification time or inode); grade a copy that does not change")
@@ -169,22 +170,23 @@ def _file_state(path: Path) -> tuple[int, int, int] | None:
     return info.st_size, info.st_mtime_ns, info.st_ino
 
 
-def _check_identity(before: dict[str, Any], now: dict[str, Any]) -> None:
-    changed = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+def _check_identity(before: RunIdentity, now: RunIdentity) -> None:
+    changed = before.changed(now)
     if changed:
         raise RunDirError(
             f"--resume: the interrupted run was started with other {', '.join(changed)}; resume with the same inputs and options, or start over with --overwrite"
         )
 
 
-def _escalator_identity(escalator: Any) -> Any:
+def _escalator_identity(escalator: Escalator | None) -> JudgesIdentity | None:
     if escalator is None:
         return None
     stats = getattr(escalator, "stats", None)
-    return {
-        "name": getattr(escalator, "name", type(escalator).__name__),
-        "judges": getattr(stats, "judges", None),
-        "rule": getattr(stats, "rule", None),
-        "tie_breaker": getattr(stats, "tie_breaker", None),
-        "mode": getattr(stats, "mode", None),  # batch answers are collected only by a run in batch mode
-    }
+    judges = getattr(stats, "judges", None)
+    return JudgesIdentity(
+        name=getattr(escalator, "name", type(escalator).__name__),
+        judges=None if judges is None else [str(j) for j in judges],
+        rule=getattr(stats, "rule", None),
+        tie_breaker=getattr(stats, "tie_breaker", None),
+        mode=getattr(stats, "mode", None),  # batch answers are collected only by a run in batch mode
+    )

@@ -9,16 +9,23 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
+from judge import TrajectoryResult
 from pipelines.grade import Aggregator, GradedCase
 from pipelines.run.executors import Executor, make_executor
 from pipelines.run.folder import RunDirError
 from pipelines.run.inputs import RunInputs
 from pipelines.run.lines import ItemCounter, LineShards, RawShard
 from pipelines.run.options import GradeOptions, InputErrorsFound, Progress
+from pipelines.run.records import InputProgress, ReplayTally, ShardRecord, WarningTally
 from pipelines.run.shards import GradingContext, Shard, ShardGrader, ShardResult, grade_shard
-from pipelines.run.state import RunState, ShardRecord
+from pipelines.run.state import RunState
+
+if TYPE_CHECKING:
+    from reports import Row
 
 __all__ = ["PENDING", "Merger", "PendingRef", "trim_heap"]
 
@@ -52,11 +59,12 @@ class Merger:
         self.replay_versions: dict[str, str] = {}
         self.replay_hits = 0
         self.labels_used: set[str] = set()
-        self.report_rows: list[Any] = []  # the report's row of every result, in order (None: pending)
+        self.report_rows: list[Row | None] = []  # the report's row of every result, in order (None: pending)
         self.pending_rows: dict[tuple[int, int], int] = {}  # pending case -> its position in report_rows
         self.sha256: str | None = None
         self.ctx: GradingContext | None = None
         self.executor: Executor | None = None
+        self._pool: dict[Any, Any] = {}  # the report rows' shared values (reports.to_row)
 
     def context(self, fmt: str | None) -> GradingContext:
         return GradingContext(
@@ -155,15 +163,16 @@ class Merger:
             size=raw.size,
             lines=raw.lines,
             items=result.items,
+            rows=len(result.rows),
             pending_items=result.pending_items,
-            aggregate=result.aggregate,
             keys=result.keys,
-            replay=result.replay,
+            replay=ReplayTally.model_validate(result.replay),
             sha256=result.sha256,
             labels_used=sorted(result.labels_used),
-            report_rows=result.report_rows,
+            warnings=[WarningTally(kind=kind, field_pattern=pattern, **entry) for (kind, pattern), entry in result.aggregate.warnings.items()],
         )
-        self.state.append_shard(bytes(rows), record, {"bytes": self.bytes, "lines": self.lines, "items": self.items, "shards": self.shards})
+        progress = InputProgress(bytes=self.bytes, lines=self.lines, items=self.items, shards=self.shards)
+        self.state.append_shard(bytes(rows), record, progress)
         if self.shards % 8 == 0:
             trim_heap()  # a shard's transient objects are gone: give their pages back before the next ones
 
@@ -177,8 +186,8 @@ class Merger:
         format: nothing to cut), merged in batches as they come. Not resumable: such a run
         starts over; one past grading (judging, waiting for provider batches) is resumed by
         ``_restore_whole``."""
-        self.state.data["whole_input"] = True
-        self.state.data["whole_sha256"] = self.inputs.trajectories.hash()
+        self.state.record.whole_input = True
+        self.state.record.whole_sha256 = self.inputs.trajectories.hash()
         self.ctx = ctx = self.context(None)
         grader = ShardGrader(ctx, 0, 0)
         for loaded in self.inputs.whole_items():
@@ -198,6 +207,7 @@ class Merger:
         bytes; rebuild its merged state and, from the same shards, the cases that wait for a judge
         (their deterministic checks: nothing decided is regraded, no judge is asked)."""
         ctx = self.context(self.inputs.fmt)
+        partial = self._partial_rows()
         for record in self.state.shard_records():
             try:
                 raw = cutter.take(record.size, record.index, record.first_line)
@@ -205,7 +215,7 @@ class Merger:
                 raw = None
             if raw is None or raw.sha256 != record.sha256:
                 raise RunDirError(f"--resume: {self.name} does not hold the bytes the interrupted run graded; start over with --overwrite")
-            pending_at = self._absorb(record)
+            pending_at = self._absorb(record, partial)
             if record.pending_items:
                 result = grade_shard(ctx, Shard(raw, first_item=record.first_item, only=frozenset(record.pending_items)))
                 for local, case in enumerate(result.pending):
@@ -215,38 +225,67 @@ class Merger:
             self.lines = record.first_line - 1 + record.lines
             self.bytes += record.size
             self.shards = record.index + 1
-        progress = self.state.data["trajectories"]
-        if (self.bytes, self.items) != (progress["bytes"], progress["items"]):
+        progress = self.state.record.trajectories
+        if (self.bytes, self.items) != (progress.bytes, progress.items) or next(partial, None) is not None:
             raise RunDirError("--resume: the run state is inconsistent; start over with --overwrite")
 
-    def _absorb(self, record: ShardRecord) -> list[int]:
-        """Merge a checkpointed shard's aggregate, ids, tallies and report rows; the positions in
-        ``report_rows`` of its cases that wait for a judge."""
-        self.agg.merge(record.aggregate)
+    def _absorb(self, record: ShardRecord, partial: Iterator[bytes]) -> list[int]:
+        """Merge a checkpointed shard: its rows, read back from ``results.partial`` (the data the
+        run kept: nothing is regraded), into the aggregate and the report's rows, with its input
+        warnings, ids and tallies; the positions in ``report_rows`` of its cases that wait for a
+        judge."""
+        from reports import to_row
+
+        shard = Aggregator(self.opts.config)
+        for w in record.warnings:
+            shard.warnings[(w.kind, w.field_pattern)] = {"count": w.count, "first": w.first, "message": w.message}
+        marker = b'{"' + PENDING.encode()
+        pending_at: list[int] = []
+        for _ in range(record.rows):
+            line = next(partial, None)
+            if line is None:
+                raise RunDirError(f"--resume: {self.state.partial_path} holds fewer rows than the run state records; start over with --overwrite")
+            if line.startswith(marker):
+                pending_at.append(len(self.report_rows))
+                self.report_rows.append(None)
+                continue
+            try:
+                result = TrajectoryResult.model_validate_json(line)
+            except ValidationError as exc:
+                raise RunDirError(
+                    f"--resume: {self.state.partial_path}: a row is not a result ({exc.errors()[0]['msg']}); start over with --overwrite"
+                ) from None
+            shard.add(result)
+            self.report_rows.append(to_row(result, self._pool))
+        self.agg.merge(shard)
         for key in record.keys:
             self.seen.setdefault(key[:2], key[2])
-        self._tally(record.replay, record.labels_used)
-        pending_at = [len(self.report_rows) + i for i, row in enumerate(record.report_rows) if row is None]
-        self.report_rows.extend(record.report_rows)
+        self._tally(record.replay.model_dump(), record.labels_used)
         return pending_at
+
+    def _partial_rows(self) -> Iterator[bytes]:
+        """The lines of ``results.partial`` (as checkpointed: the state was loaded), in order."""
+        with open(self.state.partial_path, "rb") as fh:
+            yield from fh
 
     def restore_whole(self) -> None:
         """A run of an input read as one stream, past grading: check the input holds the same
         bytes, rebuild the merged state from the records and, reading the input again, the cases
         that wait for a judge (only those are graded again)."""
-        if self.state.data.get("whole_sha256") != self.inputs.trajectories.hash():
+        if self.state.record.whole_sha256 != self.inputs.trajectories.hash():
             raise RunDirError(f"--resume: {self.name} does not hold the bytes the interrupted run graded; start over with --overwrite")
         refs: list[tuple[int, int]] = []
         items: list[int] = []
+        partial = self._partial_rows()
         for record in self.state.shard_records():
-            pending_at = self._absorb(record)
+            pending_at = self._absorb(record, partial)
             for local, item in enumerate(record.pending_items):
                 refs.append((record.index, local))
                 items.append(item)
                 self.pending_rows[(record.index, local)] = pending_at[local]
             self.items = record.first_item + record.items
             self.shards = record.index + 1
-        if self.items != self.state.data["trajectories"]["items"]:
+        if self.items != self.state.record.trajectories.items or next(partial, None) is not None:
             raise RunDirError("--resume: the run state is inconsistent; start over with --overwrite")
         if refs:
             grader = ShardGrader(self.context(None), 0, 0)

@@ -8,20 +8,20 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from judge import BadInputError, ConfigurationError, Escalator, InputErrorInfo, RunSummary
 from pipelines.config import GradingConfig
 from pipelines.ingest import Limits
 from pipelines.run.lines import SHARD_BYTES
+from pipelines.run.records import LimitsRecord, Recipe, ShardSize
 
 if TYPE_CHECKING:
     from judge.llm import JudgeSettings, Rubric
     from pipelines.grade import Replayer
 
-__all__ = ["RECIPE_VERSION", "BatchWait", "GradeOptions", "InputErrorsFound", "JudgingProgress", "NoTasks", "Progress", "RunOutcome", "recipe"]
+__all__ = ["BatchWait", "GradeOptions", "InputErrorsFound", "JudgingProgress", "NoTasks", "Progress", "RunOutcome", "recipe"]
 
-RECIPE_VERSION = 1
 _INPUTS = ("tasks", "trajectories", "reference", "labels", "tool_specs")
 
 
@@ -114,25 +114,24 @@ class RunOutcome:
 Progress = Callable[[int], None]
 
 
-def recipe(opts: GradeOptions) -> dict[str, Any]:
-    """What ``judge resume`` needs to rebuild ``opts`` (JSON): the options as given and where."""
+def recipe(opts: GradeOptions) -> Recipe:
+    """What ``judge resume`` needs to rebuild ``opts``: the options as given and where."""
     settings = opts.judge_settings
-    return {
-        "version": RECIPE_VERSION,
-        "cwd": os.getcwd(),
-        "inputs": {name: None if getattr(opts, name) is None else str(getattr(opts, name)) for name in _INPUTS},
-        "task_format": opts.task_format,
-        "trajectory_format": opts.trajectory_format,
-        "on_error": opts.on_error,
-        "config": opts.config.model_dump(mode="json"),
-        "strict": opts.strict,
-        "task_key": opts.task_key,
-        "limits": {"max_line_bytes": opts.limits.max_line_bytes, "max_string_bytes": opts.limits.max_string_bytes, "max_depth": opts.limits.max_depth},
-        "replay": opts.replayer is not None,
-        "ray": opts.ray,
-        "ray_address": opts.ray_address,
-        "shards": {"lines": opts.shard_lines, "bytes": opts.shard_bytes},
-        "command": list(opts.command),
-        "judges": None if settings is None else settings.model_dump(mode="json", exclude_none=True),
-        "rubrics_dir": None if opts.rubrics_dir is None else str(opts.rubrics_dir),
-    }
+    return Recipe(
+        cwd=os.getcwd(),
+        inputs={name: None if getattr(opts, name) is None else str(getattr(opts, name)) for name in _INPUTS},
+        task_format=opts.task_format,
+        trajectory_format=opts.trajectory_format,
+        on_error=opts.on_error,
+        config=opts.config,
+        strict=opts.strict,
+        task_key=opts.task_key,
+        limits=LimitsRecord(max_line_bytes=opts.limits.max_line_bytes, max_string_bytes=opts.limits.max_string_bytes, max_depth=opts.limits.max_depth),
+        replay=opts.replayer is not None,
+        ray=opts.ray,
+        ray_address=opts.ray_address,
+        shards=ShardSize(lines=opts.shard_lines, bytes=opts.shard_bytes),
+        command=list(opts.command),
+        judges=None if settings is None else settings.model_dump(mode="json", exclude_none=True),
+        rubrics_dir=None if opts.rubrics_dir is None else str(opts.rubrics_dir),
+    )

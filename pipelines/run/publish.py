@@ -23,6 +23,7 @@ from pipelines.run.folder import MANIFEST, RESULTS, SUMMARY, RunDirectory, atomi
 from pipelines.run.inputs import RunInputs
 from pipelines.run.merge import PENDING, Merger, PendingRef, trim_heap
 from pipelines.run.options import GradeOptions, RunOutcome
+from pipelines.run.records import GradingNote, Manifest, ManifestInput, SubmittedBatches
 from pipelines.run.spool import display_name
 from pipelines.run.state import RunState
 
@@ -84,72 +85,69 @@ class Publisher:
         self.merged.report_rows = []
         rest = sorted(p.name for p in staging.iterdir() if p.name not in (RESULTS, SUMMARY))
         files = RunDirectory(out).publish(staging, [RESULTS, SUMMARY, *rest])
-        manifest["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
-        atomic_write(out / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        manifest.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
+        atomic_write(out / MANIFEST, manifest.dump())
         self.state.remove()
         files.insert(2, out / MANIFEST)
         return RunOutcome(summary=summary, out=out, files=files, resumed=self.resuming)
 
-    def _manifest(self, summary: RunSummary, votes: dict[str, int]) -> dict[str, Any]:
+    def _manifest(self, summary: RunSummary, votes: dict[str, int]) -> Manifest:
         o = self.opts
         digests = self.inputs.digests
-        inputs: list[dict[str, Any]] = [
-            {"role": "tasks", "path": None if o.tasks is None else display_name(o.tasks), "format": o.task_format or "auto", "sha256": digests["tasks"]},
-            {
-                "role": "trajectories",
-                "path": self.inputs.name,
-                "format": o.trajectory_format or "auto",
-                "sha256": self.merged.sha256 or self.inputs.trajectories.hash(),
-                **({"task_key": o.task_key} if o.task_key else {}),
-            },
+        trajectories = ManifestInput(
+            role="trajectories", path=self.inputs.name, format=o.trajectory_format or "auto", sha256=self.merged.sha256 or self.inputs.trajectories.hash()
+        )
+        if o.task_key:
+            trajectories.task_key = o.task_key
+        inputs = [
+            ManifestInput(role="tasks", path=None if o.tasks is None else display_name(o.tasks), format=o.task_format or "auto", sha256=digests["tasks"]),
+            trajectories,
         ]
         for role, path in (("reference", o.reference), ("labels", o.labels), ("tool_specs", o.tool_specs)):
             if path is not None:
-                inputs.append({"role": role, "path": display_name(path), "sha256": digests.get(role)})
+                inputs.append(ManifestInput(role=role, path=display_name(path), sha256=digests.get(role)))
         executor = self.merged.executor
-        return {
-            "tool": "trajectory-judge",
-            "complete": True,
-            "versions": _versions(),
-            "python": platform.python_version(),
-            "command": o.command or sys.argv,
-            "inputs": inputs,
-            "tasks_loaded": len(self.inputs.taskset.tasks),
-            "config": o.config.model_dump(mode="json"),
-            "on_error": o.on_error,
-            "strict": o.strict,
-            "judges": None if o.escalator is None else self._judges_described(),
-            "judge_answers": _answers_note(votes),
-            "replay": None if o.replayer is None else self._replay_description(),
-            "grading": {
-                "executor": "in-process" if executor is None else executor.name,
-                "workers": 1 if executor is None else executor.workers,
-                "shards": self.merged.shards,
-                "note": "results.jsonl, summary.json and report.md do not depend on the executor or the number of workers",
-            },
-            "counts": summary.counts.model_dump(mode="json"),
-            "started_at": self.state.data.get("started_at", self.started.isoformat(timespec="seconds")),
-            "resumed_at": self.state.data.get("resumed_at", []),
-        }
+        state = self.state.record
+        return Manifest(
+            complete=True,
+            versions=_versions(),
+            python=platform.python_version(),
+            command=o.command or sys.argv,
+            inputs=inputs,
+            tasks_loaded=len(self.inputs.taskset.tasks),
+            config=o.config,
+            on_error=o.on_error,
+            strict=o.strict,
+            judges=None if o.escalator is None else self._judges_described(),
+            judge_answers=_answers_note(votes),
+            replay=None if o.replayer is None else self._replay_description(),
+            grading=GradingNote(
+                executor="in-process" if executor is None else executor.name,
+                workers=1 if executor is None else executor.workers,
+                shards=self.merged.shards,
+                note="results.jsonl, summary.json and report.md do not depend on the executor or the number of workers",
+            ),
+            counts=summary.counts.model_dump(mode="json"),
+            started_at=state.started_at,
+            resumed_at=state.resumed_at,
+        )
 
-    def _judges_described(self) -> Any:
+    def _judges_described(self) -> dict[str, Any] | None:
         """The panel as ``_describe`` gives it, and every provider batch the run sent (by round)."""
         described = _describe(self.opts.escalator, self.opts.rubrics)
         batches = [
-            {"round": entry["round"] + 1, "api": b["api"], "id": b["id"], "judges": b["judges"], "requests": len(b["keys"]), "submitted_at": b["submitted_at"]}
+            {"round": entry.round + 1, "api": b["api"], "id": b["id"], "judges": b["judges"], "requests": len(b["keys"]), "submitted_at": b["submitted_at"]}
             for entry in self.state.rounds()
-            if "batches" in entry
-            for b in entry["batches"]
+            if isinstance(entry, SubmittedBatches)
+            for b in entry.batches
         ]
-        if batches and isinstance(described, dict):
+        if batches:
             described["batches"] = batches
         return described
 
-    def _replay_description(self) -> Any:
+    def _replay_description(self) -> dict[str, Any] | None:
         described = _describe(self.opts.replayer)
-        if isinstance(described, dict):
-            described = {**described, "environments": dict(sorted(self.merged.replay_versions.items())), "reference_cache_hits": self.merged.replay_hits}
-        return described
+        return {**described, "environments": dict(sorted(self.merged.replay_versions.items())), "reference_cache_hits": self.merged.replay_hits}
 
 
 # ---- what the manifest says ---------------------------------------------------------------------
@@ -200,12 +198,13 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _describe(component: Any, rubric_table: Any = None) -> Any:
+def _describe(component: Any, rubric_table: Any = None) -> dict[str, Any]:
     """What the manifest records of a panel or replayer: its stats and, for judges, rubric versions
     (and where each rubric came from: built in, or a --rubrics file)."""
     describe = getattr(component, "describe", None)
     if callable(describe):
-        return describe()
+        described = describe()
+        return described if isinstance(described, dict) else {"name": getattr(component, "name", type(component).__name__), "description": str(described)}
     out: dict[str, Any] = {"name": getattr(component, "name", type(component).__name__)}
     stats: Any = getattr(component, "stats", None)
     if hasattr(stats, "model_dump"):

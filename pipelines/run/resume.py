@@ -16,47 +16,43 @@ A run that read an input from standard input cannot be rebuilt this way (the inp
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipelines.run.options import RECIPE_VERSION
-from pipelines.run.state import STATE_DIR, RunDirError
+from pipelines.run.folder import MANIFEST, complete_run
+from pipelines.run.records import Recipe
+from pipelines.run.state import STATE_DIR, RunDirError, RunState
 
 if TYPE_CHECKING:
     from pipelines.run.options import GradeOptions
 
-__all__ = ["Recipe", "in_directory", "load_recipe", "options_from"]
+__all__ = ["RecordedRun", "in_directory", "load_recipe", "options_from"]
 
 
-class Recipe:
-    """A run's recorded recipe and phase, read from its run state."""
+class RecordedRun:
+    """A run's recorded recipe and phase, read (typed, version-checked) from its run state."""
 
     def __init__(self, run_dir: Path):
         self.run_dir = Path(run_dir).resolve()
-        path = self.run_dir / STATE_DIR / "state.json"
-        if not path.exists():
-            complete = _complete(self.run_dir)
-            what = "holds a complete run: nothing to resume" if complete else "holds no interrupted or waiting run"
+        state = RunState(self.run_dir / STATE_DIR)
+        if not state.state_path.exists():
+            what = "holds a complete run: nothing to resume" if complete_run(self.run_dir / MANIFEST) else "holds no interrupted or waiting run"
             raise RunDirError(f"judge resume: {run_dir} {what}")
-        try:
-            state = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise RunDirError(f"{path}: the run state cannot be read ({exc}); start over with judge grade --overwrite") from exc
-        self.phase = str(state.get("phase"))
-        self.data: dict[str, Any] = state.get("recipe") or {}
-        if self.data.get("version") != RECIPE_VERSION:
+        record = state.peek()
+        self.phase = record.phase
+        if record.recipe is None:
             raise RunDirError(
-                f"judge resume: {run_dir} records no way to start it again (a run of an older version): continue it with judge grade --resume and its options"
+                f"judge resume: {run_dir} records no way to start it again (a run started from Python): continue it with judge grade --resume and its options"
             )
-        if (state.get("identity") or {}).get("judges") is not None and self.data.get("judges") is None:
+        self.recipe: Recipe = record.recipe
+        if record.identity.judges is not None and self.recipe.judges is None:
             raise RunDirError(
                 f"judge resume: {run_dir} was graded with judges whose settings were not recorded (a run started by judge run, or from Python): "
                 "continue it with judge grade --resume and the same options"
             )
-        piped = [name for name, given in self.data["inputs"].items() if given == "-"]
+        piped = [name for name, given in self.recipe.inputs.items() if given == "-"]
         if piped:
             raise RunDirError(
                 f"judge resume: the run read --{piped[0].replace('_', '-')} from standard input, which is gone: continue it with judge grade --resume, piping the input again"
@@ -64,15 +60,15 @@ class Recipe:
 
     @property
     def cwd(self) -> Path:
-        return Path(self.data["cwd"])
+        return Path(self.recipe.cwd)
 
     @property
     def judge_settings(self) -> dict[str, Any] | None:
-        return self.data.get("judges")
+        return self.recipe.judges
 
 
-def load_recipe(run_dir: Path) -> Recipe:
-    return Recipe(run_dir)
+def load_recipe(run_dir: Path) -> RecordedRun:
+    return RecordedRun(run_dir)
 
 
 @contextlib.contextmanager
@@ -88,51 +84,50 @@ def in_directory(path: Path) -> Iterator[None]:
         os.chdir(before)
 
 
-def options_from(found: Recipe, *, escalator: Any, rubrics: Any, settings: Any, workers: int) -> GradeOptions:
+def options_from(found: RecordedRun, *, escalator: Any, rubrics: Any, settings: Any, workers: int) -> GradeOptions:
     """The ``GradeOptions`` the run was started with, to resume it (call inside ``in_directory``)."""
-    from pipelines.config import GradingConfig
     from pipelines.ingest import Limits
     from pipelines.run.options import GradeOptions
 
-    data = found.data
-    inputs = {name: None if given is None else Path(given) for name, given in data["inputs"].items()}
-    assert inputs["trajectories"] is not None
+    recipe = found.recipe
+    inputs = {name: None if given is None else Path(given) for name, given in recipe.inputs.items()}
+    trajectories = inputs.get("trajectories")
+    if trajectories is None:
+        raise RunDirError(f"judge resume: {found.run_dir}: the recipe names no trajectories input; start over with judge grade --overwrite")
     replayer = None
-    if data["replay"]:
+    if recipe.replay:
         from pipelines.grade import Replayer
 
         replayer = Replayer()
-    rubrics_dir = data.get("rubrics_dir")
+    limits = recipe.limits
     return GradeOptions(
-        tasks=inputs["tasks"],
-        trajectories=inputs["trajectories"],
+        tasks=inputs.get("tasks"),
+        trajectories=trajectories,
         out=found.run_dir,
-        reference=inputs["reference"],
-        task_format=data["task_format"],
-        trajectory_format=data["trajectory_format"],
-        on_error=data["on_error"],
-        config=GradingConfig.model_validate(data["config"]),
+        reference=inputs.get("reference"),
+        task_format=recipe.task_format,
+        trajectory_format=recipe.trajectory_format,
+        on_error=recipe.on_error,
+        config=recipe.config,
         escalator=escalator,
         replayer=replayer,
-        limits=Limits(**data["limits"]),
-        command=data["command"],
-        strict=data["strict"],
-        task_key=data.get("task_key"),  # recipes written before --task-key have none
-        labels=inputs["labels"],
-        tool_specs=inputs["tool_specs"],
+        limits=Limits(
+            max_line_bytes=limits.max_line_bytes,
+            max_string_bytes=limits.max_string_bytes,
+            **({} if limits.max_depth is None else {"max_depth": limits.max_depth}),
+        ),
+        command=recipe.command,
+        strict=recipe.strict,
+        task_key=recipe.task_key,
+        labels=inputs.get("labels"),
+        tool_specs=inputs.get("tool_specs"),
         rubrics=rubrics,
         workers=workers,
-        ray=data["ray"],
-        ray_address=data["ray_address"],
+        ray=recipe.ray,
+        ray_address=recipe.ray_address,
         resume=True,
-        shard_lines=data["shards"]["lines"],
-        shard_bytes=data["shards"]["bytes"],
+        shard_lines=recipe.shards.lines,
+        shard_bytes=recipe.shards.bytes,
         judge_settings=settings,
-        rubrics_dir=None if rubrics_dir is None else Path(rubrics_dir),
+        rubrics_dir=None if recipe.rubrics_dir is None else Path(recipe.rubrics_dir),
     )
-
-
-def _complete(run_dir: Path) -> bool:
-    with contextlib.suppress(OSError, ValueError):
-        return bool(json.loads((run_dir / "manifest.json").read_text(encoding="utf-8")).get("complete"))
-    return False

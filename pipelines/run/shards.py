@@ -22,7 +22,7 @@ one a single reader of the whole file writes:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from judge import InputErrorInfo
 from pipelines.config import GradingConfig
@@ -31,6 +31,9 @@ from pipelines.ingest import Limits, Loaded, TaskSet, read_trajectories
 from pipelines.labels import LabelSet
 from pipelines.run.lines import RawShard
 from pipelines.run.stream import ShardStream
+
+if TYPE_CHECKING:
+    from reports import Row
 
 __all__ = ["GradingContext", "Shard", "ShardGrader", "ShardResult", "grade_shard"]
 
@@ -73,7 +76,7 @@ class ShardResult:
     first_error: InputErrorInfo | None
     replay: dict[str, Any] = field(default_factory=dict)  # environments used -> version, reference cache hits
     labels_used: set[str] = field(default_factory=set)  # external labels that labelled a trajectory here
-    report_rows: list[Any] = field(default_factory=list)  # reports.to_row of each row (None for a pending case)
+    report_rows: list[Row | None] = field(default_factory=list)  # reports.to_row of each row (None for a pending case)
     sha256: str = ""  # of the bytes graded (``RawShard.sha256``; read by the worker when the shard is a range)
 
 
@@ -124,7 +127,7 @@ class ShardGrader:
         self.items = 0
         self.first_error: InputErrorInfo | None = None
         self.labels_used: set[str] = set()
-        self.report_rows: list[Any] = []
+        self.report_rows: list[Row | None] = []
         self._pool: dict[Any, Any] = {}
 
     def add(self, loaded: Loaded, only: frozenset[int] | None = None) -> bool:

@@ -2,14 +2,18 @@
 regrading a decided trajectory or asking a judge again. It is removed when the run completes.
 
 Files of the run state, all append-only or replaced atomically:
+Every file holds typed JSON records (``pipelines.run.records``), each with its version; nothing
+the run reads back is a pickle or anything else that runs code when read.
+
 - ``state.json``: what the run is (its identity: inputs, options), how far it got (``phase``:
   grading -> judging -> finishing, or ``waiting`` for provider batches) and how to start it again
   (``recipe``: the options as given, for ``judge resume``);
 - ``results.partial``: decided result lines in input order, a placeholder per waiting case;
-- ``shards.pkl``: per merged shard, its partial aggregate, the ids it read and its pending cases'
-  item indices (length-prefixed pickles, truncated to the last checkpoint on resume);
-- ``decisions.jsonl``: per escalation round, the questions and the panel's decisions; a round
-  that waits for provider batches has entries with the batches' ids (``batches``) and no decisions
+- ``shards.jsonl``: per merged shard, a ``ShardRecord`` line: where it lay, how many rows it wrote,
+  the ids it read, its pending cases' item indices, its input warnings (truncated to the last
+  checkpoint on resume; the merged aggregate is rebuilt from the rows, see ``pipelines.run.merge``);
+- ``decisions.jsonl``: per escalation round, the questions and the panel's decisions (``DecidedRound``); a round
+  that waits for provider batches has entries with the batches' ids (``SubmittedBatches``) and no decisions
   until it is decided;
 - ``batches/``: result files of ended provider batches, downloaded once;
 - ``lock``: locked by the one process working on the run (``RunState.hold``).
@@ -17,27 +21,37 @@ Files of the run state, all append-only or replaced atomically:
 
 from __future__ import annotations
 
-import json
 import os
-import pickle
 import shutil
-import struct
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
-from judge import ConfigurationError
+import orjson
+
+from pipelines.run.records import (
+    JOURNAL_VERSION,
+    SHARD_RECORD_VERSION,
+    STATE_VERSION,
+    DecidedRound,
+    InputProgress,
+    JournalEntry,
+    Phase,
+    Recipe,
+    RecordError,
+    RunDirError,
+    RunIdentity,
+    RunStateRecord,
+    ShardRecord,
+    SubmittedBatches,
+    dump_line,
+    parse_record,
+)
 
 __all__ = ["STATE_DIR", "RunDirError", "RunState", "ShardRecord", "atomic_write"]
 
 STATE_DIR = ".judge-run"
-STATE_VERSION = 1
-
-
-class RunDirError(ConfigurationError):
-    """The output directory cannot take this run (``--out``, ``--overwrite``, ``--resume``: a
-    usage error, exit code 2)."""
+_START_OVER = "start over with --overwrite"
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:
@@ -50,26 +64,6 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     os.replace(tmp, path)
 
 
-@dataclass
-class ShardRecord:
-    """What the run keeps of a merged shard (enough to finish the run after an interruption)."""
-
-    index: int
-    first_line: int
-    first_byte: int
-    first_item: int
-    size: int  # bytes of input it covered
-    lines: int
-    items: int
-    pending_items: list[int]  # item index of each case that waits for a judge, in order
-    aggregate: Any  # pipelines.grade.Aggregator of its decided rows
-    keys: list[tuple[str, str, int | None]]
-    replay: dict[str, Any] = field(default_factory=dict)
-    sha256: str = ""  # of the input bytes it covered
-    labels_used: list[str] = field(default_factory=list)
-    report_rows: list[Any] = field(default_factory=list)  # reports.to_row of each row (None: a pending case)
-
-
 class RunState:
     """The run state folder of one run (see the module docstring)."""
 
@@ -77,29 +71,24 @@ class RunState:
         self.folder = folder
         self.state_path = folder / "state.json"
         self.partial_path = folder / "results.partial"
-        self.shards_path = folder / "shards.pkl"
+        self.shards_path = folder / "shards.jsonl"
         self.decisions_path = folder / "decisions.jsonl"
-        self.data: dict[str, Any] = {}
+        self._record: RunStateRecord | None = None
         self._held: BinaryIO | None = None  # the open lock file while this process works on the run
 
+    @property
+    def record(self) -> RunStateRecord:
+        """The state as started, loaded or last checkpointed by this process."""
+        if self._record is None:
+            raise RuntimeError("RunState.record: the state was neither started nor read")
+        return self._record
+
     # -- lifecycle ------------------------------------------------------------------------------
-    def start(self, identity: dict[str, Any], started_at: str, recipe: dict[str, Any] | None = None) -> None:
+    def start(self, identity: RunIdentity, started_at: str, recipe: Recipe | None = None) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         for path in (self.partial_path, self.shards_path, self.decisions_path):
             path.write_bytes(b"")
-        self.data = {
-            "version": STATE_VERSION,
-            "identity": identity,
-            "recipe": recipe,
-            "started_at": started_at,
-            "resumed_at": [],
-            "phase": "grading",
-            "trajectories": {"bytes": 0, "sha256_prefix": None, "lines": 0, "items": 0, "shards": 0},
-            "partial_bytes": 0,
-            "shards_bytes": 0,
-            "decisions_bytes": 0,
-            "rounds": 0,
-        }
+        self._record = RunStateRecord(identity=identity, recipe=recipe, started_at=started_at)
         self.save()
 
     def hold(self) -> None:
@@ -122,81 +111,107 @@ class RunState:
             self._held.close()
             self._held = None
 
-    def peek(self) -> dict[str, Any]:
+    def peek(self) -> RunStateRecord:
         """The state as last checkpointed, read without touching any file (safe while another
         process works on the run)."""
-        try:
-            self.data = json.loads(self.state_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise RunDirError(f"{self.state_path}: the run's state cannot be read ({exc})") from exc
-        return self.data
+        self._record = self._read("the run's state cannot be used")
+        return self._record
 
-    def load(self) -> dict[str, Any]:
-        try:
-            self.data = json.loads(self.state_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise RunDirError(f"{self.state_path}: the interrupted run's state cannot be read ({exc}); start over with --overwrite") from exc
-        if self.data.get("version") != STATE_VERSION:
-            raise RunDirError(f"{self.state_path}: run state version {self.data.get('version')!r} is not {STATE_VERSION}; start over with --overwrite")
+    def load(self) -> RunStateRecord:
+        """The state of the interrupted run, its files cut back to the last checkpoint."""
+        self._record = record = self._read("the interrupted run's state cannot be used")
         # drop whatever was written after the last checkpoint
-        for path, key in ((self.partial_path, "partial_bytes"), (self.shards_path, "shards_bytes"), (self.decisions_path, "decisions_bytes")):
+        for path, size in ((self.partial_path, record.partial_bytes), (self.shards_path, record.shards_bytes), (self.decisions_path, record.decisions_bytes)):
             with open(path, "ab") as fh:
-                fh.truncate(int(self.data[key]))
-        return self.data
+                fh.truncate(size)
+        return record
+
+    def _read(self, what: str) -> RunStateRecord:
+        try:
+            data = self.state_path.read_bytes()
+        except OSError as exc:
+            raise RunDirError(f"{self.state_path}: {what} ({exc.strerror or exc}); {_START_OVER}") from exc
+        advice = _START_OVER
+        try:
+            if orjson.loads(data).get("version") == 1:  # shard records as pickles: never read
+                advice = f"it was written by an earlier trajectory-judge, whose shard records (shards.pkl) are pickles and are never read; {_START_OVER}"
+        except (orjson.JSONDecodeError, AttributeError):
+            pass
+        return parse_record(RunStateRecord, data, str(self.state_path), STATE_VERSION, advice)
 
     def save(self) -> None:
-        atomic_write(self.state_path, json.dumps(self.data, indent=1, sort_keys=True))
+        atomic_write(self.state_path, orjson.dumps(self.record.model_dump(mode="json"), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
 
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
         self.release()
 
     # -- grading checkpoints --------------------------------------------------------------------
-    def append_shard(self, rows: bytes, record: ShardRecord, progress: dict[str, Any]) -> None:
+    def append_shard(self, rows: bytes, record: ShardRecord, progress: InputProgress) -> None:
         """Rows and record of one merged shard, then the checkpoint that makes them count."""
+        state = self.record
         with open(self.partial_path, "ab") as fh:
             fh.write(rows)
             fh.flush()
             os.fsync(fh.fileno())
-            self.data["partial_bytes"] = fh.tell()
-        blob = pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL)
+            state.partial_bytes = fh.tell()
         with open(self.shards_path, "ab") as fh:
-            fh.write(struct.pack("<Q", len(blob)) + blob)
+            fh.write(dump_line(record))
             fh.flush()
             os.fsync(fh.fileno())
-            self.data["shards_bytes"] = fh.tell()
-        self.data["trajectories"] = progress
+            state.shards_bytes = fh.tell()
+        state.trajectories = progress
         self.save()
 
     def shard_records(self) -> Iterator[ShardRecord]:
-        with open(self.shards_path, "rb") as fh:
-            while header := fh.read(8):
-                (size,) = struct.unpack("<Q", header)
-                yield pickle.loads(fh.read(size))
+        for number, line in _lines(self.shards_path, -1):
+            yield parse_record(ShardRecord, line, f"{self.shards_path}:{number}", SHARD_RECORD_VERSION, _START_OVER)
 
     # -- escalation checkpoints -----------------------------------------------------------------
-    def append_round(self, entry: dict[str, Any]) -> None:
+    def append_round(self, entry: JournalEntry) -> None:
+        state = self.record
         with open(self.decisions_path, "ab") as fh:
-            fh.write(json.dumps(entry, sort_keys=True).encode("utf-8") + b"\n")
+            fh.write(dump_line(entry))
             fh.flush()
             os.fsync(fh.fileno())
-            self.data["decisions_bytes"] = fh.tell()
-        self.data["rounds"] += 1
+            state.decisions_bytes = fh.tell()
+        state.rounds += 1
         self.save()
 
-    def rounds(self) -> list[dict[str, Any]]:
+    def rounds(self) -> list[JournalEntry]:
         """The journal up to the last checkpoint."""
-        with open(self.decisions_path, "rb") as fh:
-            data = fh.read(int(self.data.get("decisions_bytes", -1)))
-        return [json.loads(line) for line in data.splitlines() if line.strip()]
+        size = self._record.decisions_bytes if self._record is not None else -1
+        entries: list[JournalEntry] = []
+        for number, line in _lines(self.decisions_path, size):
+            where = f"{self.decisions_path}:{number}"
+            try:
+                kind = orjson.loads(line).get("kind")
+            except (orjson.JSONDecodeError, AttributeError):
+                kind = None
+            model: type[DecidedRound] | type[SubmittedBatches] = SubmittedBatches if kind == "batches" else DecidedRound
+            entries.append(parse_record(model, line, where, JOURNAL_VERSION, _START_OVER))
+        return entries
 
-    def waiting_batches(self) -> list[dict[str, Any]]:
+    def waiting_batches(self) -> list[dict]:
         """The provider batches of the round in progress: journaled after the last decided round."""
-        waiting: list[dict[str, Any]] = []
+        waiting: list[dict] = []
         for entry in self.rounds():
-            waiting = waiting + entry["batches"] if "batches" in entry else []
+            waiting = waiting + entry.batches if isinstance(entry, SubmittedBatches) else []
         return waiting
 
-    def set_phase(self, phase: str) -> None:
-        self.data["phase"] = phase
+    def set_phase(self, phase: Phase) -> None:
+        self.record.phase = phase
         self.save()
+
+
+def _lines(path: Path, size: int) -> Iterator[tuple[int, bytes]]:
+    """The non-blank lines of ``path`` (its first ``size`` bytes; -1: all), numbered from 1. Split
+    on ``\n`` only: a record is one JSON line, whatever line separators its strings hold."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(size)
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot be read ({exc.strerror or exc}); {_START_OVER}") from exc
+    for number, line in enumerate(data.split(b"\n"), 1):
+        if line.strip():
+            yield number, line

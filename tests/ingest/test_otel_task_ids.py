@@ -127,7 +127,7 @@ def test_task_key_is_recorded_for_resume():
     from pipelines.run.options import recipe
 
     opts = GradeOptions(tasks=TASKS, trajectories=OPENINFERENCE / "tags.otlp.jsonl", out=Path("run"), task_key="task_id")
-    assert recipe(opts)["task_key"] == "task_id"
+    assert recipe(opts).task_key == "task_id"
 
 
 # ---- grouping -----------------------------------------------------------------------------------
