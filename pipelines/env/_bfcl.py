@@ -8,7 +8,7 @@ ground truth makes calls fails when the model made no call in it, when the state
 differs from the ground truth's (every attribute not starting with ``_``, compared with ``!=``), or
 when some ground-truth call's result is not among the results of the model's calls so far (a
 multiset). A turn whose ground truth is empty is not checked (the model's calls there still run).
-This module runs exactly that and reports it per turn (``TurnOutcome``); ``pipelines.replay``
+This module runs exactly that and reports it per turn (``TurnOutcome``); ``pipelines.grade.replay``
 turns it into the replay the checks read.
 
 Where the classes come from: the ``bfcl-eval`` package (Apache-2.0), imported lazily and only its

@@ -277,7 +277,7 @@ def test_score_file_errors_name_file_and_line(tmp_path):
 
 
 def _run(tmp_path, trajectories, tasks, reference, labels=None):
-    from pipelines.grade_run import GradeOptions, run_grading
+    from pipelines.run import GradeOptions, run_grading
 
     out = tmp_path / "run"
     outcome = run_grading(GradeOptions(tasks=tasks, reference=reference, trajectories=trajectories, out=out, labels=labels))
@@ -321,7 +321,7 @@ def test_calls_beyond_the_expected_ones_fail_and_a_missing_call_fails(fixtures, 
 @needs_shared
 @pytest.mark.parametrize("category", ["simple", "parallel"])
 def test_agreement_with_bfcls_own_score_files_on_the_real_v3_run(category, tmp_path):
-    """The measured figure of the README: ``--labels score/<model>/`` against our verdicts."""
+    """The measured figure of docs/formats/bfcl.md: ``--labels score/<model>/`` against our verdicts."""
     rows, summary = _run(
         tmp_path,
         next(V3.glob(f"result/*/BFCL_v3_{category}_result.json")),

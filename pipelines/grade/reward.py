@@ -33,7 +33,7 @@ from pydantic import ValidationError
 from judge import InputError, InputErrorInfo, SourceRef, Task, Trajectory, TrajectoryResult, VerdictLabel
 from pipelines.alignment import TurnAlignmentError
 from pipelines.config import GradingConfig
-from pipelines.grade_case import grade_case
+from pipelines.grade.case import grade_case
 from pipelines.ingest import convert_trajectory
 
 __all__ = ["grade_trajectory"]
@@ -54,7 +54,7 @@ def grade_trajectory(
     ``task``: a ``judge.Task`` or its native JSON form. ``trajectory``: a ``judge.Trajectory`` or a
     dict in ``fmt`` (``native``, ``openai`` messages, ``anthropic`` messages, ``vakra``...; the
     streaming formats of ``judge grade --format``). ``config``: the ``[grading]`` settings
-    (defaults when None). ``replayer``: a ``pipelines.replay.Replayer`` to re-execute calls in the
+    (defaults when None). ``replayer``: a ``pipelines.grade.Replayer`` to re-execute calls in the
     task's environment (None: recorded results are compared as they are).
     """
     config = config or GradingConfig()
