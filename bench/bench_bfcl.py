@@ -193,9 +193,9 @@ def our_side(plan: list[dict], work: Path) -> dict[str, dict]:
 
 
 def child(spec: str) -> None:
-    from pipelines.bfcl_folder import _score_file
-    from pipelines.grade_run import GradeOptions, run_grading
-    from pipelines.replay import Replayer
+    from pipelines.grade import Replayer
+    from pipelines.run import GradeOptions, run_grading
+    from pipelines.run.bfcl_folder import _score_file
 
     def options(p: dict, out: Path) -> GradeOptions:
         return GradeOptions(

@@ -402,9 +402,9 @@ def grade(
 
 
 def _grade_folders(opts: GradeOptions) -> None:
-    """Folders as inputs: BFCL's result folder (every category, ``pipelines.bfcl_folder``), or BFCL's
+    """Folders as inputs: BFCL's result folder (every category, ``pipelines.run.bfcl_folder``), or BFCL's
     data folder as the tasks of one result file."""
-    from pipelines.bfcl_folder import grade_folder
+    from pipelines.run.bfcl_folder import grade_folder
 
     trajectories, tasks, reference = opts.trajectories, opts.tasks, opts.reference
     if not trajectories.is_dir():

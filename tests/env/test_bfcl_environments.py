@@ -18,10 +18,9 @@ import pytest
 from judge import Trajectory
 from pipelines.config import GradingConfig
 from pipelines.env import CallSpec, EntryFailed, EntrySpec, TurnSpec, bind_call, method_owners, parse_call, replay_bfcl_entry
-from pipelines.grade_case import grade_case
+from pipelines.grade import Replayer, grade_case
 from pipelines.ingest import convert_trajectory
 from pipelines.ingest._bfcl import build_task
-from pipelines.replay import Replayer
 
 FILES = {
     "GorillaFileSystem": {
