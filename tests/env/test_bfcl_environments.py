@@ -173,3 +173,11 @@ def test_a_runaway_entry_is_one_error_row_of_the_run(tmp_path, monkeypatch):
     first, second = (json.loads(line) for line in (out / "results.jsonl").read_text().splitlines())
     assert first["verdict"] == "error" and "took longer than 2 s" in first["error"]["message"]
     assert second["verdict"] == "pass"
+
+
+def test_without_replay_a_multi_turn_entry_stays_open_whatever_its_calls():
+    # the ground truth's calls are one way to the state BFCL checks: not matching them is no failure
+    task = build_task(QUESTION, ANSWER)
+    for turns in (ANSWER["ground_truth"], [["ls()"], ["pwd()"]]):
+        result = grade_case(task, _trajectory(*turns), GradingConfig(), replay=None).result()
+        assert result.verdict == "unresolved"
