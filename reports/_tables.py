@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calibration import pass_at_k, pass_hat_k, wilson
+from calibration import pass_at_k, pass_curves, pass_hat_k, wilson  # noqa: F401 (pass_at_k, pass_hat_k: reports re-exports them from here)
 from judge import FAILURE_STAGE_ORDER, GroupStats
 from reports._orchestration import recovery_axis
 from reports._run import ORCHESTRATION_COLUMNS, SCORE_NAMES, Row, RunData
@@ -484,10 +484,11 @@ def repeated_runs(run: RunData) -> tuple[pd.DataFrame, pd.DataFrame]:
     for agent in sorted(per_agent, key=natural):
         tasks = per_agent[agent]
         kmax = min(len(o) for o in tasks)
+        curves = [pass_curves(len(o), sum(o), kmax) for o in tasks]  # O(runs) per task: near-linear in the rows
+        pk = np.array([at for at, _ in curves])
+        hk = np.array([hat for _, hat in curves])
         for k in range(1, kmax + 1):
-            pk = [pass_at_k(len(o), sum(o), k) for o in tasks]
-            hk = [pass_hat_k(len(o), sum(o), k) for o in tasks]
-            krows.append({"agent": agent, "k": k, "tasks": len(tasks), "pass_at_k": _r(np.mean(pk)), "pass_hat_k": _r(np.mean(hk))})
+            krows.append({"agent": agent, "k": k, "tasks": len(tasks), "pass_at_k": _r(np.mean(pk[:, k - 1])), "pass_hat_k": _r(np.mean(hk[:, k - 1]))})
         by_index = [np.mean([o[i] for o in tasks]) for i in range(kmax)]
         srows.append(
             {
