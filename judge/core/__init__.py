@@ -4,7 +4,7 @@ Everything here is plain pydantic and standard library: importing it never pulls
 """
 
 from judge.core._canonical import UNDECIDED, UNIQUE_KEYS, DuplicateKey, canonical_json, content_hash, loads_exact, loads_json, parse_json_text, response_key
-from judge.core._depth import MAX_DEPTH, TooDeep, nesting_error, parse_json_bounded, text_nesting_error
+from judge.core._depth import MAX_DEPTH, TooDeep, json_lines, nesting_error, parse_json_bounded, text_nesting_error
 from judge.core._errors import (
     BadInputError,
     ConfigurationError,
@@ -184,6 +184,7 @@ __all__ = [
     "fmt_pct_ci",
     "fmt_signed_pct",
     "fresh_std_streams",
+    "json_lines",
     "label_passed",
     "lazy_exports",
     "loads_exact",

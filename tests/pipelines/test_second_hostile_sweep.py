@@ -1,0 +1,85 @@
+"""The second hostile sweep (issue 26): each class that broke, written from the issue's
+description, with its outcome asserted (exit code, message, rows, nothing lost).
+
+The classes of ``judge grade`` inputs live in the bad-input corpus (tests/fixtures/bad_input/);
+the ones here reach other commands (gold export / label / import, the report writers) or need a
+fault injected (a full disk).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from pipelines.cli import app
+
+runner = CliRunner()
+TOOLS = [{"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}]
+SEPARATORS = "\u2028\u2029\u0085"  # str.splitlines breaks at each; JSON strings hold them raw
+
+
+def _invoke(*args: str, code: int = 0) -> str:
+    res = runner.invoke(app, list(args), catch_exceptions=False)
+    assert res.exit_code == code, res.output
+    return res.output
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line]
+
+
+# ---------------------------------------------------------------- 12: line separators inside strings
+
+
+def test_line_separators_in_answers_questions_and_notes_go_through_export_label_and_import(tmp_path: Path):
+    """U+2028 / U+0085 in an answer broke ``judge gold export`` (results split with
+    str.splitlines); in a question or a note, label / import rejected what export wrote."""
+    tasks = _write_jsonl(
+        tmp_path / "tasks.jsonl",
+        [
+            {
+                "task_id": f"t{i}",
+                "question": f"What is f{SEPARATORS}of 1? ({i})",
+                "tools": TOOLS,
+                "reference_calls": [{"name": "f", "arguments": {"x": 1}}],
+                "gold_answer": "blue",
+            }
+            for i in range(3)
+        ],
+    )
+    answers = ["blue", f"It is blue{SEPARATORS}(certainly)", f"red{SEPARATORS}"]
+    trajectories = _write_jsonl(
+        tmp_path / "trajectories.jsonl",
+        [
+            {
+                "task_id": f"t{i}",
+                "trajectory_id": f"r{i}-{j}",
+                "steps": [{"name": "f", "arguments": {"x": 1}, "result": f"blue{SEPARATORS}"}],
+                "final_answer": a,
+            }
+            for i in range(3)
+            for j, a in enumerate(answers)
+        ],
+    )
+    run = tmp_path / "run"
+    _invoke("grade", "--tasks", str(tasks), "--trajectories", str(trajectories), "--no-replay", "--out", str(run))
+    rows = _jsonl(run / "results.jsonl")
+    assert [r["trajectory_id"] for r in rows] == [f"r{i}-{j}" for i in range(3) for j in range(3)]
+    label_set = tmp_path / "set.jsonl"
+    assert "9 cases drawn from 9 labellable rows of 9" in _invoke("gold", "export", str(run), "--n", "20", "--out", str(label_set))
+    items = _jsonl(label_set)
+    assert len(items) == 9 and any(SEPARATORS in it["context"]["question"] for it in items)
+    page = Path(_invoke("gold", "label", str(label_set)).strip())
+    assert page.is_file()
+    note = f"looks{SEPARATORS}fine"
+    labels = _write_jsonl(tmp_path / "labels.jsonl", [{"item_id": it["item_id"], "label": it["labels"][0], "annotator": "ann", "note": note} for it in items])
+    gold = tmp_path / "gold.jsonl"
+    assert "9 of 9 items labelled" in _invoke("gold", "import", str(label_set), str(labels), "--out", str(gold))
+    assert [label["note"] for item in _jsonl(gold) for label in item["human_labels"]] == [note] * 9
