@@ -126,8 +126,8 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
         lines += ["", f"{level} Input warnings (read, graded, worth a look)", "", "| kind | field | count | first seen | message |", "|---|---|---:|---|---|"]
         for kind, fields in s.input_warnings.items():
             for pattern, w in fields.items():
-                msg = str(w.message).replace("|", "\\|").replace("\n", " ")
-                lines.append(f"| {kind} | {pattern} | {w.count} | {w.first} | {msg} |")
+                cells = [kind, pattern, w.count, w.first, w.message]  # field names and label ids are the input's own text
+                lines.append("| " + " | ".join(md_text(str(c)) for c in cells) + " |")
     if s.errors:
         lines += ["", f"{level} Input errors (listed, not graded)", "", "| file | line | field | kind | message |", "|---|---:|---|---|---|"]
         for e in s.errors:

@@ -22,6 +22,7 @@ from judge.core._extras import extra_fields
 from judge.core._forking import fresh_std_streams
 from judge.core._instructions import REMOVED_MARK, InstructionScan, find_instructions, strip_instructions, strip_instructions_deep
 from judge.core._lazy import lazy_exports
+from judge.core._markdown import md_text
 from judge.core._materials import (
     MATERIAL_FOR_RUBRIC,
     AnswerMaterial,
@@ -191,6 +192,7 @@ __all__ = [
     "loads_json",
     "looks_like_error",
     "material_keys",
+    "md_text",
     "missing",
     "nesting_error",
     "normalise_status",

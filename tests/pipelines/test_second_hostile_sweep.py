@@ -8,7 +8,9 @@ fault injected (a full disk).
 
 from __future__ import annotations
 
+import csv
 import json
+import re
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -83,3 +85,33 @@ def test_line_separators_in_answers_questions_and_notes_go_through_export_label_
     gold = tmp_path / "gold.jsonl"
     assert "9 of 9 items labelled" in _invoke("gold", "import", str(label_set), str(labels), "--out", str(gold))
     assert [label["note"] for item in _jsonl(gold) for label in item["human_labels"]] == [note] * 9
+
+
+# ---------------------------------------------------------------- 11: markup in report.md tables, CR in CSV cells
+
+
+def test_unknown_field_names_are_text_in_report_md_and_a_carriage_return_stays_inside_its_csv_cell(tmp_path: Path):
+    """report.md's "Input warnings" table wrote unknown-field names raw (``<script>`` ran when
+    rendered as CommonMark); a CSV cell holding a carriage return was written unquoted, so a
+    reader saw a new row starting ``=cmd|...``."""
+    script = "<script>alert(1)</script>"
+    agent = "ok\r=cmd|' /C calc'!A0"
+    tasks = _write_jsonl(tmp_path / "tasks.jsonl", [{"task_id": "t1", "question": "f of 1?", "tools": TOOLS, "reference_calls": [{"name": "f", "arguments": {"x": 1}}], "gold_answer": "blue"}])
+    rows = [
+        {"task_id": "t1", "trajectory_id": f"r{i}", "agent": agent, script: 1, "steps": [{"name": "f", "arguments": {"x": 1}, "result": 1, f"<img src=x onerror=alert({i})>": 2}], "final_answer": "blue"}
+        for i in range(3)
+    ]
+    trajectories = _write_jsonl(tmp_path / "trajectories.jsonl", rows)
+    out = tmp_path / "out"
+    _invoke("grade", "--tasks", str(tasks), "--trajectories", str(trajectories), "--no-replay", "--out", str(out))
+    assert [r["verdict"] for r in _jsonl(out / "results.jsonl")] == ["pass"] * 3
+    md = (out / "report.md").read_text(encoding="utf-8")
+    warnings = md[md.index("Input warnings") :]
+    assert re.search(r"(?<!\\)<(script|img)", md) is None  # every < of the input escaped
+    assert r"\<script\>alert(1)\</script\>" in warnings and r"\<img src=x onerror=alert(0)\>" in warnings
+    with open(out / "tables" / "trajectories.csv", newline="", encoding="utf-8") as fh:
+        table = list(csv.reader(fh))
+    header, body = table[0], table[1:]
+    assert len(body) == 3  # one row per trajectory: no row starts inside a cell
+    assert [r[header.index("agent")] for r in body] == [agent] * 3
+    assert not any(cell.startswith(("=", "+", "@")) for row in body for cell in row)
