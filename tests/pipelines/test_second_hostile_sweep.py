@@ -96,9 +96,19 @@ def test_unknown_field_names_are_text_in_report_md_and_a_carriage_return_stays_i
     reader saw a new row starting ``=cmd|...``."""
     script = "<script>alert(1)</script>"
     agent = "ok\r=cmd|' /C calc'!A0"
-    tasks = _write_jsonl(tmp_path / "tasks.jsonl", [{"task_id": "t1", "question": "f of 1?", "tools": TOOLS, "reference_calls": [{"name": "f", "arguments": {"x": 1}}], "gold_answer": "blue"}])
+    tasks = _write_jsonl(
+        tmp_path / "tasks.jsonl",
+        [{"task_id": "t1", "question": "f of 1?", "tools": TOOLS, "reference_calls": [{"name": "f", "arguments": {"x": 1}}], "gold_answer": "blue"}],
+    )
     rows = [
-        {"task_id": "t1", "trajectory_id": f"r{i}", "agent": agent, script: 1, "steps": [{"name": "f", "arguments": {"x": 1}, "result": 1, f"<img src=x onerror=alert({i})>": 2}], "final_answer": "blue"}
+        {
+            "task_id": "t1",
+            "trajectory_id": f"r{i}",
+            "agent": agent,
+            script: 1,
+            "steps": [{"name": "f", "arguments": {"x": 1}, "result": 1, f"<img src=x onerror=alert({i})>": 2}],
+            "final_answer": "blue",
+        }
         for i in range(3)
     ]
     trajectories = _write_jsonl(tmp_path / "trajectories.jsonl", rows)
@@ -115,3 +125,52 @@ def test_unknown_field_names_are_text_in_report_md_and_a_carriage_return_stays_i
     assert len(body) == 3  # one row per trajectory: no row starts inside a cell
     assert [r[header.index("agent")] for r in body] == [agent] * 3
     assert not any(cell.startswith(("=", "+", "@")) for row in body for cell in row)
+
+
+# ---------------------------------------------------------------- 13: many policy conditions in the charts
+
+
+def test_twenty_five_policy_conditions_draw_no_bar_of_negative_width(tmp_path: Path):
+    """25 policy conditions (26 series with "all") over a dozen hop counts: the bars' share of
+    a fixed-width chart fell under their 2 px gap, and report.html held rects of negative width."""
+    tasks, trajectories = [], []
+    for i in range(25 * 12):
+        policy, hops = f"policy-{i % 25}", 1 + i // 25
+        tasks.append(
+            {
+                "task_id": f"t{i}",
+                "question": "f of 1?",
+                "tools": TOOLS,
+                "reference_calls": [{"name": "f", "arguments": {"x": 1}}],
+                "gold_answer": "blue",
+                "metadata": {"policy_condition": policy, "hop_count": hops},
+            }
+        )
+        trajectories.append(
+            {
+                "task_id": f"t{i}",
+                "trajectory_id": f"r{i}",
+                "steps": [{"name": "f", "arguments": {"x": 1}, "result": 1}],
+                "final_answer": "blue" if i % 3 else "red",
+            }
+        )
+    out = tmp_path / "out"
+    _invoke(
+        "grade",
+        "--tasks",
+        str(_write_jsonl(tmp_path / "tasks.jsonl", tasks)),
+        "--trajectories",
+        str(_write_jsonl(tmp_path / "t.jsonl", trajectories)),
+        "--no-replay",
+        "--out",
+        str(out),
+    )
+    assert len(_jsonl(out / "results.jsonl")) == 300
+    html = (out / "report.html").read_text(encoding="utf-8")
+    charts = re.findall(r"<svg .*?</svg>", html, flags=re.S)
+    hops = next(c for c in charts if "Pass rate by hop count" in c)
+    assert all(f"policy-{p}" in hops for p in range(25))  # every condition is a series of the chart
+    widths = [float(w) for c in charts for w in re.findall(r'<rect [^>]*?width="([^"]+)"', c)]
+    assert widths and min(widths) >= 0  # a rate of 0 is a bar of width 0, never less
+    bars = [float(w) for w in re.findall(r'<rect [^>]*?width="([^"]+)"[^>]*><title>', hops)]
+    assert len(bars) >= 26 * 12 and min(bars) >= 2  # each pass-rate bar stays visible: the chart widens instead
