@@ -174,3 +174,96 @@ def test_twenty_five_policy_conditions_draw_no_bar_of_negative_width(tmp_path: P
     assert widths and min(widths) >= 0  # a rate of 0 is a bar of width 0, never less
     bars = [float(w) for w in re.findall(r'<rect [^>]*?width="([^"]+)"[^>]*><title>', hops)]
     assert len(bars) >= 26 * 12 and min(bars) >= 2  # each pass-rate bar stays visible: the chart widens instead
+
+
+# ---------------------------------------------------------------- 3: the judge cache on a full disk
+
+
+def _disk_fills_after(monkeypatch, pages: int) -> None:
+    """The cache file may grow ``pages`` SQLite pages past its size when opened, then every write
+    fails as on a full disk (SQLITE_FULL, "database or disk is full"): the real error path, with
+    the real disk untouched."""
+    import judge.llm._cache as cache_module
+
+    opened = cache_module._open
+
+    def on_a_small_disk(path, *args, **kwargs):
+        db = opened(path, *args, **kwargs)
+        db.execute(f"PRAGMA max_page_count = {int(db.execute('PRAGMA page_count').fetchone()[0]) + pages}")
+        return db
+
+    monkeypatch.setattr(cache_module, "_open", on_a_small_disk)
+
+
+def test_answers_paid_while_the_judge_cache_disk_is_full_are_in_the_results(server, monkeypatch, tmp_path: Path):
+    """The judge cache on a full disk: a raw traceback, exit 1, and 33 paid answers lost. Now
+    every vote paid is in results.jsonl, the run completes, and the message names the cache and
+    the way out; the next run with a writable cache pays only for what the full one lacked."""
+    from tests.pipelines.test_controls import lenient
+
+    server.set_responder("judge-a", lenient).set_responder("judge-b", lenient)  # yes to every rubric
+    tasks = _write_jsonl(
+        tmp_path / "tasks.jsonl",
+        [
+            {
+                "task_id": "t",
+                "question": "Who won the 100 m in 2012?",
+                "gold_answer": "Usain Bolt",
+                "tools": TOOLS,
+                "reference_calls": [{"name": "f", "arguments": {"x": 1}}],
+            }
+        ],
+    )
+    n = 24  # each answer a paraphrase: inconclusive for the checks, one question per trajectory for each judge
+    trajectories = _write_jsonl(
+        tmp_path / "t.jsonl",
+        [
+            {
+                "task_id": "t",
+                "trajectory_id": f"r{i}",
+                "steps": [{"name": "f", "arguments": {"x": 1}, "result": "Usain Bolt"}],
+                "final_answer": f"Bolt won it, variant {i}.",
+            }
+            for i in range(n)
+        ],
+    )
+    cache = tmp_path / "cache" / "judge.sqlite3"
+    judges = ["--judge", "openai:judge-a", "--judge", "anthropic:judge-b", "--cache", str(cache), "--controls", "off"]
+    args = ["grade", "--tasks", str(tasks), "--trajectories", str(trajectories), "--no-replay", *judges]
+    with monkeypatch.context() as m:
+        _disk_fills_after(m, 4)
+        output = _invoke(*args, "--out", str(tmp_path / "full"))
+    paid = server.calls()
+    assert paid >= 2 * n
+    rows = _jsonl(tmp_path / "full" / "results.jsonl")
+    assert [r["trajectory_id"] for r in rows] == [f"r{i}" for i in range(n)]
+    votes = [v for r in rows for c in r["turns"][0]["checks"] if c.get("decision") for v in c["decision"]["votes"]]
+    assert len(votes) == paid and not any(v.get("abstained") for v in votes)  # every paid answer counted, none lost
+    assert all((r["verdict"], r["decided_by"]) == ("pass", "judge:panel") for r in rows)
+    message = " ".join(output.split())
+    assert f"judge cache {cache} could not be written (database or disk is full)" in message
+    assert "--cache" in message and "--no-cache" in message and "free space" in message
+    unsaved = int(re.search(r"(\d+) paid judge answers are not in the cache", message).group(1))
+    assert 0 < unsaved < paid
+    server.reset_log()
+    _invoke(*args, "--out", str(tmp_path / "again"))  # room again: what the cache holds is not paid twice
+    assert server.calls() == unsaved
+    again = _jsonl(tmp_path / "again" / "results.jsonl")
+    assert [(r["trajectory_id"], r["verdict"], r["decided_by"]) for r in again] == [(r["trajectory_id"], r["verdict"], r["decided_by"]) for r in rows]
+
+
+def test_a_full_cache_keeps_answers_in_memory_and_writes_them_when_room_comes_back(monkeypatch, tmp_path: Path):
+    from judge.llm import JudgeCache
+
+    path = tmp_path / "judge.sqlite3"
+    with monkeypatch.context() as m:
+        _disk_fills_after(m, 3)
+        cache = JudgeCache(path)
+        stored = [cache.put(f"k{i}", "judge-a", {"label": "correct", "rationale": "x" * 1500}) for i in range(10)]
+    assert stored[0] and not stored[-1] and cache.unsaved == stored.count(False)
+    assert cache.write_error is not None and str(path) in cache.write_error
+    assert all(cache.get(f"k{i}") == {"label": "correct", "rationale": "x" * 1500} for i in range(10))  # read back from memory
+    assert cache.claim("k9", 5.0).payload is not None and cache.claim("new", 5.0).claimed  # a question is still asked, once
+    cache._db.execute("PRAGMA max_page_count = 1000000")  # room again (space freed): close writes what was kept
+    cache.close()
+    assert len(JudgeCache(path)) == 10
