@@ -9,9 +9,11 @@ fault injected (a full disk).
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -267,3 +269,79 @@ def test_a_full_cache_keeps_answers_in_memory_and_writes_them_when_room_comes_ba
     cache._db.execute("PRAGMA max_page_count = 1000000")  # room again (space freed): close writes what was kept
     cache.close()
     assert len(JudgeCache(path)) == 10
+
+
+# ---------------------------------------------------------------- 9: what one archive may expand to
+
+INSPECT_EVAL = Path(__file__).resolve().parents[3] / "shared" / "data" / "external" / "formats" / "inspect" / "inspect_ai_log_formats.eval"
+
+
+def _sample(i: int, mib: int) -> tuple[bytes, bytes]:
+    """A real sample of the shared Inspect log (see its SOURCE.md) with id ``i``, padded to
+    ``mib`` MiB in its store with strings under the 8 MiB limit (a valid item), as the JSON text
+    cut in two: the padding first (the same for every sample), then the rest."""
+    import zipfile
+
+    with zipfile.ZipFile(INSPECT_EVAL) as src:
+        base = json.loads(src.read("samples/1_epoch_1.json"))
+    rest = {k: v for k, v in base.items() if k != "store"} | {"id": i}
+    return _padding(mib), json.dumps(rest)[1:].encode()
+
+
+@functools.lru_cache(maxsize=2)
+def _padding(mib: int) -> bytes:  # one object: the archive writer deflates it once
+    pad = "x" * (4 * 2**20)
+    return ('{"store": ' + json.dumps({f"pad{k}": pad for k in range(mib // 4)}) + ", ").encode()
+
+
+def _inspect_log(path: Path, members: dict[str, tuple[bytes, bytes]]) -> Path:
+    """An .eval (zip, deflate) of the shared log's headers and ``members`` (name -> the two parts
+    of its bytes). A first part shared by several members is deflated once (a full flush, then a
+    copy of the compressor per member): a GiB of members in a few MB, in seconds."""
+    import struct
+    import zipfile
+    import zlib
+
+    with zipfile.ZipFile(INSPECT_EVAL) as src:
+        members = {name: (b"", src.read(name)) for name in ("_journal/start.json", "header.json", "summaries.json", "reductions.json")} | members
+    shared: dict[int, tuple[bytes, Any, int]] = {}  # by id(): the padding is one object
+    local, central = bytearray(), bytearray()
+    for name, (first, second) in members.items():
+        if id(first) not in shared:
+            deflate = zlib.compressobj(1, zlib.DEFLATED, -15)
+            shared[id(first)] = (deflate.compress(first) + deflate.flush(zlib.Z_FULL_FLUSH), deflate, zlib.crc32(first))
+        head_bytes, deflate, first_crc = shared[id(first)]
+        rest = deflate.copy()
+        body = head_bytes + rest.compress(second) + rest.flush()
+        crc, size = zlib.crc32(second, first_crc), len(first) + len(second)
+        head = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0x21, crc, len(body), size, len(name), 0)
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 0x21, crc, len(body), size, len(name), 0, 0, 0, 0, 0, len(local))
+        central += name.encode()
+        local += head + name.encode() + body
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central), len(local), 0)
+    path.write_bytes(bytes(local + central + end))
+    return path
+
+
+def test_an_archive_that_inflates_past_the_limit_is_one_input_error_naming_it(tmp_path: Path):
+    """An .eval of 3.6 MB holding 150 valid 24 MB members: 4.8 GB RSS and a 1.2 GB results.jsonl.
+    What one archive may inflate to is capped (1 GiB): past it, the archive is one too_large
+    error naming the file and the way out, read no further."""
+    log = _inspect_log(tmp_path / "inflating.eval", {f"samples/{i}_epoch_1.json": _sample(i, 24) for i in range(1, 46)})  # 1.06 GiB of members
+    assert log.stat().st_size < 8 * 2**20
+    out = tmp_path / "out"
+    output = " ".join(_invoke("grade", "--trajectories", str(log), "--no-replay", "--out", str(out), code=3).split())
+    rows = _jsonl(out / "results.jsonl")
+    assert len(rows) == 1 and rows[0]["verdict"] == "error"
+    error = rows[0]["error"]
+    assert (error["kind"], error["file"]) == ("too_large", str(log))
+    assert "members inflate to" in error["message"] and f"more than the limit of {2**30} bytes for one archive" in error["message"]
+    assert "inspect log convert --to json" in error["message"] and str(log) in output
+
+
+def test_an_archive_under_the_limit_is_read_sample_by_sample(tmp_path: Path):
+    log = _inspect_log(tmp_path / "fits.eval", {f"samples/{i}_epoch_1.json": _sample(i, 8) for i in (1, 2, 3)})
+    out = tmp_path / "out"
+    _invoke("grade", "--trajectories", str(log), "--no-replay", "--out", str(out))
+    rows = _jsonl(out / "results.jsonl")
+    assert len(rows) == 3 and not any(r["verdict"] == "error" for r in rows)
