@@ -10,7 +10,7 @@ from reports import _orchestration as O
 from reports._analysis import RunReport
 from reports._escape import md_text
 from reports._format import calibration_sentence, md_table, num, pct, pct_ci, pivot_comparison, trust_sentence
-from reports._tables import STAGES
+from reports._tables import STAGES, pass_at_k_shown
 
 
 def _headline(rep: RunReport) -> list[str]:
@@ -112,7 +112,8 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
     if t["pass_at_k"].empty:
         lines.append("_no agent ran any task more than once_")
     else:
-        lines += md_table(t["repeated_runs"]) + [""] + md_table(t["pass_at_k"])
+        shown, note = pass_at_k_shown(t["pass_at_k"])
+        lines += md_table(t["repeated_runs"]) + [""] + md_table(shown) + (["", f"_{note}_"] if note else [])
     if not t["external_agreement"].empty:
         lines += ["", f"{level} Agreement with the source's own verdicts", ""]
         lines += [

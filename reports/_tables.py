@@ -505,6 +505,23 @@ def repeated_runs(run: RunData) -> tuple[pd.DataFrame, pd.DataFrame]:
     )
 
 
+SHOWN_K = 10  # the report shows pass@k for every k up to this, then powers of two and the largest k
+
+
+def pass_at_k_shown(passk: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """The rows of the pass@k table a report shows: every k <= ``SHOWN_K``, then powers of two
+    and each agent's largest k (50,000 runs of one task made a 50,000-row table and chart; the
+    CSV keeps every k). The note says what was left out, None when nothing was."""
+    if passk.empty:
+        return passk, None
+    largest = passk.groupby("agent")["k"].transform("max")
+    k = passk["k"]
+    keep = (k <= SHOWN_K) | ((k & (k - 1)) == 0) | (k == largest)
+    if keep.all():
+        return passk, None
+    return passk[keep], f"k shown: 1 to {SHOWN_K}, powers of two and the largest; every k in tables/pass_at_k.csv"
+
+
 TRAJECTORY_TEXT = ("task_id", "trajectory_id", "agent", "capability", "domain", "hop_pattern", "policy_condition",
                    "verdict", "failure_stage", "decided_by", "unresolved_stages")  # fmt: skip
 

@@ -306,7 +306,7 @@ def test_pass_curves_equal_the_binomial_estimators_for_every_k():
 def test_fifty_thousand_runs_of_one_task_give_every_k(tmp_path: Path):
     """Hostile sweep 8: 50,000 runs of one task (math.comb for every k <= n: killed at 10
     minutes). The whole curve comes back, exact where it is known in closed form."""
-    from reports._tables import repeated_runs
+    from reports._tables import pass_at_k_shown, repeated_runs
 
     n, c = 50_000, 20_000
     passed, failed = {"verdict": "pass", "failure_stage": "none"}, {"verdict": "fail", "failure_stage": "answer_correctness"}
@@ -321,3 +321,7 @@ def test_fifty_thousand_runs_of_one_task_give_every_k(tmp_path: Path):
     assert passk["pass_at_k"].iloc[n - c] == 1.0 and passk["pass_hat_k"].iloc[c] == 0.0  # k = n - c + 1 always draws a pass; k = c + 1 never draws only passes
     assert passk["pass_at_k"].iloc[1] == pytest.approx(1 - (n - c) * (n - c - 1) / (n * (n - 1)), abs=1e-6)
     assert (stats["runs"].iloc[0], stats["mean_pass_rate"].iloc[0]) == (n, pytest.approx(c / n))
+    shown, note = pass_at_k_shown(passk)  # what report.md and report.html show of the 50,000 rows
+    assert list(shown["k"]) == [*range(1, 11), *(2**j for j in range(4, 16)), n] and "every k in tables/pass_at_k.csv" in note
+    few, nothing_left_out = pass_at_k_shown(passk[passk["k"] <= 10])
+    assert len(few) == 10 and nothing_left_out is None
