@@ -116,6 +116,15 @@ def run_and_print(opts: GradeOptions) -> RunSummary:
     stats = getattr(opts.escalator, "stats", None)
     if stats is not None and getattr(stats, "budget_exhausted", False):
         console.print(f"judge budget reached: {stats.budget_message}", style="yellow")
+    unsaved = getattr(stats, "cache_unsaved", None)
+    if unsaved:  # a full disk under the judge cache: the answers are in the results, not in the cache
+        console.print(
+            f"{unsaved} paid judge answers are not in the cache: {getattr(stats, 'cache_error', '')}",
+            style="yellow",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     counts = outcome.summary.counts
     if counts.graded == 0 and counts.errors > 0:
         console.print(f"every one of the {counts.errors} trajectories is an input error: nothing was graded", style="red")

@@ -41,6 +41,7 @@ class Limits:
     max_line_bytes: int = 32 * 2**20  # a line (or JSON-array item) larger than this -> too_large
     max_string_bytes: int = 8 * 2**20  # any single string field larger -> too_large naming the field
     max_depth: int = MAX_DEPTH  # containers nested deeper -> too_deep (recursive walkers stay safe)
+    max_archive_bytes: int = 2**30  # an archive (.eval) whose members inflate to more, together -> too_large naming the file
 
 
 @dataclass

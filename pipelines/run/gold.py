@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from calibration import RUN_PREFIX, Candidate, LabelItem, Stratum, candidate_of, select_for_labelling
-from judge import Check, InputError, Outcome
+from judge import Check, InputError, Outcome, json_lines
 from pipelines.grade import grade_case
 from pipelines.ingest import check_task, iter_trajectories, load_tasks
 from pipelines.run.folder import MANIFEST, RESULTS
@@ -97,7 +97,7 @@ def export_label_set(
             raise InputError.at("not_found", f"input of the run is gone: {path}", str(run_dir / MANIFEST), None, f"inputs[{spec.role}].path")
         if spec.sha256 and _sha256(path) != spec.sha256:
             raise InputError.at("changed", f"{path} changed since the run (sha256 differs): grade it again first", str(run_dir / MANIFEST), None, "inputs")
-    rows = [json.loads(line) for line in (run_dir / RESULTS).read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [json.loads(line) for line in json_lines((run_dir / RESULTS).read_text(encoding="utf-8")) if line.strip()]
     candidates: list[Candidate] = []
     errors = nothing = 0
     for i, row in enumerate(rows):
