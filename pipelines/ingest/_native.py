@@ -158,6 +158,14 @@ def convert_task(item: dict[str, Any], file: str = "<memory>", line: int | None 
     return task, [unknown_field_warning(path, file, line) for path in paths]
 
 
+def read_task_item(item: dict[str, Any], collector: TaskCollector, file: str = "<memory>", line: int | None = None) -> tuple[Task, list[InputWarning]]:
+    """One native task item read as a line of a tasks file is (same checks, errors and warnings;
+    tool specs met before through ``collector`` are shared, not validated again), without the
+    duplicate rules: the caller keeps the task. Raises ``ItemError``."""
+    task, warnings = convert_task(collector.prepare(item), file, line)
+    return collector.share_tools(task), warnings
+
+
 def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
     if reference is not None:
         raise ValueError("native tasks carry their own reference calls and gold answers; they take no reference file")
