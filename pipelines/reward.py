@@ -114,7 +114,8 @@ def _read_task(task: Task | dict[str, Any], collector: TaskCollector | None) -> 
     if not isinstance(task, dict):
         return _error(None, None, SourceRef(file=_MEMORY), "invalid_field", "task: a task must be a JSON object (a dict) or a judge.Task", "task")
     try:
-        model = read_task_item(task, collector, _MEMORY)[0] if collector is not None else convert_task(task, _MEMORY)[0]
+        # warn=False: a reward reports no warnings, so unknown fields are not looked for
+        model = read_task_item(task, collector, _MEMORY, warn=False)[0] if collector is not None else convert_task(task, _MEMORY, warn=False)[0]
     except ItemError as err:
         return _error(None, None, SourceRef(file=_MEMORY), err.kind, f"task: {err.message}", ".".join(["task", *filter(None, [err.field])]))
     return model
