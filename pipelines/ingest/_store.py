@@ -86,16 +86,16 @@ class TaskStore(MutableMapping[str, Task]):
     # of a run with a task line per trajectory). The store packs them all when it reaches it.
     PACK_FROM = 5000
 
-    def __init__(self, live: int = LIVE, pack_from: int = PACK_FROM):
+    def __init__(self, live: int | None = None, pack_from: int | None = None):
         self.zdict: bytes | None = None  # primes the compression of every task (set by the first one)
         self._packed: dict[str, bytes | None] = {}  # None: not packed yet, the task is in _unpacked
         self._unpacked: dict[str, Task] = {}
-        self._pack_from = pack_from
+        self._pack_from = self.PACK_FROM if pack_from is None else pack_from
         self._tools: list[ToolSpec] = []
         self._tool_index: dict[int, int] = {}  # id(tool) -> position in _tools
         self._keyed: dict[bytes, ToolSpec] = {}  # key (digest of a raw spec text) -> shared spec, for tasks packed elsewhere
         self._live: OrderedDict[str, Task] = OrderedDict()
-        self._live_max = live
+        self._live_max = self.LIVE if live is None else live
 
     def _tool_ref(self, tool: ToolSpec) -> int:
         ref = self._tool_index.get(id(tool))
