@@ -19,16 +19,15 @@ Then the earlier headline rows (grading throughput and peak RSS, the floor, star
 benches other parts of the project own (``HOOKS``: each module that exists is run as a script and
 its output printed under its name).
 
-- **BFCL simple + parallel** (``bench_bfcl``): ``judge grade`` beside BFCL's own AST checker
-  (``bfcl-eval``, installed in ``bench/.envs/bfcl``) on the shared real v3 entries copied to
-  20,040, CPU of each process, interleaved rounds.
+BFCL beside its own checker (issue 27's second row) is the ``bench_bfcl`` hook (BFCL's runners
+in the bench's own environment, ``bench/.venv-bfcl``), printed after the table.
 
 ``--quick`` runs every figure at small sizes (about 3-4 minutes on a quiet 2-core machine); the
-full run (the README's figures: 4,000 conversations x 3 rounds, 100k for the workers) takes about
+full run (the figures of docs/figures.md: 4,000 conversations x 3 rounds, 100k for the workers) takes about
 15-20 minutes there, the first time more (100k conversations are generated and the baseline
 unpacked once, under ``bench/out``).
 
-Run: .venv/bin/python bench/run_all.py [--quick] [--baseline REF] [--skip cpu,first,reward,judges,workers,bfcl,grading,floor,startup,hooks]
+Run: .venv/bin/python bench/run_all.py [--quick] [--baseline REF] [--skip cpu,first,reward,judges,workers,grading,floor,startup,hooks]
 """
 
 from __future__ import annotations
@@ -46,11 +45,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 # benches owned elsewhere, run as scripts when present (judge fan-out: in-process and sharded ratios; provider batch
-# flow; what the deterministic stages decide on the sample and the real-format samples)
-HOOKS = ("bench_judges", "bench_batch", "bench_decided")
+# flow; what the deterministic stages decide on the sample and the real-format samples; BFCL beside its own checker)
+HOOKS = ("bench_judges", "bench_batch", "bench_decided", "bench_bfcl")
 BASELINE = "b865a49"  # main when issue 27 measured "today's" figures
-FULL = {"bfcl_copies": 334, "n": 4000, "rounds": 3, "first_runs": 7, "reward_n": 4000, "judge_calls": 2000, "workers_n": 100_000, "grading_n": 100_000}
-QUICK = {"bfcl_copies": 34, "n": 1000, "rounds": 2, "first_runs": 3, "reward_n": 1000, "judge_calls": 512, "workers_n": 10_000, "grading_n": 5000}
+FULL = {"n": 4000, "rounds": 3, "first_runs": 7, "reward_n": 4000, "judge_calls": 2000, "workers_n": 100_000, "grading_n": 100_000}
+QUICK = {"n": 1000, "rounds": 2, "first_runs": 3, "reward_n": 1000, "judge_calls": 512, "workers_n": 10_000, "grading_n": 5000}
 
 
 def _row(*cells: str) -> str:
@@ -92,7 +91,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="every figure at small sizes (a few minutes)")
     parser.add_argument("--baseline", default=BASELINE, help=f"the commit 'today' is measured on (default {BASELINE})")
-    parser.add_argument("--skip", default="", help="comma-separated: cpu,first,reward,judges,workers,bfcl,grading,floor,startup,hooks")
+    parser.add_argument("--skip", default="", help="comma-separated: cpu,first,reward,judges,workers,grading,floor,startup,hooks")
     args = parser.parse_args()
     size = QUICK if args.quick else FULL
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
@@ -182,21 +181,6 @@ def main() -> None:
                 f"{w['one_s']:.1f} s with 1",
                 f"{w['speedup']:.2f}x",
                 f">= {TARGET_SPEEDUP}x on a quiet machine",
-            )
-        )
-    if "bfcl" not in skip:
-        from bench.bench_bfcl import compare as bfcl
-
-        b = bfcl(size["bfcl_copies"], size["rounds"])
-        n = b["entries"]
-        rows.append(
-            _row(
-                f"{n:,} BFCL v3 simple + parallel entries, CPU, one core (median of {size['rounds']} interleaved rounds)",
-                "-",
-                f"{b['ours_s']:.2f} s ({n / b['ours_s']:,.0f}/s)",
-                f"BFCL's own checker {b['bfcl_s']:.2f} s ({b['bfcl_entries'] / b['bfcl_s']:,.0f}/s; its checking alone {b['bfcl_entries'] / b['bfcl_check_s']:,.0f}/s)",
-                f"{b['ours_s'] / b['bfcl_s']:.2f}x BFCL end to end",
-                "-",
             )
         )
     if "grading" not in skip:
