@@ -75,7 +75,7 @@ def poison(line: str, variant: str) -> str:
 
 def measure(variant: str, tmp: Path, replayer: Any = None) -> dict[str, Any]:
     """Grade one poisoned copy of the sample; returns flips, requests and what the judge saw."""
-    from pipelines.grade_run import GradeOptions, run_grading
+    from pipelines.run import GradeOptions, run_grading
 
     sample = ROOT / "data" / "sample"
     lines = (sample / "trajectories.jsonl").read_text(encoding="utf-8").splitlines()
@@ -100,7 +100,7 @@ def measure(variant: str, tmp: Path, replayer: Any = None) -> dict[str, Any]:
 
 
 def main() -> None:
-    from pipelines.replay import Replayer
+    from pipelines.grade import Replayer
 
     replayer = Replayer()
     with tempfile.TemporaryDirectory() as tmp:

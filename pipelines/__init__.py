@@ -1,12 +1,13 @@
 """The grading waterfall and everything that feeds it.
 
 ``ingest`` (formats -> Task, Trajectory, errors with file:line:field) -> ``checks`` (policy, calls,
-answer, grounding; ``matching`` holds the value rules) with optional ``replay`` in an ``env`` ->
-``grade_case`` (one trajectory: escalation bookkeeping, ``attribution``, ``scoring``) -> ``grade_run``
-(the whole run: streaming, judge rounds, outputs) -> ``aggregate`` (summary.json). ``cli`` is the ``judge`` command.
+answer, grounding; ``matching`` holds the value rules) with optional replay in an ``env`` ->
+``grade`` (ONE trajectory in memory: the case, attribution, scoring, replay; results summed up by
+its ``aggregate``) -> ``run`` (ONE run over files: inputs, shards, workers, merge, escalation,
+resume, publish, the run state). ``cli`` is the ``judge`` command.
 
-``grade_trajectory`` (``reward``) grades one trajectory in memory, ``grade_trajectories`` a batch:
-the reward-function entry points (``examples/trl_reward.py`` wraps them for TRL).
+``grade_trajectory`` (``grade.reward``) grades one trajectory in memory, ``grade_trajectories`` a
+batch: the reward-function entry points (``examples/trl_reward.py`` wraps them for TRL).
 """
 
 from typing import Any
@@ -18,7 +19,7 @@ def __getattr__(name: str) -> Any:
     """``pipelines.grade_trajectory`` (and ``grade_trajectories``) loads the grader on first use (the CLI imports this package
     and must start fast)."""
     if name in ("grade_trajectory", "grade_trajectories"):
-        from pipelines import reward
+        from pipelines.grade import reward
 
         return getattr(reward, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

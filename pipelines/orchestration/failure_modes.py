@@ -1,7 +1,7 @@
 """A run's failing and unresolved trajectories, collected for clustering into failure modes.
 
 Kept as columns appended in input order, so a partial collection made by another worker merges
-by appending (``pipelines.aggregate``'s merge rule for per-row fields); strings are interned, so a
+by appending (``pipelines.grade.aggregate``'s merge rule for per-row fields); strings are interned, so a
 feature text shared by many trajectories is stored once.
 """
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.conversations import conversations
-from pipelines.grade_run import GradeOptions, run_grading
+from pipelines.run import GradeOptions, run_grading
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP = 3

@@ -11,7 +11,7 @@ import pytest
 
 from bench.conversations import conversations
 from pipelines import grade_trajectories, grade_trajectory
-from pipelines.grade_run import GradeOptions, run_grading
+from pipelines.run import GradeOptions, run_grading
 
 N = 24
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from bench.conversations import conversations
-from pipelines.grade_run import GradeOptions, run_grading
 from pipelines.ingest._store import TaskStore
+from pipelines.run import GradeOptions, run_grading
 
 OUTPUTS = ("results.jsonl", "summary.json", "report.md")
 

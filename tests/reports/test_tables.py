@@ -268,7 +268,7 @@ def test_hop_type_is_the_set_of_sources():
 
 
 def test_run_with_only_input_errors_still_renders(bench_inputs, tmp_path: Path):
-    from pipelines.grade_run import GradeOptions, run_grading
+    from pipelines.run import GradeOptions, run_grading
     from tests.reports.conftest import CONFIG
 
     trajs = tmp_path / "trajectories.jsonl"

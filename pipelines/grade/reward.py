@@ -44,7 +44,7 @@ import orjson
 from judge import InputError, InputErrorInfo, SourceRef, Task, Trajectory, TrajectoryResult, VerdictLabel
 from pipelines.alignment import TurnAlignmentError
 from pipelines.config import GradingConfig
-from pipelines.grade_case import grade_case
+from pipelines.grade.case import grade_case
 from pipelines.ingest import ItemError, TaskCollector, convert_task, convert_trajectory, read_task_item
 
 __all__ = ["grade_trajectories", "grade_trajectory"]
@@ -65,7 +65,7 @@ def grade_trajectory(
     ``task``: a ``judge.Task`` or its native JSON form. ``trajectory``: a ``judge.Trajectory`` or a
     dict in ``fmt`` (``native``, ``openai`` messages, ``anthropic`` messages, ``vakra``...; the
     streaming formats of ``judge grade --format``). ``config``: the ``[grading]`` settings
-    (defaults when None). ``replayer``: a ``pipelines.replay.Replayer`` to re-execute calls in the
+    (defaults when None). ``replayer``: a ``pipelines.grade.Replayer`` to re-execute calls in the
     task's environment (None: recorded results are compared as they are).
     """
     return _grade(_read_task(task, None), trajectory, config or GradingConfig(), fmt, replayer)
