@@ -6,19 +6,20 @@ answer, grounding; ``matching`` holds the value rules) with optional replay in a
 its ``aggregate``) -> ``run`` (ONE run over files: inputs, shards, workers, merge, escalation,
 resume, publish, the run state). ``cli`` is the ``judge`` command.
 
-``grade_trajectory`` (``grade.reward``) grades one trajectory in memory: the reward-function entry point.
+``grade_trajectory`` (``grade.reward``) grades one trajectory in memory, ``grade_trajectories`` a
+batch: the reward-function entry points (``examples/trl_reward.py`` wraps them for TRL).
 """
 
 from typing import Any
 
-__all__ = ["grade_trajectory"]
+__all__ = ["grade_trajectories", "grade_trajectory"]
 
 
 def __getattr__(name: str) -> Any:
-    """``pipelines.grade_trajectory`` loads the grader on first use (the CLI imports this package
+    """``pipelines.grade_trajectory`` (and ``grade_trajectories``) loads the grader on first use (the CLI imports this package
     and must start fast)."""
-    if name == "grade_trajectory":
-        from pipelines.grade.reward import grade_trajectory
+    if name in ("grade_trajectory", "grade_trajectories"):
+        from pipelines.grade import reward
 
-        return grade_trajectory
+        return getattr(reward, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

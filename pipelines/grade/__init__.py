@@ -2,7 +2,8 @@
 
 Layers, each using only those below it (enforced by import-linter, see ``pyproject.toml``):
 
-- ``reward``: ``grade_trajectory``, one trajectory graded by a plain call (the reward-function entry point);
+- ``reward``: ``grade_trajectory``, one trajectory graded by a plain call (the reward-function entry point),
+  and ``grade_trajectories``, its batch form;
 - ``loaded``: one item a reader read, graded against its task, or its error row (``grade_loaded``, ``error_row``);
 - ``case``: the waterfall over one trajectory's turns, the escalation bookkeeping, the final verdict
   (``grade_case``, ``GradedCase``);
@@ -18,11 +19,11 @@ from pipelines.grade.attribution import attribute_trajectory, attribute_turn
 from pipelines.grade.case import CHECK_ORDER, GradedCase, grade_case
 from pipelines.grade.loaded import error_row, grade_loaded
 from pipelines.grade.replay import Replayer
-from pipelines.grade.reward import grade_trajectory
+from pipelines.grade.reward import grade_trajectories, grade_trajectory
 from pipelines.grade.scoring import TurnFacts, compute_scores
 
 # reward: one trajectory by a plain call
-__all__ = ["grade_trajectory"]
+__all__ = ["grade_trajectories", "grade_trajectory"]
 # loaded: one read item
 __all__ += ["error_row", "grade_loaded"]
 # case: the waterfall over one trajectory

@@ -397,6 +397,11 @@ class TaskCollector:
             replaced.append(raw if spec is None else spec)
         return {**item, "tools": replaced}
 
+    def share_tools(self, task: Task) -> Task:
+        """``task`` (validated from the item just ``prepare``d) with its tools the shared specs, for
+        callers that keep tasks themselves (``pipelines.reward``: no duplicate rules)."""
+        return self._share_tools(task)
+
     def _share_tools(self, task: Task) -> Task:
         """Keep one object per distinct spec, so memory grows with the distinct tools, not with the
         number of tasks."""
