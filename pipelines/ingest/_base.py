@@ -399,7 +399,7 @@ class TaskCollector:
 
     def share_tools(self, task: Task) -> Task:
         """``task`` (validated from the item just ``prepare``d) with its tools the shared specs, for
-        callers that keep tasks themselves (``pipelines.reward``: no duplicate rules)."""
+        callers that keep tasks themselves (``pipelines.grade.reward``: no duplicate rules)."""
         return self._share_tools(task)
 
     def _share_tools(self, task: Task) -> Task:

@@ -142,7 +142,7 @@ def _convert_trajectory(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
 @guarded
 def convert_task(item: dict[str, Any], file: str = "<memory>", line: int | None = None, *, warn: bool = True) -> tuple[Task, list[InputWarning]]:
     """The task and a warning for each field it carries that the schema does not know (none looked
-    for with ``warn=False``: callers that report no warnings, such as ``pipelines.reward``)."""
+    for with ``warn=False``: callers that report no warnings, such as ``pipelines.grade.reward``)."""
     validated: dict[str, Any] = item
     moved: list[str] = []
     meta = item.get("metadata", {})
