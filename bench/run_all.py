@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 # benches owned elsewhere, run as scripts when present (judge fan-out: in-process and sharded ratios; provider batch
-# flow; what the deterministic stages decide on the sample and the real-format samples)
-HOOKS = ("bench_judges", "bench_batch", "bench_decided")
+# flow; what the deterministic stages decide on the sample and the real-format samples; BFCL beside its own checker)
+HOOKS = ("bench_judges", "bench_batch", "bench_decided", "bench_bfcl")
 
 
 def _row(what: str, figure: str, target: str) -> str:

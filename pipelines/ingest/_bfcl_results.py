@@ -13,6 +13,9 @@ Graded against the BFCL questions and possible answers (``--tasks`` + ``--refere
   cannot be read is a failed step (status ``error``).
 - ``input_token_count`` / ``output_token_count`` -> ``token_usage``; every other key (``latency``,
   ``reasoning_content``, ...) is kept in ``metadata`` with the raw ``result``.
+- In the relevance categories (``irrelevance``, ``live_irrelevance``, ``live_relevance``), a result
+  with a call that cannot be read has no calls at all (BFCL's decoder fails on the whole result, and
+  those categories grade only whether it decodes to a call).
 - ``agent``: the model folder when the file sits in BFCL's ``result/<model>/...`` layout.
 - Multi-turn results (``multi_turn_*``: ``result`` a list per turn of the model's messages) become
   one trajectory turn per BFCL turn (ids ``"0"``, ``"1"``... as BFCL numbers them); each message
@@ -38,7 +41,8 @@ from pydantic import ValidationError
 
 from judge import Trajectory
 from pipelines.ingest._base import ItemContext, ItemError, TrajectoryFormat, as_id, validation_error
-from pipelines.ingest._bfcl_decode import decode_result
+from pipelines.ingest._bfcl import category, relevance_rule
+from pipelines.ingest._bfcl_decode import Decoded, decode_result
 
 _AGENTIC_PREFIXES = ("memory", "web_search")
 
@@ -92,6 +96,12 @@ def _convert(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
     if _is_multi_turn(uid, result):
         return _multi_turn(uid, item, ctx)
     decoded = decode_result(result)
+    unreadable = [c for c in decoded.calls if c.error is not None]
+    if unreadable and relevance_rule(category(uid)) is not None:
+        # BFCL's decoder fails on the whole result when one call cannot be read; its relevance
+        # categories grade only that (a decoded call or not), so no call of it counts
+        why = f"call {unreadable[0].name}: {unreadable[0].error}; BFCL's decoder then reads no call at all"
+        decoded = Decoded(error=why, text=result if isinstance(result, str) else json.dumps(result, ensure_ascii=False))
     metadata: dict[str, Any] = {k: v for k, v in item.items() if k != "id"}  # the raw result included
     if decoded.syntax is not None:
         metadata["result_syntax"] = decoded.syntax
