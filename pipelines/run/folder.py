@@ -20,10 +20,24 @@ from pathlib import Path
 from pipelines.run.records import RecordError, read_manifest
 from pipelines.run.state import STATE_DIR, RunDirError, RunState, atomic_write
 
-__all__ = ["MANIFEST", "OUTPUTS", "REPORT_HTML", "REPORT_MD", "RESULTS", "SUMMARY", "TABLES", "RunDirError", "RunDirectory", "atomic_write", "complete_run"]
+__all__ = [
+    "ERRORS",
+    "MANIFEST",
+    "OUTPUTS",
+    "REPORT_HTML",
+    "REPORT_MD",
+    "RESULTS",
+    "SUMMARY",
+    "TABLES",
+    "RunDirError",
+    "RunDirectory",
+    "atomic_write",
+    "complete_run",
+]
 
 RESULTS, SUMMARY, REPORT_MD, REPORT_HTML, MANIFEST, TABLES = "results.jsonl", "summary.json", "report.md", "report.html", "manifest.json", "tables"
-OUTPUTS = (RESULTS, SUMMARY, REPORT_MD, REPORT_HTML, MANIFEST, TABLES)
+ERRORS = "errors.jsonl"  # every input error, when there are more than summary.json lists (pipelines.grade.aggregate)
+OUTPUTS = (RESULTS, SUMMARY, REPORT_MD, REPORT_HTML, MANIFEST, TABLES, ERRORS)
 
 
 class RunDirectory:
