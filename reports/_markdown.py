@@ -134,6 +134,10 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
         for e in s.errors:
             cells = [e.file, e.line or "", e.field or "", e.kind, e.message]
             lines.append("| " + " | ".join(md_text(str(c)) for c in cells) + " |")
+        if s.errors_file is not None and s.errors_by_kind is not None:
+            total = sum(n for kinds in s.errors_by_kind.values() for n in kinds.values())
+            counted = ", ".join(f"{md_text(kind)} {n}" for kinds in s.errors_by_kind.values() for kind, n in kinds.items())
+            lines += ["", f"The first {len(s.errors)} of {total} errors are listed ({counted}); every one is in {md_text(s.errors_file)}."]
     if rep.notes:
         lines += ["", f"{level} Notes", ""] + [f"- {md_text(n)}" for n in rep.notes]
     return lines

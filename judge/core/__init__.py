@@ -42,6 +42,7 @@ from judge.core._orchestration import DIFFICULTY_TIERS, RECOVERY_OUTCOMES, Diffi
 from judge.core._patterns import PatternError, compile_pattern, pattern_full_match, pattern_search
 from judge.core._stages import CHECK_DEFAULT_STAGE, CRAG_SCORES, FAILURE_STAGE_ORDER, AnswerLabel, Check, DecidedBy, FailureStage, Outcome, VerdictLabel
 from judge.core._summary import (
+    ERRORS_LISTED,
     Counts,
     Disagreement,
     ErrorEntry,
@@ -88,6 +89,7 @@ __all__ = [
     "CHECK_DEFAULT_STAGE",
     "CRAG_SCORES",
     "DIFFICULTY_TIERS",
+    "ERRORS_LISTED",
     "FAILURE_STAGE_ORDER",
     "MATERIAL_FOR_RUBRIC",
     "MAX_DEPTH",

@@ -138,6 +138,10 @@ class ExternalAgreement(BaseModel):
     disagreements: list[Disagreement]
 
 
+ERRORS_LISTED = 1000  # summary.json lists at most this many errors; the rest are counted per kind and kept in errors_file
+_OMITTED_WHEN_NONE = ("external_agreement", "errors_by_kind", "errors_file")
+
+
 class RunSummary(GroupStats):
     """The whole run: its group figures plus counts, breakdowns, leaderboard, judges, errors."""
 
@@ -149,7 +153,9 @@ class RunSummary(GroupStats):
     by: dict[str, dict[str, GroupStats]] = Field(default_factory=dict)  # breakdown -> value -> figures
     leaderboard: Leaderboard = Field(default_factory=Leaderboard)
     judges: JudgeTotals = Field(default_factory=JudgeTotals)
-    errors: list[ErrorEntry] = Field(default_factory=list)
+    errors: list[ErrorEntry] = Field(default_factory=list)  # the first ERRORS_LISTED, in input order (all of them when errors_file is None)
+    errors_by_kind: dict[str, dict[str, int]] | None = None  # scope (trajectory, task, labels) -> kind -> count, when there are errors
+    errors_file: str | None = None  # beside summary.json: every error, one JSON line each, when more than the listed ones
     input_warnings: dict[str, dict[str, WarningCount]] = Field(default_factory=dict)  # kind -> field pattern -> count
     external_agreement: dict[str, ExternalAgreement] | None = None
     orchestration: dict[str, Any] | None = None  # recovery, rounds, loops, tiers, failure modes (pipelines.orchestration)
@@ -167,7 +173,7 @@ class RunSummary(GroupStats):
 
         return (
             json.dumps(
-                self.model_dump(mode="json", exclude_none=False, exclude={"external_agreement"} if self.external_agreement is None else set()),
+                self.model_dump(mode="json", exclude_none=False, exclude={name for name in _OMITTED_WHEN_NONE if getattr(self, name) is None}),
                 indent=2,
                 sort_keys=True,
                 ensure_ascii=False,

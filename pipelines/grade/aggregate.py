@@ -28,10 +28,11 @@ from typing import Any
 import numpy as np
 
 from calibration import cluster_bootstrap_ci
-from judge import FAILURE_STAGE_ORDER, EvidenceKind, InputErrorInfo, InputWarning, RunSummary, Scores, TrajectoryResult
+from judge import ERRORS_LISTED, FAILURE_STAGE_ORDER, EvidenceKind, InputErrorInfo, InputWarning, RunSummary, Scores, TrajectoryResult
 from pipelines.config import GradingConfig
 from pipelines.orchestration import OrchestrationTally
 
+ERRORS_FILE = "errors.jsonl"  # every error, beside summary.json, when there are more than summary.json lists
 BREAKDOWNS = ("capability", "domain", "hop_count", "hop_pattern", "policy_condition", "agent")
 TIER = "tier"  # the difficulty tier (pipelines.orchestration.tiers): a breakdown like the others
 SCORE_FIELDS = tuple(Scores.model_fields)
@@ -46,7 +47,8 @@ _STAGE_TUPLES: dict[tuple[str, ...], tuple[str, ...]] = {}
 class Aggregator:
     config: GradingConfig
     rows: dict[str, list[Any]] = field(default_factory=lambda: defaultdict(list))
-    errors: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)  # the first ERRORS_LISTED (memory stays flat with a million bad lines)
+    error_counts: dict[str, dict[str, int]] = field(default_factory=dict)  # scope -> kind -> count, of every error
     judge_calls: int = 0
     judge_cost: float = 0.0
     policy_not_audited: int = 0  # graded trajectories whose domain-wide policy document was judge context only
@@ -69,7 +71,16 @@ class Aggregator:
 
     def add_task_error(self, info: InputErrorInfo, scope: str = "task") -> None:
         """An error outside the trajectories file (tasks, reference, labels): listed, never a row."""
-        self.errors.append({"scope": scope, "task_id": None, "trajectory_id": None, **info.model_dump(mode="json")})
+        self._error({"scope": scope, "task_id": None, "trajectory_id": None, **info.model_dump(mode="json")})
+
+    def _error(self, entry: dict[str, Any]) -> None:
+        by_kind = self.error_counts.setdefault(entry["scope"], {})
+        by_kind[entry["kind"]] = by_kind.get(entry["kind"], 0) + 1
+        if len(self.errors) < ERRORS_LISTED:
+            self.errors.append(entry)
+
+    def error_total(self, scope: str | None = None) -> int:
+        return sum(n for s, kinds in self.error_counts.items() if scope in (None, s) for n in kinds.values())
 
     def merge(self, other: Aggregator) -> None:
         """Append ``other``'s rows after this one's, as if its results had been added here next.
@@ -85,11 +96,12 @@ class Aggregator:
             if name in ("config", "_arrays"):
                 continue
             setattr(self, name, _merged(getattr(self, name), getattr(other, name), name))
+        del self.errors[ERRORS_LISTED:]  # the first ones of the whole input stay listed
         self._arrays.clear()
 
     def add(self, r: TrajectoryResult) -> None:
         if r.error is not None:
-            self.errors.append({"scope": "trajectory", "task_id": r.task_id, "trajectory_id": r.trajectory_id, **r.error.model_dump(mode="json")})
+            self._error({"scope": "trajectory", "task_id": r.task_id, "trajectory_id": r.trajectory_id, **r.error.model_dump(mode="json")})
             return
         row = self.rows
         row["verdict"].append(r.verdict.value)
@@ -124,15 +136,15 @@ class Aggregator:
         # them by id (same clusters, same order), without sorting 100k strings for every group
         tasks = np.unique(np.array(rows["task_id"], dtype=object), return_inverse=True)[1].reshape(-1)
         everything = np.ones(n, dtype=bool)
-        trajectory_errors = sum(1 for e in self.errors if e["scope"] == "trajectory")
+        trajectory_errors = self.error_total("trajectory")
         out: dict[str, Any] = {
             "schema_version": 1,
             "counts": {
                 "trajectories": n + trajectory_errors,
                 "graded": n,
                 "errors": trajectory_errors,
-                "task_errors": sum(1 for e in self.errors if e["scope"] == "task"),
-                "label_errors": sum(1 for e in self.errors if e["scope"] == "labels"),
+                "task_errors": self.error_total("task"),
+                "label_errors": self.error_total("labels"),
                 "policy_not_audited": self.policy_not_audited,
                 **{v: int((verdict == v).sum()) for v in ("pass", "fail", "unresolved")},
             },
@@ -148,6 +160,8 @@ class Aggregator:
                 **({"controls": self.judge_controls} if self.judge_controls else {}),
             },
             "errors": self.errors,
+            "errors_by_kind": {scope: dict(sorted(kinds.items())) for scope, kinds in sorted(self.error_counts.items())} if self.error_counts else None,
+            "errors_file": ERRORS_FILE if self.error_total() > len(self.errors) else None,
             "input_warnings": {
                 kind: {pattern: self.warnings[(k, pattern)] for k, pattern in sorted(self.warnings) if k == kind}
                 for kind in sorted({k for k, _ in self.warnings})

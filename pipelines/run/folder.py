@@ -20,10 +20,24 @@ from pathlib import Path
 from pipelines.run.records import RecordError, read_manifest
 from pipelines.run.state import STATE_DIR, RunDirError, RunState, atomic_write
 
-__all__ = ["MANIFEST", "OUTPUTS", "REPORT_HTML", "REPORT_MD", "RESULTS", "SUMMARY", "TABLES", "RunDirError", "RunDirectory", "atomic_write", "complete_run"]
+__all__ = [
+    "ERRORS",
+    "MANIFEST",
+    "OUTPUTS",
+    "REPORT_HTML",
+    "REPORT_MD",
+    "RESULTS",
+    "SUMMARY",
+    "TABLES",
+    "RunDirError",
+    "RunDirectory",
+    "atomic_write",
+    "complete_run",
+]
 
 RESULTS, SUMMARY, REPORT_MD, REPORT_HTML, MANIFEST, TABLES = "results.jsonl", "summary.json", "report.md", "report.html", "manifest.json", "tables"
-OUTPUTS = (RESULTS, SUMMARY, REPORT_MD, REPORT_HTML, MANIFEST, TABLES)
+ERRORS = "errors.jsonl"  # every input error, when there are more than summary.json lists (pipelines.grade.aggregate)
+OUTPUTS = (RESULTS, SUMMARY, REPORT_MD, REPORT_HTML, MANIFEST, TABLES, ERRORS)
 
 
 class RunDirectory:
@@ -50,6 +64,16 @@ class RunDirectory:
             raise RunDirError(f"--out {self.out}: exists and is not a directory")
         if overwrite and resume:
             raise RunDirError("--overwrite and --resume exclude each other: start over, or continue the interrupted run")
+        for name in (STATE_DIR, *OUTPUTS):  # the run writes (and removes) these itself: a link would take it elsewhere
+            path = self.out / name
+            if path.is_symlink():
+                raise RunDirError(
+                    f"--out {self.out}: {name} is a symbolic link (to {os.readlink(path)}); the run writes {name} itself and never follows a link there: remove the link, or choose another --out"
+                )
+        if self.state.busy():
+            raise RunDirError(
+                f"--out {self.out}: another process is working on this run right now (--overwrite and --resume do not take a run folder from a live run); wait for it to end, or choose another --out"
+            )
         found = self.existing_outputs() if self.out.is_dir() else []
         if resume:
             if self.interrupted():
@@ -79,11 +103,11 @@ class RunDirectory:
         shows a 'complete' manifest beside outputs of another run."""
         for name in (MANIFEST, *[n for n in OUTPUTS if n != MANIFEST]):
             path = self.out / name
-            if path.is_dir():
+            if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)
-            elif path.exists():
-                path.unlink()
-        self.state.remove()
+            elif path.exists() or path.is_symlink():
+                path.unlink()  # a link itself, never what it points at
+        self.state.discard()  # the folder stays this process's (``RunState.hold``)
 
     def publish(self, staged: Path, names: list[str]) -> list[Path]:
         """Move staged outputs into the directory (each by one rename); the manifest is not among
@@ -93,8 +117,10 @@ class RunDirectory:
             src, dst = staged / name, self.out / name
             if not src.exists():
                 continue
-            if dst.is_dir():
+            if dst.is_dir() and not dst.is_symlink():
                 shutil.rmtree(dst)
+            elif dst.is_symlink():
+                dst.unlink()  # a link that appeared under the run: replaced, what it points at untouched
             os.replace(src, dst)
             moved.append(dst)
         return moved

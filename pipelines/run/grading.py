@@ -63,9 +63,15 @@ def run_grading(
         if opts.on_error == "fail" and inputs.errors():
             raise InputErrorsFound(inputs.errors()[0])
         created = not Path(opts.out).exists()
-        rundir.prepare(overwrite=opts.overwrite, resume=opts.resume)
-        run = _Run(opts, inputs, rundir.state, started, resuming, on_judging)
         try:
+            rundir.state.hold()  # this process owns --out from here on: nothing is cleared under another live run
+        except RunDirError:
+            if created and Path(opts.out).is_dir() and not any(Path(opts.out).iterdir()):
+                Path(opts.out).rmdir()
+            raise
+        try:
+            rundir.prepare(overwrite=opts.overwrite, resume=opts.resume)
+            run = _Run(opts, inputs, rundir.state, started, resuming, on_judging)
             return run.execute(progress, on_bytes)
         except (InputErrorsFound, ConfigurationError):  # stopped on purpose (--on-error fail, an unreadable input): nothing of it is kept
             if resuming:
@@ -115,7 +121,6 @@ class _Run:
 
     # ---- the run --------------------------------------------------------------------------------
     def execute(self, progress: Progress | None, on_bytes: Callable[[int, int], None] | None) -> RunOutcome | BatchWait:
-        self.state.hold()
         if self.resuming:
             record = self.state.load()
             _check_identity(record.identity, self.identity())

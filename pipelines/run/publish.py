@@ -19,7 +19,7 @@ from judge import RunSummary, TrajectoryResult
 from pipelines.controls import ControlLedger
 from pipelines.grade import Aggregator
 from pipelines.ingest import TaskSet
-from pipelines.run.folder import MANIFEST, RESULTS, SUMMARY, RunDirectory, atomic_write
+from pipelines.run.folder import MANIFEST, RESULTS, SUMMARY, RunDirectory, RunDirError, atomic_write
 from pipelines.run.inputs import RunInputs
 from pipelines.run.merge import PENDING, Merger, PendingRef, trim_heap
 from pipelines.run.options import GradeOptions, RunOutcome
@@ -60,6 +60,7 @@ class Publisher:
                         dst.write(line)
         else:  # nothing waited for a judge: the rows are the results (copied in the kernel: 1.3 s less at 100k)
             shutil.copyfile(self.state.partial_path, staging / RESULTS)
+        self._check_rows(staging / RESULTS)
         from reports import to_row
 
         pool: dict[Any, Any] = {}
@@ -74,6 +75,8 @@ class Publisher:
         self.merged.agg = Aggregator(self.opts.config)  # the report reads results.jsonl itself: free the rows
         (staging / SUMMARY).write_text(text, encoding="utf-8")
         summary = RunSummary.model_validate_json(text)  # reports see exactly what summary.json holds, whoever renders them
+        if summary.errors_file is not None:
+            self._write_errors(staging / RESULTS, staging / summary.errors_file)
         manifest = self._manifest(summary, _vote_origins(judged.values()))
         # the report needs none of the tasks, ids or cases: free them (and what still points at them) first
         self.inputs.taskset = TaskSet()
@@ -90,6 +93,45 @@ class Publisher:
         self.state.remove()
         files.insert(2, out / MANIFEST)
         return RunOutcome(summary=summary, out=out, files=files, resumed=self.resuming)
+
+    def _write_errors(self, results: Path, path: Path) -> None:
+        """Every error, one JSON line each, as summary.json lists its first ones: the tasks' and
+        labels' (held by the inputs), then each error row of results.jsonl, read back in order."""
+        import orjson
+
+        from judge import InputErrorInfo
+
+        with open(path, "wb") as out:
+            labels = self.inputs.labels.errors if self.inputs.labels is not None else []
+            for scope, infos in (("task", self.inputs.taskset.errors), ("labels", labels)):
+                for info in infos:
+                    out.write(
+                        orjson.dumps({"scope": scope, "task_id": None, "trajectory_id": None, **info.model_dump(mode="json")}, option=orjson.OPT_SORT_KEYS)
+                        + b"\n"
+                    )
+            with open(results, "rb") as rows:
+                for line in rows:
+                    if b'"error"' not in line:
+                        continue
+                    row = orjson.loads(line)
+                    if row.get("verdict") != "error" or not isinstance(row.get("error"), dict):
+                        continue
+                    error = InputErrorInfo.model_validate(row["error"]).model_dump(mode="json")
+                    entry = {"scope": "trajectory", "task_id": row.get("task_id"), "trajectory_id": row.get("trajectory_id"), **error}
+                    out.write(orjson.dumps(entry, option=orjson.OPT_SORT_KEYS) + b"\n")
+
+    def _check_rows(self, results: Path) -> None:
+        """One row per input trajectory, or nothing is published: rows of another process (one that
+        wrote into this run's state) must never go out as a complete run."""
+        rows = 0
+        with open(results, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                rows += block.count(b"\n")
+        if rows != self.merged.items:
+            raise RunDirError(
+                f"--out {self.opts.out}: results.jsonl would hold {rows} rows for {self.merged.items} input trajectories "
+                "(another process wrote into this run's state); nothing was published: grade again with --overwrite"
+            )
 
     def _manifest(self, summary: RunSummary, votes: dict[str, int]) -> Manifest:
         o = self.opts

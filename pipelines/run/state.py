@@ -16,16 +16,19 @@ the run reads back is a pickle or anything else that runs code when read.
   that waits for provider batches has entries with the batches' ids (``SubmittedBatches``) and no decisions
   until it is decided;
 - ``batches/``: result files of ended provider batches, downloaded once;
-- ``lock``: locked by the one process working on the run (``RunState.hold``).
+The run folder itself (``--out``) is locked by the one process working on the run (``RunState.hold``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
 
 import orjson
 
@@ -74,7 +77,7 @@ class RunState:
         self.shards_path = folder / "shards.jsonl"
         self.decisions_path = folder / "decisions.jsonl"
         self._record: RunStateRecord | None = None
-        self._held: BinaryIO | None = None  # the open lock file while this process works on the run
+        self._held: int | None = None  # the locked descriptor of the run folder while this process owns it
 
     @property
     def record(self) -> RunStateRecord:
@@ -92,24 +95,51 @@ class RunState:
         self.save()
 
     def hold(self) -> None:
-        """Make this process the only one working on the run (an exclusive lock on ``lock`` in the
-        folder, held until the process ends or the state is removed): two resumes of one run at
-        once would truncate each other's checkpoints and send a round's batches twice."""
-        import fcntl
-
-        self.folder.mkdir(parents=True, exist_ok=True)
-        handle = open(self.folder / "lock", "a+b")  # noqa: SIM115  (kept open: the lock lives as long as the handle)
+        """Make this process the one owner of the run folder (``--out``): an exclusive lock on the
+        folder itself, held until the run is published or stopped, or the process ends. Two
+        processes on one folder (two resumes, a run and an ``--overwrite``) would truncate each
+        other's checkpoints, mix their rows and send a round's batches twice; the second is refused
+        while the first lives. The lock is the kernel's (``flock``): it goes with its owner, so a
+        killed run's folder is free at once; processes forked meanwhile (workers) neither keep it
+        nor outlive the owner (``_forked``)."""
+        out = self.folder.parent
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.close()
-            raise RunDirError(f"{self.folder.parent}: another process is working on this run right now; wait for it to end") from None
-        self._held = handle
+            out.mkdir(parents=True, exist_ok=True)
+            fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise RunDirError(f"--out {out}: cannot write there ({exc.strerror or exc})") from exc
+        if not _try_lock(fd):
+            os.close(fd)
+            raise RunDirError(
+                f"{out}: another process is working on this run right now (--overwrite and --resume do not take a run folder from a live run); wait for it to end, or choose another --out"
+            )
+        self._held = fd
+        _HELD.add(fd)
 
     def release(self) -> None:
         if self._held is not None:
-            self._held.close()
+            _HELD.discard(self._held)
+            os.close(self._held)  # closing the last descriptor releases the lock
             self._held = None
+
+    def busy(self) -> bool:
+        """Another live process owns the run folder right now (``hold``)."""
+        out = self.folder.parent
+        if self._held is not None or not out.is_dir():
+            return False
+        try:
+            fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            if not _try_lock(fd):
+                return True
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return False
+        finally:
+            os.close(fd)
 
     def peek(self) -> RunStateRecord:
         """The state as last checkpointed, read without touching any file (safe while another
@@ -143,8 +173,16 @@ class RunState:
         atomic_write(self.state_path, orjson.dumps(self.record.model_dump(mode="json"), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
 
     def remove(self) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
+        """The run state removed and the run folder released (the run is published, or stopped)."""
+        self.discard()
         self.release()
+
+    def discard(self) -> None:
+        """The run state removed (an earlier run's, replaced by ``--overwrite``); ownership kept."""
+        if self.folder.is_symlink():
+            self.folder.unlink()
+        else:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     # -- grading checkpoints --------------------------------------------------------------------
     def append_shard(self, rows: bytes, record: ShardRecord, progress: InputProgress) -> None:
@@ -202,6 +240,68 @@ class RunState:
     def set_phase(self, phase: Phase) -> None:
         self.record.phase = phase
         self.save()
+
+
+# ---- ownership across forks ---------------------------------------------------------------------
+
+_HELD: set[int] = set()  # descriptors of run folders this process owns (locked)
+_FORK = {"parent": 0, "main_thread": True}
+
+
+def _try_lock(fd: int) -> bool:
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _before_fork() -> None:
+    _FORK["parent"] = os.getpid()
+    _FORK["main_thread"] = threading.current_thread() is threading.main_thread()
+
+
+def _forked() -> None:
+    """In a process forked while this one owns a run folder (a grading worker, a judge worker, a
+    replay child): close the inherited lock descriptors (without unlocking: the lock stays the
+    owner's, and goes with it) and die with the owner, by the kernel's parent-death signal where
+    the fork came from the main thread (the signal follows the forking thread), else by noticing
+    that the parent is gone (reparented: the pipe's other end is gone too)."""
+    if not _HELD:
+        return
+    for fd in list(_HELD):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD.clear()
+    parent = _FORK["parent"]
+    if _FORK["main_thread"] and _parent_death_signal():
+        if os.getppid() != parent:  # the owner died before the signal was armed
+            os._exit(1)
+        return
+    threading.Thread(target=_watch_parent, args=(parent,), name="parent-watch", daemon=True).start()
+
+
+def _parent_death_signal() -> bool:
+    """PR_SET_PDEATHSIG(SIGKILL) on Linux; False where it is not available."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_child=_forked)
 
 
 def _lines(path: Path, size: int) -> Iterator[tuple[int, bytes]]:

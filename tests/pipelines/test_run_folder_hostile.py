@@ -1,0 +1,234 @@
+"""The run folder as an attacker or an unlucky operator finds it (issue 26 items 1, 2, 6, 13):
+one owner per ``--out`` (a lock ``--overwrite`` respects while the owner lives, taken over once it
+is dead), workers that die with their parent, publishing that verifies one row per input, and
+``--out`` entries that are symbolic links refused with a clear error. Each case asserts the exit
+code, the message, the rows and that nothing was lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bench.generate import generate
+from pipelines.cli import EXIT_USAGE, app
+from pipelines.run import GradeOptions, RunDirError, run_grading
+
+ROOT = Path(__file__).resolve().parents[2]
+runner = CliRunner()
+OUTPUTS = ("results.jsonl", "summary.json", "report.md")
+
+
+def _said(output: str, *parts: str) -> bool:
+    """Every part is in the output, however the console wrapped it (even inside a path)."""
+    flat = "".join(output.split())
+    return all("".join(part.split()) in flat for part in parts)
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> tuple[Path, Path]:
+    return generate(tmp_path_factory.mktemp("gen"), 100, n_tasks=20, seed=5)
+
+
+@pytest.fixture(scope="module")
+def reference(generated, tmp_path_factory) -> Path:
+    tasks, trajectories = generated
+    out = tmp_path_factory.mktemp("ref") / "run"
+    run_grading(GradeOptions(tasks=tasks, trajectories=trajectories, out=out, shard_lines=20))
+    return out
+
+
+def _args(generated, out: Path, *extra: str) -> list[str]:
+    tasks, trajectories = generated
+    return ["grade", "--tasks", str(tasks), "--trajectories", str(trajectories), "--out", str(out), "--workers", "1", *extra]
+
+
+def _same_outputs(out: Path, reference: Path) -> bool:
+    return all((out / name).read_bytes() == (reference / name).read_bytes() for name in OUTPUTS)
+
+
+def _rows(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_bytes().split(b"\n") if line]
+
+
+# A process that grades ``--out`` with 2 workers and stops (alive, lock held, workers alive) right
+# after its first checkpoint: ``ready`` then names its pid.
+_OWNER = """
+import sys, time
+from pathlib import Path
+from pipelines.run import GradeOptions, RunState, run_grading
+tasks, trajectories, out, ready, workers = sys.argv[1:]
+original = RunState.append_shard
+def stalled(self, *args, **kwargs):
+    original(self, *args, **kwargs)
+    Path(ready).write_text("ready")
+    time.sleep(600)
+RunState.append_shard = stalled
+run_grading(GradeOptions(tasks=Path(tasks), trajectories=Path(trajectories), out=Path(out), shard_lines=20, workers=int(workers)))
+"""
+
+
+def _start_owner(generated, out: Path, tmp_path: Path, workers: int = 1) -> subprocess.Popen:
+    tasks, trajectories = generated
+    ready = tmp_path / f"ready-{workers}"
+    proc = subprocess.Popen([sys.executable, "-c", _OWNER, str(tasks), str(trajectories), str(out), str(ready), str(workers)], cwd=ROOT)
+    for _ in range(1200):  # a bound, not a timing assertion: the owner checkpoints its first shard
+        if ready.exists() or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    assert ready.exists(), "the owner never checkpointed"
+    return proc
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        found.extend(int(p) for p in text)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+# ---- item 1: one owner per --out -----------------------------------------------------------------
+
+
+def test_a_live_owner_keeps_its_out_from_overwrite_resume_and_a_second_run(generated, reference, tmp_path):
+    """While a run works on --out, --overwrite, --resume and a second plain run are refused (exit 2,
+    saying another process works there, not that the run was interrupted), and its state is left
+    byte for byte; killed, its folder is taken over by --resume and finishes with one row per input."""
+    out = tmp_path / "run"
+    owner = _start_owner(generated, out, tmp_path)
+    try:
+        state = {p.name: p.read_bytes() for p in (out / ".judge-run").iterdir() if p.is_file()}
+        for extra in (["--overwrite"], ["--resume"], []):
+            res = runner.invoke(app, _args(generated, out, *extra))
+            assert res.exit_code == EXIT_USAGE, res.output
+            assert _said(res.output, "another process is working on this run right now"), res.output
+            assert "interrupted" not in res.output and "Traceback" not in res.output
+        assert {p.name: p.read_bytes() for p in (out / ".judge-run").iterdir() if p.is_file()} == state
+        assert not (out / "results.jsonl").exists()
+    finally:
+        owner.kill()
+        owner.wait()
+    tasks, trajectories = generated
+    outcome = run_grading(GradeOptions(tasks=tasks, trajectories=trajectories, out=out, shard_lines=20, resume=True))  # the dead owner's lock is gone
+    assert outcome.resumed and _same_outputs(out, reference)
+    assert len(_rows(out)) == 100 and len({(r["task_id"], r["trajectory_id"]) for r in _rows(out)}) == len(
+        {(r["task_id"], r["trajectory_id"]) for r in _rows(reference)}
+    )
+
+
+def test_publishing_refuses_rows_that_are_not_one_per_input(generated, tmp_path, monkeypatch):
+    """Rows another process appended to the run's state never go out as a complete run."""
+    from pipelines.run.escalation import Escalation
+
+    original = Escalation.run
+
+    def foreign(self, cases):
+        with open(self.state.partial_path, "ab") as fh:
+            fh.write(b'{"task_id": "t-0", "trajectory_id": "foreign", "verdict": "pass"}\n')
+        return original(self, cases)
+
+    monkeypatch.setattr(Escalation, "run", foreign)
+    out = tmp_path / "run"
+    res = runner.invoke(app, _args(generated, out))
+    assert res.exit_code == EXIT_USAGE, res.output
+    assert _said(res.output, "results.jsonl would hold 101 rows for 100 input trajectories", "nothing was published")
+    assert not (out / "results.jsonl").exists() and not (out / "manifest.json").exists()
+
+
+# ---- item 2: workers die with their parent; a dead owner's lock is taken over ------------------
+
+
+def test_workers_die_with_a_killed_parent_and_the_run_resumes(generated, reference, tmp_path):
+    out = tmp_path / "run"
+    owner = _start_owner(generated, out, tmp_path, workers=2)
+    workers = _children(owner.pid)
+    assert workers, "the owner runs no worker processes"
+    os.kill(owner.pid, signal.SIGKILL)  # the main process only
+    owner.wait()
+    for _ in range(600):  # a bound: the workers are gone (parent-death signal), or the test fails
+        if not any(_alive(pid) for pid in workers):
+            break
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in workers), "orphaned workers outlived their parent"
+    res = runner.invoke(app, ["resume", str(out), "--workers", "2"])
+    assert res.exit_code == 0, res.output
+    assert _same_outputs(out, reference) and len(_rows(out)) == 100
+
+
+# ---- items 6 and 13: links in --out; the message of a second run -------------------------------
+
+
+@pytest.mark.parametrize("name", [".judge-run", "tables", "results.jsonl"])
+def test_an_out_entry_that_is_a_symbolic_link_is_refused(generated, tmp_path, name):
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / "keep.txt").write_text("mine")
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / name).symlink_to(target if name != "results.jsonl" else target / "keep.txt")
+    for extra in ([], ["--overwrite"], ["--resume"]):
+        res = runner.invoke(app, _args(generated, out, *extra))
+        assert res.exit_code == EXIT_USAGE, res.output
+        assert _said(res.output, f"{name} is a symbolic link", "remove the link"), res.output
+        assert "Traceback" not in res.output and "rmtree" not in res.output
+    assert sorted(p.name for p in target.iterdir()) == ["keep.txt"] and (target / "keep.txt").read_text() == "mine"
+    assert (out / name).is_symlink() and not (out / "manifest.json").exists()
+
+
+def test_the_second_of_two_plain_runs_on_one_out_names_the_live_run(generated, tmp_path):
+    out = tmp_path / "run"
+    owner = _start_owner(generated, out, tmp_path)
+    try:
+        with pytest.raises(RunDirError, match="another process is working on this run right now"):
+            tasks, trajectories = generated
+            run_grading(GradeOptions(tasks=tasks, trajectories=trajectories, out=out, shard_lines=20))
+    finally:
+        owner.kill()
+        owner.wait()
+    res = runner.invoke(app, _args(generated, out))  # the owner is dead: now it is an interrupted run
+    assert res.exit_code == EXIT_USAGE and _said(res.output, "an interrupted run", "--resume"), res.output
+
+
+# ---- item 9: many tiny invalid lines ---------------------------------------------------------
+
+
+def test_many_invalid_lines_are_counted_per_kind_and_listed_in_full_beside_the_summary(generated, tmp_path, monkeypatch):
+    """summary.json lists the first errors and counts every one per kind; errors.jsonl holds them
+    all (one line per error row of results.jsonl, in order); every input line has its row. (With
+    10^5 such lines the summary was 28 MB and the run's peak 523 MB; now 278 KB and 227 MB:
+    the summary's list is capped at judge.ERRORS_LISTED, lowered here to keep the test small.)"""
+    import pipelines.grade.aggregate as aggregate
+
+    monkeypatch.setattr(aggregate, "ERRORS_LISTED", 25)
+    tasks, trajectories = generated
+    bad = tmp_path / "bad.jsonl"
+    good = trajectories.read_bytes().split(b"\n")[:10]
+    bad.write_bytes(b"\n".join(good) + b"\n" + b"".join(b"x\n" if i % 3 else b'{"task_id": [1]}\n' for i in range(90)))
+    out = tmp_path / "run"
+    res = runner.invoke(app, ["grade", "--tasks", str(tasks), "--trajectories", str(bad), "--out", str(out), "--workers", "1"])
+    assert res.exit_code == 0, res.output  # some were graded: the errors are rows and counts, not a failed run
+    rows = _rows(out)
+    assert len(rows) == 100 and sum(r["verdict"] == "error" for r in rows) == 90  # nothing lost
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"]["errors"] == 90 and len(summary["errors"]) == 25
+    assert sum(summary["errors_by_kind"]["trajectory"].values()) == 90 and summary["errors_file"] == "errors.jsonl"
+    listed = [json.loads(line) for line in (out / "errors.jsonl").read_bytes().split(b"\n") if line]
+    assert [(e["line"], e["kind"]) for e in listed] == [(r["source"]["line"], r["error"]["kind"]) for r in rows if r["verdict"] == "error"]
+    assert listed[:25] == summary["errors"]
+    assert "every one is in errors.jsonl" in (out / "report.md").read_text()
