@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import codecs
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -173,7 +174,7 @@ class RunData:
     name: str
     path: Path
     summary: RunSummary
-    rows: list[Row]
+    rows: Sequence[Row]  # a list, or rows that hold only the graded ones (``graded``) and read the others back
     drill: list[int]  # indices (file order) of the rows in the drill-down
     drill_note: str
     full: dict[int, TrajectoryResult]  # the drill-down rows as full results
@@ -184,7 +185,8 @@ class RunData:
 
     @property
     def graded(self) -> list[Row]:
-        return [r for r in self.rows if r.verdict != "error"]
+        held = getattr(self.rows, "graded", None)  # the grading run's rows keep error rows on disk (pipelines.run)
+        return list(held) if held is not None else [r for r in self.rows if r.verdict != "error"]
 
 
 def load_run(
@@ -194,7 +196,7 @@ def load_run(
     name: str | None = None,
     drill_first: int = DRILL_FIRST,
     drill_extra_failures: int = DRILL_EXTRA_FAILURES,
-    rows: list[Row] | None = None,
+    rows: Sequence[Row] | None = None,
 ) -> RunData:
     """Read one run directory. ``summary`` may be passed in (the grading run has it in memory).
 
@@ -211,10 +213,10 @@ def load_run(
     full: dict[int, TrajectoryResult] = {}
     later_failures = 0
     if rows is None:
-        rows = []
+        rows = built = []
         pool: dict[Any, Any] = {}
         for i, r in enumerate(_read_results(run_dir / RESULTS)):
-            rows.append(to_row(r, pool))
+            built.append(to_row(r, pool))
             if i < drill_first:
                 full[i] = r
             elif r.verdict.value != "pass":

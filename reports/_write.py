@@ -8,6 +8,7 @@ Byte-identical for the same inputs except the one ``Generated`` line of report.h
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -110,7 +111,7 @@ def render(reports: list[RunReport], out: Path, generated: str | None = None) ->
     return files
 
 
-def write_reports(summary: RunSummary, out: Path, calibration: Path | None = None, rows: list[Row] | None = None) -> list[Path]:
+def write_reports(summary: RunSummary, out: Path, calibration: Path | None = None, rows: Sequence[Row] | None = None) -> list[Path]:
     """Every report format for one finished run in ``out`` (reads ``out/results.jsonl``; with
     ``rows``, the ``to_row`` of every result in order, only the drill-down's results)."""
     out = Path(out)

@@ -2,7 +2,8 @@
 merged shard checkpointed in the run state; and, resuming, the merged state rebuilt from those
 checkpoints (nothing decided is regraded; the cases that wait for a judge are graded again from
 their shards). ``Merger`` holds what the merge has gathered: the aggregate, the ids read, the
-cases waiting for a judge, the report's rows, the counts."""
+cases waiting for a judge, the report's rows of the graded results, the counts (an error row
+costs no memory here: ``report_rows``)."""
 
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ class Merger:
         self.replay_versions: dict[str, str] = {}
         self.replay_hits = 0
         self.labels_used: set[str] = set()
-        self.report_rows: list[Row | None] = []  # the report's row of every result, in order (None: pending)
+        self.report_rows: list[Row | None] = []  # the report's row of every graded result, in order (None: pending)
+        self.error_rows = 0  # rows that are input errors: their report rows are read back from results.jsonl (report_rows)
         self.pending_rows: dict[tuple[int, int], int] = {}  # pending case -> its position in report_rows
         self.sha256: str | None = None
         self.ctx: GradingContext | None = None
@@ -145,6 +147,9 @@ class Merger:
                 rows += json.dumps({PENDING: list(ref)}).encode() + b"\n"
             else:
                 rows += row
+                if report_row is not None and report_row.verdict == "error":  # memory per error stays O(1)
+                    self.error_rows += 1
+                    continue
             self.report_rows.append(report_row)
         self.agg.merge(result.aggregate)
         for key in result.keys:
@@ -256,7 +261,10 @@ class Merger:
                     f"--resume: {self.state.partial_path}: a row is not a result ({exc.errors()[0]['msg']}); start over with --overwrite"
                 ) from None
             shard.add(result)
-            self.report_rows.append(to_row(result, self._pool))
+            if result.verdict.value == "error":
+                self.error_rows += 1
+            else:
+                self.report_rows.append(to_row(result, self._pool))
         self.agg.merge(shard)
         for key in record.keys:
             self.seen.setdefault(key[:2], key[2])

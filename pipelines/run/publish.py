@@ -12,7 +12,7 @@ import sys
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import rubrics
 from judge import RunSummary, TrajectoryResult
@@ -24,8 +24,12 @@ from pipelines.run.inputs import RunInputs
 from pipelines.run.merge import PENDING, Merger, PendingRef, trim_heap
 from pipelines.run.options import GradeOptions, RunOutcome
 from pipelines.run.records import GradingNote, Manifest, ManifestInput, SubmittedBatches
+from pipelines.run.report_rows import ErrorRowsOnDisk
 from pipelines.run.spool import display_name
 from pipelines.run.state import RunState
+
+if TYPE_CHECKING:
+    from reports import Row
 
 __all__ = ["Publisher"]
 
@@ -66,7 +70,7 @@ class Publisher:
         pool: dict[Any, Any] = {}
         for ref, result in judged.items():
             self.merged.agg.add(result)
-            self.merged.report_rows[self.merged.pending_rows[ref]] = to_row(result, pool)
+            self.merged.report_rows[self.merged.pending_rows[ref]] = to_row(result, pool)  # every placeholder filled: no None is left
         if self.inputs.labels is not None and self.opts.labels is not None:
             self.merged.agg.add_warnings(self.inputs.labels.unused(display_name(self.opts.labels)))
         if self.controls is not None:
@@ -84,7 +88,7 @@ class Publisher:
         self.merged.seen, self.merged.pending, judged = {}, {}, {}
         gc.collect()
         trim_heap()
-        _write_reports(summary, staging, self.merged.report_rows)
+        _write_reports(summary, staging, ErrorRowsOnDisk(cast("list[Row]", self.merged.report_rows), self.merged.error_rows, staging / RESULTS))
         self.merged.report_rows = []
         rest = sorted(p.name for p in staging.iterdir() if p.name not in (RESULTS, SUMMARY))
         files = RunDirectory(out).publish(staging, [RESULTS, SUMMARY, *rest])
@@ -224,7 +228,7 @@ def _answers_note(votes: dict[str, int]) -> dict[str, Any]:
     }
 
 
-def _write_reports(summary: RunSummary, out: Path, rows: list[Any]) -> list[Path]:
+def _write_reports(summary: RunSummary, out: Path, rows: ErrorRowsOnDisk) -> list[Path]:
     from reports import write_reports
 
     return write_reports(summary, out, rows=rows)

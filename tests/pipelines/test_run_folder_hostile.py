@@ -232,3 +232,41 @@ def test_many_invalid_lines_are_counted_per_kind_and_listed_in_full_beside_the_s
     assert [(e["line"], e["kind"]) for e in listed] == [(r["source"]["line"], r["error"]["kind"]) for r in rows if r["verdict"] == "error"]
     assert listed[:25] == summary["errors"]
     assert "every one is in errors.jsonl" in (out / "report.md").read_text()
+
+
+def _traced_peak(tasks: Path, lines: bytes, out: Path) -> int:
+    """The peak of memory allocated while one run grades ``lines`` (imports done before: traced
+    from the run's start only)."""
+    import tracemalloc
+
+    path = out.with_suffix(".jsonl")
+    path.write_bytes(lines)
+    tracemalloc.start()
+    try:
+        run_grading(GradeOptions(tasks=tasks, trajectories=path, out=out, workers=1))
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_per_invalid_line_is_constant(generated, tmp_path):
+    """Twice the invalid lines, not more memory: no report row, error or id is held per error
+    line (each is a row of results.jsonl and a line of errors.jsonl, read back from disk). Before,
+    each error line kept its report row (~250 bytes): the peak grew with the number of errors."""
+    tasks, trajectories = generated
+    good = b"\n".join(trajectories.read_bytes().split(b"\n")[:5]) + b"\n"  # the format is detected: the run streams
+    _traced_peak(tasks, good + b"x\n" * 200, tmp_path / "warm")  # every module the run imports, imported
+    n = 6000
+    peaks = [_traced_peak(tasks, good + b"x\n" * k, tmp_path / f"run{k}") for k in (n, 2 * n)]
+    assert peaks[1] < 1.2 * peaks[0], peaks
+    # 6000 more error lines: ~60 bytes each now (a bounded chunk of the report's table), ~260 before
+    assert (peaks[1] - peaks[0]) / n < 150, peaks
+    out = tmp_path / f"run{2 * n}"
+    rows = _rows(out)
+    assert len(rows) == 5 + 2 * n and sum(r["verdict"] == "error" for r in rows) == 2 * n  # a row per input line
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"]["errors"] == 2 * n and summary["errors_by_kind"]["trajectory"] == {"malformed_json": 2 * n}
+    listed = (out / "errors.jsonl").read_bytes().count(b"\n")
+    assert listed == 2 * n and summary["errors_file"] == "errors.jsonl"
+    with open(out / "tables" / "trajectories.csv", encoding="utf-8") as fh:  # the report's table still has every row, errors included
+        assert sum(1 for _ in fh) == 1 + 5 + 2 * n
