@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+import pipelines.checks  # noqa: F401  (registers the comparisons a pass is checked with, as every run does)
 from tests.judge.helpers import isolate_env
 from tests.servers import LoopbackServer
 
