@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 OUT    ?= runs/demo
 
-.PHONY: demo test test-live-local check format bench clean
+.PHONY: demo test test-live-local check format bench docs clean
 
 $(VENV)/.installed: pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -12,8 +12,11 @@ $(VENV)/.installed: pyproject.toml setup.py
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
+# bfcl-eval without its declared dependencies (torch, faiss, provider SDKs): its environment modules,
+# which the BFCL multi-turn tests run for real, need only the standard library and mpmath (the bfcl extra).
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(PY) -m pip install --quiet -e '.[dev,ray]'
+	$(PY) -m pip install --quiet -e '.[dev,ray,bfcl]'
+	$(PY) -m pip install --quiet --no-deps bfcl-eval
 	touch $@
 
 demo: $(VENV)/.installed
@@ -38,8 +41,16 @@ format: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# The documentation site (docs/, mkdocs.yml): built offline into site/, every warning an error.
+$(VENV)/.installed-docs: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e '.[docs]'
+	touch $@
+
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site  # the variable quiets material's end-of-life banner
+
 bench: $(VENV)/.installed-dev
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) runs bench/out build dist
+	rm -rf $(VENV) runs bench/out build dist site

@@ -11,7 +11,7 @@
   in ``HOOKS`` that exists is run as it is and its output printed under its name.
   To add one, write ``bench/<name>.py`` (runnable as a script) and list it there.
 
-Sizes default to a quick run (``--n``); the README's figures use ``--n 100000``.
+Sizes default to a quick run (``--n``); the figures of docs/figures.md use ``--n 100000``.
 Run: .venv/bin/python bench/run_all.py [--n 20000] [--peers-n 4000] [--skip peers,workers,...]
 """
 
@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 # benches owned elsewhere, run as scripts when present (judge fan-out: in-process and sharded ratios; provider batch
-# flow; what the deterministic stages decide on the sample and the real-format samples)
-HOOKS = ("bench_judges", "bench_batch", "bench_decided")
+# flow; what the deterministic stages decide on the sample and the real-format samples; BFCL beside its own checker)
+HOOKS = ("bench_judges", "bench_batch", "bench_decided", "bench_bfcl")
 
 
 def _row(what: str, figure: str, target: str) -> str:

@@ -124,7 +124,7 @@ def collapse_task_turns(task: Task) -> Turn:
     criteria = [c for t in task.turns for c in (t.criteria or [])]
     required = [c for t in task.turns for c in (t.required_content or [])]
     assertions = [a for t in task.turns for a in (t.environment_assertions or [])]
-    stated = {"reference_calls": calls} if any(t.states_calls for t in task.turns) else {}  # "no write" only if a turn says so
+    stated: dict[str, Any] = {"reference_calls": calls} if any(t.states_calls for t in task.turns) else {}  # "no write" only if a turn says so
     return Turn(
         turn_id=task.turns[0].turn_id,
         query="\n".join(t.query for t in task.turns),
@@ -136,4 +136,5 @@ def collapse_task_turns(task: Task) -> Turn:
         criteria=criteria or None,
         required_content=required or None,
         environment_assertions=assertions or None,
+        requires_a_call=any(t.requires_a_call for t in task.turns),
     )

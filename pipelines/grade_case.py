@@ -260,16 +260,19 @@ def _open_reason(ctx: TurnContext, matching: CallMatching) -> str | None:
     it gates on assertions only the benchmark's own environment evaluates. Something to check: a
     required reference call, an answer specification (gold, pattern, criteria, required content), a
     gating policy, a ban on extra calls, a final state compared by replay, a turn that states its
-    reference calls with none required (it expects no write: the calls check decides), or, under
+    reference calls with none required (it expects no write: the calls check decides), a turn that
+    requires a call (whichever), or, under
     ``[grading] confirm_writes``, a write that needed the user's confirmation (the rule the config
     adds to every task has something to check only there: a vacuous rule is no reason to pass)."""
     task, turn = ctx.task, ctx.turn
+    if ctx.environment is not None:
+        return None  # the benchmark's own environment checked the turn (its assertions included)
     if turn.environment_assertions:
         return (
             f"needs the environment: {len(turn.environment_assertions)} assertion(s) on the end state gate this task "
             "and only the benchmark's own environment evaluates them"
         )
-    if any(not st.advisory for st in matching.refs) or turn.has_answer_spec or task.extra_calls == "forbid":
+    if any(not st.advisory for st in matching.refs) or turn.has_answer_spec or task.extra_calls == "forbid" or turn.requires_a_call:
         return None
     if task.policy is not None and policy_gates(task.policy, ctx.config):
         return None

@@ -14,12 +14,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from judge import ReferenceCall, Step, Task, Trajectory, Turn, content_hash, dependency_order, response_key
 from pipelines.alignment import TurnsMode, align
 from pipelines.env import Environment, ExecResult, Session, load_environment
 
 REFERENCE_CACHE_SIZE = 1024
+BFCL = "bfcl"  # Task.environment of BFCL's multi-turn entries: its own environment classes (pipelines.env._bfcl)
 
 
 @dataclass
@@ -29,12 +31,15 @@ class TurnReplay:
     predicted: list[ExecResult]  # one per predicted step of the trajectory turn, in order
     reference_state: str | None  # state digest after this turn (None when no write tool is involved)
     predicted_state: str | None
+    environment: Any = None  # the benchmark environment's own checks of the turn (BFCL: pipelines.env TurnOutcome)
 
 
 class Replayer:
-    def __init__(self, root: Path | None = None, cache: bool = True):
+    def __init__(self, root: Path | None = None, cache: bool = True, bfcl_time_limit_s: float = 60.0, bfcl_memory_limit_mb: int = 2048):
         self.root = root
         self.cache = cache
+        self.bfcl_time_limit_s = bfcl_time_limit_s  # one BFCL entry's replay, every turn of both sides
+        self.bfcl_memory_limit_mb = bfcl_memory_limit_mb  # beyond the grader's own size
         self._reference_cache: OrderedDict[tuple[str, str], list[tuple[list[ExecResult], str]]] = OrderedDict()
         self.reference_cache_hits = 0
         self.versions: dict[str, str] = {}  # environments used in this run -> version, for the manifest
@@ -56,6 +61,8 @@ class Replayer:
             return None
         if not all(s.arguments_recorded for s in trajectory.steps):
             return None  # a call whose arguments were not recorded cannot be run again: graded on what was recorded
+        if task.environment == BFCL:
+            return self._replay_bfcl(task, trajectory, turns)
         env = self.environment(task.environment)
         track_state = self._involves_writes(task, trajectory, env)
         alignment = align(task, trajectory, turns)
@@ -84,6 +91,43 @@ class Replayer:
                     predicted_state=predicted_session.state_digest() if track_state else None,
                 )
             )
+        return replays
+
+    def _replay_bfcl(self, task: Task, trajectory: Trajectory, turns: TurnsMode) -> list[TurnReplay] | None:
+        """BFCL's multi-turn grading: the agent's calls and the reference calls of each turn run in
+        BFCL's own environment classes, each side in its own instances (``pipelines.env._bfcl``);
+        every turn carries BFCL's checks of it. None when the dialogue is graded as one episode over
+        several task turns (BFCL checks turn by turn: the turn assertions then stay open)."""
+        from pipelines.env import CallSpec, EntrySpec, TurnSpec, bfcl_version, replay_bfcl_entry
+
+        alignment = align(task, trajectory, turns)
+        if alignment.episode and len(task.turns) > 1:
+            return None
+        config = task.environment_config or {}
+        names = task.tool_names
+        specs = []
+        for turn, traj_turn in alignment.pairs:
+            steps = traj_turn.steps if traj_turn is not None else []
+            model = [CallSpec(names.resolve(s.name), dict(s.arguments or {})) for s in steps]
+            truth = [CallSpec(c.name, dict(c.arguments)) for c in turn.reference_calls]
+            specs.append(TurnSpec(model=model, truth=truth, reached=traj_turn is not None))
+        entry = EntrySpec(
+            entry_id=task.task_id,
+            involved_classes=list(config.get("involved_classes") or []),
+            initial_config=dict(config.get("initial_config") or {}),
+            long_context=bool(config.get("long_context")),
+            turns=specs,
+        )
+        outcomes = replay_bfcl_entry(entry, self.bfcl_time_limit_s, self.bfcl_memory_limit_mb)
+        self.versions[BFCL] = bfcl_version()
+        replays = []
+        for (turn, _), outcome in zip(alignment.pairs, outcomes, strict=True):
+            predicted = [
+                ExecResult(ok=False, error=text) if raised else ExecResult(ok=True, result=text)
+                for text, raised in zip(outcome.model_results, outcome.model_errors, strict=True)
+            ]
+            reference = [ExecResult(ok=True, result=text) for text in outcome.truth_results]
+            replays.append(TurnReplay(turn.turn_id, reference, predicted, None, None, environment=outcome))
         return replays
 
     def _reference(self, task: Task, env: Environment) -> list[tuple[list[ExecResult], str]]:

@@ -130,8 +130,9 @@ class TaskInput:
 
     @classmethod
     def open(cls, given: str | os.PathLike, spool_dir: Path | None = None) -> TaskInput:
-        """Spool ``given`` when it is not a regular file (a pipe, standard input)."""
-        if not is_stdin(given) and _is_regular(given):
+        """Spool ``given`` when it is not a regular file (a pipe, standard input); a folder (BFCL's
+        data and result folders) is read where it is."""
+        if not is_stdin(given) and (_is_regular(given) or Path(given).is_dir()):
             return cls(given=str(given), path=Path(given), spooled=False)
         handle, name = tempfile.mkstemp(prefix="judge-input-", suffix=".spool", dir=spool_dir)
         digest = hashlib.sha256()

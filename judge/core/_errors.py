@@ -20,7 +20,7 @@ class SourceRef(BaseModel):
 
 
 class InputErrorKind(StrEnum):
-    """Every kind of input error, one closed list (README "Bad input" documents each)."""
+    """Every kind of input error, one closed list ("Bad input" in docs/formats/index.md documents each)."""
 
     MALFORMED_JSON = "malformed_json"  # not JSON, or a duplicate key in one object
     ENCODING = "encoding"  # bytes that are not UTF-8 (with the offset), an unpaired surrogate

@@ -2,7 +2,7 @@
 
 These facts sit beside the verdict (``TrajectoryResult.orchestration``): they never change
 whether a trajectory passed, they say *how* it got there. ``pipelines.orchestration`` computes
-them; the definitions are in its modules and in the README.
+them; the definitions are in its modules and in docs/orchestration.md.
 
 Invariants (checked here):
 - ``failed_calls == len(recovery)`` and ``recovered_calls`` counts the events with

@@ -276,6 +276,9 @@ class Turn(BaseModel):
     # assertions on the environment's end state that only the benchmark's own environment evaluates
     # (tau2 env_assertions): a turn with them cannot pass here (unresolved, never asked of a judge)
     environment_assertions: list[Any] | None = None
+    # the turn passes only if the agent makes a call, whichever tool and arguments (BFCL's relevance
+    # categories: the question can be served by the tools given, and which call is not checked)
+    requires_a_call: bool = False
 
     coerce_ids = field_validator("turn_id", mode="before")(_as_str_id)
 
@@ -387,6 +390,7 @@ SINGLE_TURN_KEYS = (
     "criteria",
     "required_content",
     "environment_assertions",
+    "requires_a_call",
 )
 
 
@@ -400,7 +404,9 @@ class Task(BaseModel):
     tools: list[ToolSpec] = Field(default_factory=list)
     policy: Policy | None = None
     metadata: TaskMetadata = Field(default_factory=TaskMetadata)
-    environment: str | None = None  # executable domain for replay, e.g. "olympics"
+    environment: str | None = None  # executable domain for replay, e.g. "olympics"; "bfcl": BFCL's own environment classes
+    # where the environment starts for this task (BFCL: involved_classes, initial_config, long_context)
+    environment_config: dict[str, Any] | None = None
     extra_arguments: ExtraArguments = "forbid"  # default for reference calls that do not say
     extra_calls: Literal["allow", "forbid"] = "allow"  # forbid: every call must be a reference call (BFCL)
     grading: Literal["trajectory", "outcome"] = "trajectory"

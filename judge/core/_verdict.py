@@ -33,6 +33,8 @@ class EvidenceKind(StrEnum):
     ADVISORY_UNMATCHED = "advisory_unmatched"  # an advisory reference call no call met
     EXTRA_WRITE = "extra_write"  # a surplus call (a write, or any call when extra calls are forbidden)
     STATE_MISMATCH = "state_mismatch"  # the final state differs from the reference's
+    STATE_MATCH = "state_match"  # the benchmark environment found the state equal to the reference's (BFCL multi-turn)
+    RESPONSE_MISSING = "response_missing"  # a reference call's result no call of the agent got (BFCL multi-turn)
     POLICY_VIOLATION = "policy_violation"
     POLICY_NOT_AUDITED = "policy_not_audited"  # a domain-wide policy document kept as judge context, not audited
     WRITE_CONFIRMED = "write_confirmed"  # a write the agent described and the user confirmed first (confirm_writes)

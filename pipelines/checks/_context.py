@@ -68,6 +68,7 @@ class TurnContext:
     calls_before: int = 0  # calls made in earlier turns (max_calls counts the whole trajectory)
     replayed: bool = False
     ended_early: EndedEarly | None = None  # set on the turn the run stopped in, when it stopped before the agent finished
+    environment: Any = None  # the benchmark environment's own checks of this turn (replay's ``environment``: BFCL multi-turn)
 
     @cached_property
     def policy(self) -> Policy | None:
@@ -129,4 +130,5 @@ def build_context(
         calls_before=calls_before,
         replayed=replay is not None,
         ended_early=ended_early,
+        environment=getattr(replay, "environment", None),
     )

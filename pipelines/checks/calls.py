@@ -13,7 +13,9 @@ Invariants, each a general rule:
 - An advisory reference call (``required=False``, or a read under ``grading="outcome"``) is matched
   and reported when it is satisfied; its absence never fails the check nor leaves it inconclusive.
 - With ``extra_calls="forbid"`` (BFCL) every made call must satisfy a reference call: a surplus call
-  fails at tool selection. By default only surplus writes do (reads are evidence). A same-name call
+  fails at tool selection (a turn with no reference call then passes only with no call made: BFCL's
+  irrelevance). A turn that ``requires_a_call`` (BFCL's relevance) fails at tool selection when no
+  call was made, whichever call it would have been. By default only surplus writes do (reads are evidence). A same-name call
   that is the attempt at an unsatisfied reference call is diagnosed through that call instead; only
   same-name calls beyond the number of unsatisfied references are surplus.
 - Structurally, each predicted step satisfies at most one reference call, so retries and
@@ -134,6 +136,9 @@ class _CallMatcher:
             and ctx.reference_state != ctx.predicted_state
         )
         edges, respected = self.order_edges()
+        if ctx.environment is not None:  # the benchmark's own environment checked the turn: its checks decide
+            result = _environment_result(ctx, self.status)
+            return CallMatching(self.status, self.used, [], edges, respected, bool(ctx.environment.state_differences), result)
         result = _stage_result(ctx, self.status, surplus, state_mismatch)
         return CallMatching(self.status, self.used, surplus, edges, respected, state_mismatch, result)
 
@@ -251,6 +256,8 @@ class _CallMatcher:
                 st.problems = [f"{ref.name} was never called; the other calls may have retrieved the same information"]
 
     def surplus_calls(self) -> list[tuple[int, FailureStage, str]]:
+        if self.ctx.environment is not None:
+            return []  # the environment's checks decide; extra calls are whatever they did to its state
         """Writes (side effects), and every call when the task forbids extra calls. The first k
         unused same-name calls, k = that name's unsatisfied references, are the attempts diagnosed
         above; only those beyond are surplus."""
@@ -307,6 +314,8 @@ class CallsCheck:
 
 def _advisory(ctx: TurnContext, ri: int) -> bool:
     ref = ctx.turn.reference_calls[ri]
+    if ctx.environment is not None:
+        return True  # the environment's checks decide; matching the reference calls is evidence only
     return not ref.required or (ctx.task.grading == "outcome" and not ctx.task.is_write(ref.name))
 
 
@@ -393,6 +402,10 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
         item = Evidence(kind=EvidenceKind.EXTRA_WRITE, step=step_index, tool=ctx.steps[step_index].step.name, message=message)
         evidence.append(item)
         decisive.append((stage, item))
+    if ctx.turn.requires_a_call and not any(v.made for v in ctx.steps):
+        item = Evidence(kind=EvidenceKind.UNSATISFIED, message="no call was made, but the turn requires one (any tool serves: the question needs a call)")
+        evidence.append(item)
+        decisive.append((FailureStage.TOOL_SELECTION, item))
     if state_mismatch and not decisive:
         written = [v.index for v in ctx.steps if v.ok and ctx.task.is_write(v.step.name)]
         item = Evidence(
@@ -410,6 +423,18 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
         reason = next(e.message for e in evidence if e.kind in ("not_recorded", "no_counterpart", "undeclared_keys"))
         return StageResult(check=Check.CALLS, outcome=Outcome.INCONCLUSIVE, reason=reason, evidence=evidence)
     required = [st for st in status if not st.advisory]
+    if not required and ctx.turn.requires_a_call:
+        made = sorted({v.step.name for v in ctx.steps if v.made})
+        return StageResult(
+            check=Check.CALLS,
+            outcome=Outcome.MATCH,
+            reason=f"a call was made ({', '.join(made)}), as the turn requires (which call is not checked)",
+            evidence=evidence,
+        )
+    if not required and ctx.task.extra_calls == "forbid":
+        return StageResult(
+            check=Check.CALLS, outcome=Outcome.MATCH, reason="no call was made, as the task requires (every call would be one too many)", evidence=evidence
+        )
     if not required:
         what = "no required reference calls" if refs else "no reference calls"
         if ctx.task.final_state == "unchecked":
@@ -418,6 +443,142 @@ def _stage_result(ctx: TurnContext, status: list[RefStatus], extra_writes, state
         tail = "no unexpected writes" if made_writes else "no write succeeded: the state stays unchanged"
         return StageResult(check=Check.CALLS, outcome=Outcome.MATCH, reason=f"{what}; {tail}", evidence=evidence)
     return StageResult(check=Check.CALLS, outcome=Outcome.MATCH, reason=f"all {len(required)} required reference calls satisfied", evidence=evidence)
+
+
+def _environment_result(ctx: TurnContext, status: list[RefStatus]) -> StageResult:
+    """The turn as the benchmark's own environment checked it (BFCL multi-turn, see
+    ``pipelines.env._bfcl``): a turn it does not check passes; a checked turn fails when the agent
+    made no call in it, when an instance's state differs from the reference's, or when a reference
+    call's result is not among the results the agent's calls got so far. Where each failure broke
+    (general rules over the turn's calls, the class whose instance each call ran on):
+    - no call, or a reference call on a differing instance whose method the agent never called in
+      the turn, or a missing result whose reference method the agent never called: tool selection,
+      at the turn's end;
+    - otherwise argument values, at the agent's last call that changed the differing instance (else
+      its last call on it), or its last call of the missing result's method."""
+    env = ctx.environment
+    refs = ctx.turn.reference_calls
+    steps = ctx.steps
+    evidence: list[Evidence] = []
+    for st in status:
+        if st.satisfied_by is not None and st.how == "structural":
+            ref = refs[st.index]
+            evidence.append(
+                Evidence(
+                    kind=EvidenceKind.MATCHED_STRUCTURAL,
+                    reference=st.index,
+                    step=st.satisfied_by,
+                    tool=ref.name,
+                    message=f"{ref.name} made as the reference makes it, by step {st.satisfied_by}",
+                    expected={"name": ref.name, "arguments": ref.arguments},
+                )
+            )
+    decisive: list[tuple[FailureStage, Evidence]] = []
+    if not env.reached:
+        item = Evidence(
+            kind=EvidenceKind.UNSATISFIED, message="the agent's run never reached this turn (BFCL fails an entry whose result stops before its last turn)"
+        )
+        decisive.append((FailureStage.TOOL_SELECTION, item))
+    elif not env.checked:
+        return StageResult(
+            check=Check.CALLS,
+            outcome=Outcome.MATCH,
+            reason="BFCL checks nothing on this turn: its ground truth makes no call (the agent's calls still ran and shape the next turns)",
+            evidence=evidence,
+        )
+    elif not steps:
+        item = Evidence(kind=EvidenceKind.UNSATISFIED, message=f"no call was made in this turn; the ground truth makes {len(refs)} (BFCL's empty turn)")
+        decisive.append((FailureStage.TOOL_SELECTION, item))
+    else:
+        for name, attributes in sorted(env.state_differences.items()):
+            decisive.append(_state_difference(ctx, name, attributes))
+        for ri in env.missing:
+            decisive.append(_missing_result(ctx, ri))
+    evidence.extend(e for _, e in decisive)
+    if decisive:
+        stage, first = min(decisive, key=lambda d: (d[0].rank, d[1].step is None, d[1].step or 0))
+        return StageResult(check=Check.CALLS, outcome=Outcome.MISMATCH, failure_stage=stage, reason=first.message, evidence=evidence, decisive_step=first.step)
+    instances = sorted(
+        {c for c in env.truth_classes if c is not None} | set(ctx.task.environment_config.get("involved_classes", []) if ctx.task.environment_config else [])
+    )
+    evidence.append(
+        Evidence(
+            kind=EvidenceKind.STATE_MATCH,
+            message=f"after this turn the state of every instance ({', '.join(instances)}) equals the ground truth's",
+        )
+    )
+    for ri, ref in enumerate(refs):
+        evidence.append(
+            Evidence(
+                kind=EvidenceKind.MATCHED_RESPONSE,
+                reference=ri,
+                tool=ref.name,
+                message=f"the result of {ref.name} is among the agent's results so far",
+                expected={"name": ref.name, "arguments": ref.arguments},
+                actual=_clip(env.truth_results[ri]),
+            )
+        )
+    return StageResult(
+        check=Check.CALLS,
+        outcome=Outcome.MATCH,
+        reason=f"BFCL's checks pass: every instance's state equals the ground truth's and all {len(refs)} ground-truth results are among the agent's",
+        evidence=evidence,
+    )
+
+
+def _state_difference(ctx: TurnContext, name: str, attributes: dict[str, dict[str, Any]]) -> tuple[FailureStage, Evidence]:
+    env = ctx.environment
+    on_it = [i for i, c in enumerate(env.model_classes) if c == name and i < len(ctx.steps)]
+    needed = [r.name for r, c in zip(ctx.turn.reference_calls, env.truth_classes, strict=False) if c == name]
+    called = {ctx.steps[i].step.name for i in on_it}
+    never = sorted(set(needed) - called)
+    shown = "; ".join(f"{attr}: agent {_clip(d['model'], 120)} vs ground truth {_clip(d['ground_truth'], 120)}" for attr, d in sorted(attributes.items()))
+    head = f"the state of {name} after this turn differs from the ground truth's ({shown})"
+    if never:
+        return FailureStage.TOOL_SELECTION, Evidence(
+            kind=EvidenceKind.STATE_MISMATCH, tool=name, message=f"{head}: the ground truth calls {', '.join(never)} on it, the agent never did in this turn"
+        )
+    changed = [i for i in on_it if env.model_changed[i]]
+    if not on_it:
+        return FailureStage.TOOL_SELECTION, Evidence(kind=EvidenceKind.STATE_MISMATCH, tool=name, message=f"{head}: the agent made no call on it in this turn")
+    at = (changed or on_it)[-1]
+    view = ctx.steps[at]
+    what = "the last call that changed it" if changed else "the last call on it (none changed it)"
+    return FailureStage.ARGUMENT_VALUES, Evidence(
+        kind=EvidenceKind.STATE_MISMATCH, step=at, tool=view.step.name, message=f"{head}: {what} is step {at} ({view.step.name}{view.name_note})"
+    )
+
+
+def _missing_result(ctx: TurnContext, ri: int) -> tuple[FailureStage, Evidence]:
+    env = ctx.environment
+    ref = ctx.turn.reference_calls[ri]
+    head = f"the ground truth's {ref.name} returned {_clip(env.truth_results[ri], 160)}, which no call of the agent got so far"
+    attempts = [v.index for v in ctx.steps if v.step.name == ref.name]
+    expected = {"name": ref.name, "arguments": ref.arguments}
+    if not attempts:
+        return FailureStage.TOOL_SELECTION, Evidence(
+            kind=EvidenceKind.RESPONSE_MISSING,
+            reference=ri,
+            tool=ref.name,
+            message=f"{head}: the agent never called {ref.name} in this turn",
+            expected=expected,
+        )
+    at = attempts[-1]
+    got = env.model_results[at] if at < len(env.model_results) else None
+    return FailureStage.ARGUMENT_VALUES, Evidence(
+        kind=EvidenceKind.RESPONSE_MISSING,
+        reference=ri,
+        step=at,
+        tool=ref.name,
+        message=f"{head}: the agent's {ref.name} at step {at} returned {_clip(got, 160)}",
+        expected=expected,
+        actual=ctx.steps[at].step.arguments,
+    )
+
+
+def _clip(value: Any, limit: int = 400) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def call_signature(name: str, arguments: dict | None) -> str:

@@ -239,18 +239,23 @@ def grade(
     trajectories: Annotated[
         Path,
         typer.Option(
-            callback=_input_path,
-            help="Trajectories (native, OpenAI / Anthropic messages, VAKRA, BFCL results, tau2 results, Inspect logs, OTel traces); - for standard input.",
+            callback=_input_or_folder,
+            help="Trajectories (native, OpenAI / Anthropic messages, VAKRA, BFCL results or a BFCL result folder, tau2 results, Inspect logs, OTel traces); "
+            "- for standard input.",
         ),
     ],
     tasks: Annotated[
         Optional[Path],
         typer.Option(
-            callback=_input_path,
-            help="Tasks (native JSONL, VAKRA input/ground truth, BFCL questions); optional when the trajectory file carries them; - for standard input.",
+            callback=_input_or_folder,
+            help="Tasks (native JSONL, VAKRA input/ground truth, BFCL questions or BFCL's data folder); optional when the trajectory file carries them; "
+            "- for standard input.",
         ),
     ] = None,
-    reference: Annotated[Optional[Path], typer.Option(callback=_input_path, help="Separate ground truth: VAKRA ground truth or BFCL possible answers.")] = None,
+    reference: Annotated[
+        Optional[Path],
+        typer.Option(callback=_input_or_folder, help="Separate ground truth: VAKRA ground truth or BFCL possible answers (a file, or a folder of them)."),
+    ] = None,
     format: Annotated[Optional[str], typer.Option("--format", help=f"Trajectory format (auto-detected by default): {names(TRAJECTORY_FORMAT_NAMES)}.")] = None,
     task_format: Annotated[Optional[str], typer.Option(help=f"Task format (auto-detected by default): {names(TASK_FORMAT_NAMES)}.")] = None,
     out: Annotated[Path, typer.Option(help="Output directory.")] = Path("runs/latest"),
@@ -390,9 +395,49 @@ def grade(
         overwrite=overwrite,
         resume=resume,
     )
+    if trajectories.is_dir() or (tasks is not None and tasks.is_dir()) or (reference is not None and reference.is_dir()):
+        _grade_folders(opts)
+        return
     summary = run_and_print(opts)
     if summary.counts.trajectories == 0 and trajectories is not None:  # nothing was read: a mistake, not a result
         usage.fail("--trajectories", f"{trajectories} is empty: it holds no trajectories")
+
+
+def _grade_folders(opts: GradeOptions) -> None:
+    """Folders as inputs: BFCL's result folder (every category, ``pipelines.bfcl_folder``), or BFCL's
+    data folder as the tasks of one result file."""
+    from pipelines.bfcl_folder import grade_folder
+
+    trajectories, tasks, reference = opts.trajectories, opts.tasks, opts.reference
+    if not trajectories.is_dir():
+        if reference is not None and reference.is_dir() and not (tasks is not None and tasks.is_dir()):
+            usage.fail("--reference", f"{reference} is a folder: give the possible-answer file of {tasks}, or BFCL's data folder as --tasks")
+        summary = run_and_print(opts)
+        if summary.counts.trajectories == 0:
+            usage.fail("--trajectories", f"{trajectories} is empty: it holds no trajectories")
+        return
+
+    def one(sub: GradeOptions) -> RunSummary | int:
+        try:
+            return run_and_print(sub)
+        except typer.Exit as exc:
+            return int(exc.exit_code)
+
+    from pipelines.ingest import UsageError
+
+    try:
+        row = grade_folder(opts, one, announce=lambda line: console.print(line, style="bold", markup=False, highlight=False))
+    except UsageError as exc:
+        usage.fail(exc.option, str(exc))
+    console.print(f"BFCL: {row.passed}/{row.entries} entries pass", end="")
+    if row.agreement is not None:
+        console.print(f"; agreement with BFCL's score files {row.agreeing}/{row.both_decided}", end="")
+    console.print(f"\nper category: {opts.out / 'bfcl.md'} (and bfcl.json)", markup=False, highlight=False)
+    if any(r.problem is not None for r in row.categories):
+        for r in row.categories:
+            if r.problem is not None:
+                console.print(f"not graded: {r.name}: {r.problem}", style="red", markup=False, highlight=False)
+        raise typer.Exit(EXIT_INPUT_ERROR)
 
 
 def demo(

@@ -65,7 +65,9 @@ def _describe(item: dict[str, Any] | None) -> str:
 
 
 def detect_task_format(path: str | os.PathLike) -> str:
-    """The task format of ``path``, judged from its first readable object."""
+    """The task format of ``path``, judged from its first readable object (a folder: BFCL's data folder)."""
+    if Path(path).is_dir():
+        return "bfcl"
     item, seen = _first_object(path, Limits())
     if not seen:
         raise UsageError("--tasks", f"{path} is empty: it holds no tasks")

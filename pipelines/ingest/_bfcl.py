@@ -29,6 +29,8 @@ Possible answer (the reference file): ``{id, ground_truth: [{func_name: {param: 
 from __future__ import annotations
 
 import itertools
+import re
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -36,6 +38,9 @@ from pydantic import ValidationError
 from judge import ArgumentRule, ReferenceCall, Task, TaskMetadata, ToolSpec, Turn, canonical_json
 from pipelines.ingest._base import ItemError, Limits, TaskCollector, TaskFormat, TaskSet, as_id, expect, guarded, short, validation_error
 from pipelines.ingest._join import JoinSpec, join
+from pipelines.ingest._reader import read_items
+from pipelines.ingest._usage import UsageError
+from pipelines.matching import LITERAL_TYPES, language_of_category
 
 MAX_ALTERNATIVES = 256
 _TYPES = {"string": "string", "integer": "integer", "float": "number", "boolean": "boolean", "array": "array", "tuple": "array", "dict": "object", "any": None}
@@ -63,8 +68,10 @@ def category(task_id: str) -> str:
     return head if head and tail[:1].isdigit() else task_id
 
 
-def convert_schema(schema: Any, path: str) -> Any:
-    """A BFCL parameter schema as JSON Schema, keeping the BFCL type under ``x-bfcl-type``."""
+def convert_schema(schema: Any, path: str, language: str | None = None) -> Any:
+    """A BFCL parameter schema as JSON Schema, keeping the BFCL type under ``x-bfcl-type``.
+    ``language`` (java, javascript): the properties are that language's typed parameters, whose
+    values the model writes as source text (``literal_schema``)."""
     expect(schema, dict, path, "a parameter schema")
     out = dict(schema)
     if "default" in out:  # documentation only: BFCL's checker never fills defaults
@@ -84,13 +91,39 @@ def convert_schema(schema: Any, path: str) -> Any:
     if "properties" in schema and not isinstance(schema["properties"], dict):
         raise ItemError("invalid_field", f"properties must be an object, got {short(schema['properties'])}", f"{path}.properties")
     if isinstance(schema.get("properties"), dict):
-        out["properties"] = {name: convert_schema(sub, f"{path}.properties.{name}") for name, sub in schema["properties"].items()}
+        convert = convert_schema if language is None else lambda sub, where: literal_schema(sub, where, language)
+        out["properties"] = {name: convert(sub, f"{path}.properties.{name}") for name, sub in schema["properties"].items()}
     if isinstance(schema.get("items"), dict):
         out["items"] = convert_schema(schema["items"], f"{path}.items")
     return out
 
 
-def _tool(spec: Any, path: str) -> dict[str, Any]:
+def literal_schema(schema: Any, path: str, language: str) -> dict[str, Any]:
+    """A Java / JavaScript parameter: the model passes a string of source text (BFCL's function docs
+    for these categories declare every parameter a string), read by its declared type when compared
+    (``pipelines.matching.literals``): ``type: string`` with ``x-bfcl-language``, ``x-bfcl-type``
+    and, for a collection, the item type as ``x-bfcl-items``."""
+    expect(schema, dict, path, "a parameter schema")
+    types = LITERAL_TYPES[language]
+    kind = schema.get("type")
+    if not isinstance(kind, str) or kind not in types:
+        raise ItemError("unsupported", f"BFCL {language} type {short(kind)} is not supported (supported: {sorted(types)})", f"{path}.type")
+    out = {k: v for k, v in schema.items() if k not in ("items", "properties", "default")}
+    if "default" in schema:
+        out["x-bfcl-default"] = schema["default"]
+    out.update({"type": "string", "x-bfcl-type": kind, "x-bfcl-language": language})
+    if types[kind] == "array":
+        items = schema.get("items")
+        item_type = items.get("type") if isinstance(items, dict) else None
+        if not isinstance(item_type, str) or item_type not in types:
+            raise ItemError("unsupported", f"a BFCL {language} {kind} needs an item type of {sorted(types)}, got {short(item_type)}", f"{path}.items.type")
+        out["x-bfcl-items"] = item_type
+    if isinstance(schema.get("properties"), dict):
+        out["x-bfcl-properties"] = schema["properties"]  # documentation: the entries the dict holds
+    return out
+
+
+def _tool(spec: Any, path: str, language: str | None = None) -> dict[str, Any]:
     expect(spec, dict, path, "a function")
     name = spec.get("name")
     if not isinstance(name, str) or not name:
@@ -99,7 +132,7 @@ def _tool(spec: Any, path: str) -> dict[str, Any]:
     if not isinstance(tool["description"], str):
         raise ItemError("invalid_field", "description must be a string", f"{path}.description")
     if spec.get("parameters") is not None:
-        tool["parameters"] = convert_schema(spec["parameters"], f"{path}.parameters")
+        tool["parameters"] = convert_schema(spec["parameters"], f"{path}.parameters", language)
     return tool
 
 
@@ -176,21 +209,20 @@ def _reference_call(entry: Any, path: str, tools: dict[str, dict[str, Any]], war
             rules[param] = ArgumentRule(any_value=True, optional=True)
             continue
         alternatives: list[Any] = []
+        prop = properties.get(param)
         try:
             for value in values:
                 if value != "":
-                    alternatives.extend(_expand(value))
+                    alternatives.extend(_expand(_as_dict_answer(value, prop, ppath, warnings)))
             alternatives = _dedupe(alternatives)
             if len(alternatives) > MAX_ALTERNATIVES:
                 raise _TooMany
         except _TooMany:
             raise ItemError("unsupported", f"acceptable values expand to more than {MAX_ALTERNATIVES} concrete alternatives", ppath) from None
         omittable = "" in values
-        prop = properties.get(param)
-        bfcl_type = prop.get("x-bfcl-type") if isinstance(prop, dict) else None
         if alternatives:
             arguments[param] = alternatives[0]
-        if omittable and bfcl_type in ("string", "any"):
+        if omittable and _holds_text(prop):
             alternatives.append("")  # BFCL accepts the marker itself (standardised text "")
         optional = omittable and not (param in required and alternatives)
         if omittable and not alternatives and param in required:
@@ -206,8 +238,40 @@ def _reference_call(entry: Any, path: str, tools: dict[str, dict[str, Any]], war
     return ReferenceCall(name=name, arguments=arguments, argument_rules=rules)
 
 
+_DICT_TYPES = frozenset({"dict", "HashMap"})
+
+
+def _as_dict_answer(value: Any, prop: Any, path: str, warnings: list[tuple[str, str, str]]) -> Any:
+    """A possible answer of a dict parameter whose entries are not all acceptable-value lists (a
+    broken answer), read as BFCL's dict checker reads it: it iterates each entry, so a string entry
+    accepts each of its characters and any other value stands alone (with a warning)."""
+    kind = prop.get("x-bfcl-type") if isinstance(prop, dict) else None
+    if kind not in _DICT_TYPES or not isinstance(value, dict) or not value or all(isinstance(v, list) for v in value.values()):
+        return value
+    broken = sorted(k for k, v in value.items() if not isinstance(v, list))
+    warnings.append(
+        (
+            "broken_possible_answer",
+            f"dict entries {broken} are not lists of acceptable values; read as BFCL's dict checker reads them (a string accepts each of its characters)",
+            path,
+        )
+    )
+    return {k: v if isinstance(v, list) else list(v) if isinstance(v, str) else [v] for k, v in value.items()}
+
+
+def _holds_text(prop: Any) -> bool:
+    """The parameter's value is compared as text (a BFCL string or ``any``; a Java / JavaScript
+    parameter whose literal reads as a string): the omission marker ``""`` is then a value too."""
+    if not isinstance(prop, dict):
+        return False
+    kind, language = prop.get("x-bfcl-type"), prop.get("x-bfcl-language")
+    if language is not None:
+        return isinstance(kind, str) and LITERAL_TYPES[language].get(kind) == "string"
+    return kind in ("string", "any")
+
+
 @guarded
-def build_task(question: dict[str, Any], answer: dict[str, Any], warnings: list[tuple[str, str, str]] | None = None) -> Task:
+def build_task(question: dict[str, Any], answer: dict[str, Any] | None, warnings: list[tuple[str, str, str]] | None = None) -> Task:
     """One Task from a question item and its possible answer (errors name fields of either).
     ``warnings`` collects (kind, message, field in the possible answer) of soft problems."""
     try:
@@ -216,13 +280,32 @@ def build_task(question: dict[str, Any], answer: dict[str, Any], warnings: list[
         raise validation_error(err, note="converted task is invalid") from None
 
 
-def _build_task(question: dict[str, Any], answer: dict[str, Any], warnings: list[tuple[str, str, str]]) -> Task:
+def relevance_rule(cat: str) -> str | None:
+    """BFCL's relevance categories, graded without a possible answer (``is_relevance_or_irrelevance``):
+    ``"irrelevance"`` (no tool serves the question: no call may be made) for a category naming
+    irrelevance, ``"relevance"`` (some call must be made) for one naming relevance; else None."""
+    if "irrelevance" in cat:
+        return "irrelevance"
+    if "relevance" in cat:
+        return "relevance"
+    return None
+
+
+def _build_task(question: dict[str, Any], answer: dict[str, Any] | None, warnings: list[tuple[str, str, str]]) -> Task:
     uid = _id(question)
+    cat = category(uid)
     if any(k in question for k in ("initial_config", "involved_classes")):
-        raise ItemError("unsupported", "multi-turn BFCL entries (initial_config / involved_classes) are not supported", "question")
+        if answer is None:
+            raise ItemError("unknown_task", f"BFCL {cat} entries need their possible answer (--reference)", "id")
+        return _multi_turn_task(uid, cat, question, answer)
     query = _query(question.get("question"))
     functions = expect(question.get("function"), list, "function", "function")
-    tools = [_tool(f, f"function[{i}]") for i, f in enumerate(functions)]
+    tools = [_tool(f, f"function[{i}]", language_of_category(cat)) for i, f in enumerate(functions)]
+    rule = relevance_rule(cat)
+    if rule is not None:
+        return _relevance_task(uid, cat, query, tools, rule)
+    if answer is None:
+        raise ItemError("unknown_task", f"BFCL {cat} entries need their possible answer (--reference)", "id")
     truth = answer.get("ground_truth")
     if not isinstance(truth, list) or not truth:
         raise ItemError("invalid_field", f"ground_truth must be a non-empty list, got {short(truth)}", "ground_truth", file="<reference>")
@@ -242,14 +325,94 @@ def _build_task(question: dict[str, Any], answer: dict[str, Any], warnings: list
     return Task.model_validate(data)
 
 
+def _relevance_task(uid: str, cat: str, query: str, tools: list[dict[str, Any]], rule: str) -> Task:
+    """Irrelevance: the turn states no reference call and every call is one too many (it fails at
+    tool selection); relevance: the turn requires a call, whichever (none made fails at tool selection)."""
+    irrelevant = rule == "irrelevance"
+    turn = Turn(turn_id="1", query=query, reference_calls=[], gold_answers=None, requires_a_call=not irrelevant)
+    data = {
+        "task_id": uid,
+        "turns": [turn],
+        "tools": [ToolSpec.model_validate(t) for t in tools],
+        "metadata": TaskMetadata(capability=cat, tags={"benchmark": "bfcl", "bfcl_rule": rule}),
+        "extra_calls": "forbid" if irrelevant else "allow",
+    }
+    return Task.model_validate(data)
+
+
+_AGENTIC = ("memory", "web_search")  # BFCL v4's agentic categories: their environments reach the web or a model
+
+
+def _multi_turn_task(uid: str, cat: str, question: dict[str, Any], answer: dict[str, Any]) -> Task:
+    """A multi-turn entry: one task turn per question turn (ids ``"0"``, ``"1"``... as BFCL numbers
+    them), each with the ground truth's calls of that turn as reference calls (positional arguments
+    bound to their parameter names), replayed in BFCL's own environments (``environment="bfcl"``,
+    ``environment_config``: involved classes, initial state, long context). Each turn holds BFCL's
+    two checks as environment assertions: without replay, nothing here can decide them."""
+    if cat.startswith(_AGENTIC):
+        raise ItemError("unsupported", f"BFCL's agentic {cat} entries need a web search backend or a memory store; not graded", "question")
+    from pipelines.env import BfclUnavailable, bind_call, method_owners, parse_call
+
+    involved = expect(question.get("involved_classes"), list, "involved_classes", "involved_classes")
+    if not involved or not all(isinstance(c, str) for c in involved):
+        raise ItemError("invalid_field", "involved_classes must be a non-empty list of BFCL class names", "involved_classes")
+    config = question.get("initial_config") or {}
+    expect(config, dict, "initial_config", "initial_config")
+    turns = expect(question.get("question"), list, "question", "question")
+    truth = answer.get("ground_truth")
+    if not isinstance(truth, list) or len(truth) != len(turns) or not all(isinstance(t, list) for t in truth):
+        raise ItemError(
+            "invalid_field",
+            f"ground_truth must hold one list of calls per question turn ({len(turns)}), got {short(truth)}",
+            "ground_truth",
+            file="<reference>",
+        )
+    try:
+        owners = method_owners(involved)
+    except BfclUnavailable as exc:
+        raise ItemError("unsupported", str(exc), "involved_classes") from None
+    except KeyError as exc:
+        raise ItemError("invalid_field", str(exc.args[0]), "involved_classes") from None
+    missed = question.get("missed_function")
+    added: dict[str, Any] = missed if isinstance(missed, dict) else {}
+    task_turns = []
+    for t, (messages, calls) in enumerate(zip(turns, truth, strict=True)):
+        expect(messages, list, f"question[{t}]", "a question turn")
+        texts = [m["content"] for m in messages if isinstance(m, dict) and m.get("role") == "user" and isinstance(m.get("content"), str)]
+        query = "\n".join(texts) if texts else f"[no user message: BFCL gives the functions {added.get(str(t), [])} back in this turn]"
+        refs = []
+        for c, text in enumerate(calls):
+            where = f"ground_truth[{t}][{c}]"
+            try:
+                call = parse_call(expect(text, str, where, "a call string"))
+                refs.append(ReferenceCall(name=call.name, arguments=bind_call(call, owners)))
+            except ValueError as exc:
+                raise ItemError("invalid_field", f"ground-truth call {short(text)}: {exc}", where, file="<reference>") from None
+        assertions = ["BFCL: the state of every instance equals the ground truth's", "BFCL: every ground-truth result is among the model's results so far"]
+        task_turns.append(Turn(turn_id=str(t), query=query, reference_calls=refs, gold_answers=None, environment_assertions=assertions if refs else None))
+    data = {
+        "task_id": uid,
+        "turns": task_turns,
+        "metadata": TaskMetadata(capability=cat, tags={"benchmark": "bfcl"}),
+        "environment": "bfcl",
+        "environment_config": {
+            "involved_classes": involved,
+            "initial_config": config,
+            "long_context": "long_context" in cat or "composite" in cat,
+        },
+    }
+    return Task.model_validate(data)
+
+
 def _multi_turn(question: dict[str, Any]) -> tuple[str, str] | None:
+    """Entries of several turns that are not BFCL multi-turn entries (no environment to replay in)."""
     turns = question.get("question")
-    if (isinstance(turns, list) and len(turns) > 1) or "initial_config" in question or "involved_classes" in question:
-        return "multi-turn BFCL entries are not supported (only simple, multiple, parallel, parallel_multiple)", "question"
+    if isinstance(turns, list) and len(turns) > 1 and "initial_config" not in question and "involved_classes" not in question:
+        return "a BFCL entry of several turns without initial_config / involved_classes: no environment to replay it in", "question"
     return None
 
 
-def _build(question: dict[str, Any], answer: dict[str, Any]) -> tuple[Task, list[tuple[str, str, str]]]:
+def _build(question: dict[str, Any], answer: dict[str, Any] | None) -> tuple[Task, list[tuple[str, str, str]]]:
     warnings: list[tuple[str, str, str]] = []
     return build_task(question, answer, warnings), warnings
 
@@ -262,22 +425,61 @@ _JOIN = JoinSpec(
     build=_build,
     from_main_file=lambda err: err.file != "<reference>",
     not_graded=_multi_turn,
-    missing_hint=" (irrelevance/relevance categories have none and are not supported)",
+    graded_alone=lambda item: isinstance(item.get("id"), str) and relevance_rule(category(item["id"])) is not None,
 )
+
+QUESTION_FILE = re.compile(r"^BFCL_v\d+_(?P<category>.+)\.json$")
+
+
+def question_files(folder: Path) -> list[Path]:
+    """The question files of a BFCL data folder (``BFCL_vN_<category>.json``, its top level), sorted."""
+    return sorted(p for p in folder.iterdir() if p.is_file() and QUESTION_FILE.match(p.name) and not p.name.endswith(("_result.json", "_score.json")))
+
+
+def load_folder(folder: str | Path, reference: str | None, limits: Limits, categories: set[str] | None = None) -> TaskSet:
+    """Every question file of a BFCL data folder (``bfcl_eval/data``: ``BFCL_vN_<category>.json``)
+    joined with its namesake in ``possible_answer/`` (or in ``reference``, a folder); the relevance
+    categories have none by design. ``categories``: only those (the ones a result folder holds)."""
+    folder = Path(folder)
+    answers = Path(reference) if reference is not None else folder / "possible_answer"
+    files = [q for q in question_files(folder) if categories is None or _file_category(q) in categories]
+    if not files:
+        wanted = "" if categories is None else f" for the categories {sorted(categories)}"
+        raise UsageError("--tasks", f"{folder} holds no BFCL question files (BFCL_vN_<category>.json){wanted}")
+    collector = TaskCollector()
+    for file in files:
+        answer = answers / file.name
+        join(str(file), str(answer) if answer.is_file() else None, limits, collector, _JOIN)
+    return collector.result
+
+
+def _file_category(path: Path) -> str:
+    found = QUESTION_FILE.match(path.name)
+    assert found is not None
+    return found.group("category")
 
 
 def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
-    if reference is None:
-        raise ValueError("bfcl tasks need the possible-answer file as reference")
+    if Path(path).is_dir():
+        return load_folder(path, reference, limits)
+    if reference is None and not _graded_alone(path, limits):
+        raise UsageError("--reference", "bfcl tasks need the possible-answer file as reference (only the relevance categories have none)")
     collector = TaskCollector()
     join(path, reference, limits, collector, _JOIN)
     return collector.result
 
 
+def _graded_alone(path: str, limits: Limits) -> bool:
+    """The file's first question is of a category graded without a possible answer."""
+    first = next(iter(read_items(path, limits)), None)
+    value = first.value if first is not None else None
+    return isinstance(value, dict) and bool(_JOIN.graded_alone(value))
+
+
 TASKS = TaskFormat(
     name="bfcl",
-    description="BFCL question file joined with its possible-answer file (reference); single-turn categories",
+    description="BFCL question file (or a data folder of them) joined with its possible answers (reference; the relevance categories have none)",
     sniff=_sniff,
     load=_load_tasks,
-    reference="required",
+    reference="optional",
 )

@@ -13,13 +13,27 @@ Graded against the BFCL questions and possible answers (``--tasks`` + ``--refere
   cannot be read is a failed step (status ``error``).
 - ``input_token_count`` / ``output_token_count`` -> ``token_usage``; every other key (``latency``,
   ``reasoning_content``, ...) is kept in ``metadata`` with the raw ``result``.
+- In the relevance categories (``irrelevance``, ``live_irrelevance``, ``live_relevance``), a result
+  with a call that cannot be read has no calls at all (BFCL's decoder fails on the whole result, and
+  those categories grade only whether it decodes to a call).
 - ``agent``: the model folder when the file sits in BFCL's ``result/<model>/...`` layout.
-- Multi-turn and agentic results (a list per turn, ``inference_log``) are ``unsupported``: they
-  need BFCL's stateful Python environments to be graded.
+- Multi-turn results (``multi_turn_*``: ``result`` a list per turn of the model's messages) become
+  one trajectory turn per BFCL turn (ids ``"0"``, ``"1"``... as BFCL numbers them); each message
+  is decoded as BFCL's ``decode_execute`` would, and its calls are steps (``round`` = the message's
+  index in the turn). A message that decodes to no call (text, ``[]``) is something the agent said;
+  one with a call that cannot be read is not executed by BFCL at all (its decoder drops the whole
+  message): it counts as text, and ``metadata.decode_errors`` says why. ``inference_log`` (when
+  present) gives each turn's user query (``begin_of_turn_query``) and each call's result as the
+  run recorded it (the ``tool`` entries of its step); a step whose recorded results do not line up
+  with its calls keeps them unknown (warning ``bfcl_inference_log``). The per-step token counts and
+  latencies stay in metadata. Grading replays the calls in BFCL's environments (``pipelines.env``).
+- Agentic results (``memory_*``, ``web_search_*``) are ``unsupported``: their environments reach a
+  web search backend or a memory store.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +41,10 @@ from pydantic import ValidationError
 
 from judge import Trajectory
 from pipelines.ingest._base import ItemContext, ItemError, TrajectoryFormat, as_id, validation_error
-from pipelines.ingest._bfcl_decode import decode_result
+from pipelines.ingest._bfcl import category, relevance_rule
+from pipelines.ingest._bfcl_decode import Decoded, decode_result
 
-_MULTI_TURN_PREFIXES = ("multi_turn", "memory", "web_search")
+_AGENTIC_PREFIXES = ("memory", "web_search")
 
 
 def _sniff(item: dict[str, Any]) -> bool:
@@ -51,7 +66,7 @@ def _agent_from_path(file: str) -> str | None:
 
 
 def _is_multi_turn(uid: str, result: Any) -> bool:
-    if uid.startswith(_MULTI_TURN_PREFIXES):
+    if uid.startswith("multi_turn"):
         return True
     return isinstance(result, list) and bool(result) and all(isinstance(turn, list) for turn in result)
 
@@ -74,14 +89,19 @@ def _convert(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
     if uid is None:
         raise ItemError("invalid_field", "id must be a non-empty string (the BFCL entry id)", "id")
     result = item.get("result")
-    if _is_multi_turn(uid, result):
+    if uid.startswith(_AGENTIC_PREFIXES):
         raise ItemError(
-            "unsupported",
-            "multi-turn / agentic BFCL results (a list of model responses per turn) need BFCL's stateful Python environments; "
-            "only single-turn categories (simple, multiple, parallel, parallel_multiple, live_*) are graded",
-            "result",
+            "unsupported", "BFCL's agentic results (memory, web_search) need a web search backend or a memory store to be graded; not graded", "result"
         )
+    if _is_multi_turn(uid, result):
+        return _multi_turn(uid, item, ctx)
     decoded = decode_result(result)
+    unreadable = [c for c in decoded.calls if c.error is not None]
+    if unreadable and relevance_rule(category(uid)) is not None:
+        # BFCL's decoder fails on the whole result when one call cannot be read; its relevance
+        # categories grade only that (a decoded call or not), so no call of it counts
+        why = f"call {unreadable[0].name}: {unreadable[0].error}; BFCL's decoder then reads no call at all"
+        decoded = Decoded(error=why, text=result if isinstance(result, str) else json.dumps(result, ensure_ascii=False))
     metadata: dict[str, Any] = {k: v for k, v in item.items() if k != "id"}  # the raw result included
     if decoded.syntax is not None:
         metadata["result_syntax"] = decoded.syntax
@@ -123,6 +143,86 @@ def _convert(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
         return Trajectory.model_validate(data)
     except ValidationError as err:
         raise validation_error(err, note="converted trajectory is invalid") from None
+
+
+def _multi_turn(uid: str, item: dict[str, Any], ctx: ItemContext) -> Trajectory:
+    result = item.get("result")
+    if not isinstance(result, list) or not all(isinstance(turn, list) for turn in result):
+        raise ItemError("invalid_field", f"a multi-turn result must be a list per turn of the model's messages, got {type(result).__name__}", "result")
+    logs = _turn_logs(item.get("inference_log"))
+    metadata: dict[str, Any] = {k: v for k, v in item.items() if k not in ("id", "inference_log")}
+    if "inference_log" in item:
+        metadata["inference_log_turns"] = len(logs)
+    decode_errors: list[dict[str, Any]] = []
+    turns = []
+    for t, messages in enumerate(result):
+        log = logs[t] if t < len(logs) else None
+        steps: list[dict[str, Any]] = []
+        said: list[str] = []
+        for k, message in enumerate(messages):
+            decoded = decode_result(message)
+            unreadable = [c for c in decoded.calls if c.error is not None]
+            if decoded.error is not None or unreadable or not decoded.calls:
+                if unreadable:  # BFCL's decoder fails on the message: none of its calls runs
+                    why = f"call {unreadable[0].name}: {unreadable[0].error}"
+                    decode_errors.append({"turn": t, "step": k, "error": why})
+                    ctx.warn("bfcl_unparseable_result", f"turn {t} step {k}: not executed, BFCL cannot decode it ({why})", f"result[{t}][{k}]")
+                text = message if isinstance(message, str) else json.dumps(message, ensure_ascii=False)
+                if decoded.calls == [] and decoded.error is None and not unreadable:
+                    continue  # an empty call list: BFCL's "empty response", nothing said
+                if text.strip():
+                    said.append(text)
+                continue
+            outputs = _tool_outputs(log, k)
+            if outputs is not None and len(outputs) != len(decoded.calls):
+                ctx.warn(
+                    "bfcl_inference_log",
+                    f"turn {t} step {k}: {len(outputs)} recorded tool results for {len(decoded.calls)} calls; results left unknown",
+                    "inference_log",
+                )
+                outputs = None
+            for j, call in enumerate(decoded.calls):
+                step: dict[str, Any] = {"name": call.name, "arguments": call.arguments, "round": k}
+                if outputs is None:
+                    step["status"] = "unknown"
+                else:
+                    step["result"] = outputs[j]
+                steps.append(step)
+        turns.append({"turn_id": str(t), "query": _query(log), "steps": steps, "final_answer": said[-1] if said else None, "agent_messages": said})
+    if decode_errors:
+        metadata["decode_errors"] = decode_errors
+    data = {
+        "task_id": uid,
+        "trajectory_id": uid,
+        "agent": _agent_from_path(ctx.file),
+        "turns": turns,
+        "metadata": metadata,
+    }
+    try:
+        return Trajectory.model_validate(data)
+    except ValidationError as err:
+        raise validation_error(err, note="converted trajectory is invalid") from None
+
+
+def _turn_logs(log: Any) -> list[dict[str, Any]]:
+    """The per-turn dicts of an ``inference_log`` (the lists between them are state snapshots)."""
+    return [entry for entry in log if isinstance(entry, dict)] if isinstance(log, list) else []
+
+
+def _query(log: dict[str, Any] | None) -> str | None:
+    messages = log.get("begin_of_turn_query") if log is not None else None
+    if not isinstance(messages, list):
+        return None
+    texts = [m["content"] for m in messages if isinstance(m, dict) and m.get("role") == "user" and isinstance(m.get("content"), str)]
+    return "\n".join(texts) if texts else None
+
+
+def _tool_outputs(log: dict[str, Any] | None, step: int) -> list[Any] | None:
+    """The results recorded for the calls of message ``step`` (the ``tool`` entries of ``step_<k>``)."""
+    entries = log.get(f"step_{step}") if log is not None else None
+    if not isinstance(entries, list):
+        return None
+    return [e.get("content") for e in entries if isinstance(e, dict) and e.get("role") == "tool"]
 
 
 TRAJECTORIES = TrajectoryFormat(

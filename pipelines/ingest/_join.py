@@ -81,16 +81,18 @@ class JoinSpec:
     ref_role: str  # "possible answer", "ground truth"
     key: Callable[[dict[str, Any]], str]
     key_field: str
-    build: Callable[[dict[str, Any], dict[str, Any]], tuple[Task, list[tuple[str, str, str]]]]
+    build: Callable[[dict[str, Any], dict[str, Any] | None], tuple[Task, list[tuple[str, str, str]]]]
     from_main_file: Callable[[ItemError], bool]
     not_graded: Callable[[dict[str, Any]], tuple[str, str] | None] = lambda item: None  # (message, field)
     check_file: Callable[[dict[str, Any]], None] = lambda item: None
     missing_hint: str = ""
+    graded_alone: Callable[[dict[str, Any]], bool] = lambda item: False  # an item that has no reference by design (built with None)
 
 
-def join(path: str, reference: str, limits: Limits, collector: TaskCollector, spec: JoinSpec) -> None:
-    """Every item of ``path`` joined with its reference item into one task (or one error)."""
-    refs = index_by_id(reference, limits, collector, f"{spec.ref_role} id", spec.key, spec.key_field)
+def join(path: str, reference: str | None, limits: Limits, collector: TaskCollector, spec: JoinSpec) -> None:
+    """Every item of ``path`` joined with its reference item into one task (or one error). Without a
+    reference file, only the items the format grades alone (``graded_alone``) become tasks."""
+    refs = {} if reference is None else index_by_id(reference, limits, collector, f"{spec.ref_role} id", spec.key, spec.key_field)
     for raw in read_items(path, limits):
         source = SourceRef(file=path, line=raw.line, item=raw.index)
         item = object_or_error(raw, path, collector)
@@ -110,15 +112,17 @@ def join(path: str, reference: str, limits: Limits, collector: TaskCollector, sp
             if entry is not None:
                 entry.used = True
             continue
-        if entry is None:
-            message = f"{spec.main_role} {uid!r} has no {spec.ref_role} in {reference}{spec.missing_hint}"
+        if entry is None and not spec.graded_alone(item):
+            found_in = f"in {reference}" if reference is not None else "file given (no reference file)"
+            message = f"{spec.main_role} {uid!r} has no {spec.ref_role} {found_in}{spec.missing_hint}"
             collector.add_error(InputErrorInfo(kind="unknown_task", message=message, file=path, line=raw.line, field=spec.key_field), uid)
             continue
-        entry.used = True
+        if entry is not None:
+            entry.used = True
         try:
-            task, soft = spec.build(item, entry.value)
+            task, soft = spec.build(item, None if entry is None else entry.value)
         except ItemError as err:
-            if spec.from_main_file(err):
+            if spec.from_main_file(err) or entry is None or reference is None:
                 info = err.info(path, raw.line)
             else:
                 err.file = None
@@ -127,9 +131,10 @@ def join(path: str, reference: str, limits: Limits, collector: TaskCollector, sp
             collector.add_error(info, uid)
             continue
         for kind, message, field in soft:
-            collector.result.warnings.append(InputWarning(kind=kind, message=f"{message} (task {uid!r})", file=reference, line=entry.source.line, field=field))
+            file, line = (reference, entry.source.line) if entry is not None and reference is not None else (path, raw.line)
+            collector.result.warnings.append(InputWarning(kind=kind, message=f"{message} (task {uid!r})", file=file, line=line, field=field))
         collector.add(task, source)
     for uid, entry in refs.items():
-        if not entry.used:
+        if not entry.used and reference is not None:
             message = f"{spec.ref_role} {uid!r} has no {spec.main_role} in {path}"
             collector.add_error(InputErrorInfo(kind="unknown_task", message=message, file=reference, line=entry.source.line, field=spec.key_field), None)

@@ -248,6 +248,12 @@ def _from_case(err: ItemError) -> bool:
     return (err.field or "").split(".")[0].split("[")[0] in ("dialogue", "num_turns", "additional_instructions")
 
 
+def _required(gt: dict[str, Any] | None) -> dict[str, Any]:
+    """The ground-truth item of a join (the join builds VAKRA tasks only with one: no item is graded alone)."""
+    assert gt is not None
+    return gt
+
+
 def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
     collector = TaskCollector()
     if reference is None:
@@ -258,7 +264,7 @@ def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
         ref_role="ground truth",
         key=_uuid,
         key_field="uuid",
-        build=lambda case, gt: (build_task(gt, case), []),
+        build=lambda case, gt: (build_task(_required(gt), case), []),
         from_main_file=_from_case,
         check_file=lambda case: _input_not_ground_truth(case, path),
     )

@@ -20,6 +20,11 @@ a ``float`` only at the argument's top level (BFCL converts it there; an int ite
 is its nested type error), an int never stands for a BFCL ``integer``'s float, and strings compare
 by BFCL's standardised text only (no date reading).
 
+A parameter of BFCL's Java and JavaScript categories (its schema carries ``x-bfcl-language``) takes
+the language's source text: the agent's string is first read as BFCL reads a literal of the declared
+type (``pipelines.matching.literals``; a value that is not a string fails as BFCL's type error), and
+the value read is compared with the reference under the schema of that value.
+
 Invariant: ``values_equal(a, b) == values_equal(b, a)``. The type check is symmetric too: a value
 passes it when it fits the schema type *or* has the same JSON type as the other side (BFCL's
 "variable" rule: a reference may hold a string where the schema says integer).
@@ -38,6 +43,7 @@ import numpy as np
 from dateutil import parser as date_parser
 
 from judge import ArgumentRule, pattern_full_match
+from pipelines.matching.literals import read_literal, value_schema
 from pipelines.matching.normalize import bfcl_normalize
 
 __all__ = ["MISSING", "ValueMatch", "compare_argument", "values_equal"]
@@ -83,14 +89,19 @@ class _Opts:
     depth: int = 0  # 0: the argument itself; nested values are deeper
     array_item: bool = False  # a direct item of the argument's top-level list (BFCL's nested type check)
     undeclared: list[str] | None = None  # collects keys no schema declares (None: such a key is a difference)
+    reference_first: bool = False  # the first value is the reference: BFCL's nested type rule applies to the second (the agent's) only
 
     def nested(self, *, array_item: bool = False) -> _Opts:
         """Options for values inside a list or object: ``unordered`` applies to the top level only."""
-        return _Opts(self.tolerance, self.relative_tolerance, None, self.exact, self.extra_keys, self.depth + 1, array_item, self.undeclared)
+        return _Opts(
+            self.tolerance, self.relative_tolerance, None, self.exact, self.extra_keys, self.depth + 1, array_item, self.undeclared, self.reference_first
+        )
 
     def collecting(self, into: list[str] | None) -> _Opts:
         """The same options collecting undeclared keys into ``into`` (one trial comparison's own list)."""
-        return _Opts(self.tolerance, self.relative_tolerance, self.unordered, self.exact, self.extra_keys, self.depth, self.array_item, into)
+        return _Opts(
+            self.tolerance, self.relative_tolerance, self.unordered, self.exact, self.extra_keys, self.depth, self.array_item, into, self.reference_first
+        )
 
 
 @dataclass(frozen=True)
@@ -171,12 +182,14 @@ def _fits(value: Any, schema: dict | None, array_item: bool = False) -> bool:
     return False
 
 
-def _type_diff(a: Any, b: Any, schema: dict | None, path: str, array_item: bool = False) -> _Diff | None:
+def _type_diff(a: Any, b: Any, schema: dict | None, path: str, array_item: bool = False, reference_first: bool = False) -> _Diff | None:
+    """``reference_first``: ``a`` is the reference, whose int items of a float list stand for
+    themselves (BFCL type-checks the model's value only: ``[60, 30]`` accepts ``[60.0, 30.0]``)."""
     if _kind(a) == _kind(b):
         return None
     want = "/".join(sorted(_declared_types(schema)))
-    for value in (b, a):
-        if not _fits(value, schema, array_item):
+    for value, item in ((b, array_item), (a, array_item and not reference_first)):
+        if not _fits(value, schema, item):
             return _Diff(path, _show(a), _show(b), f"type: the schema wants {want}, not {_kind(value)} {_show(value, 30)}")
     return None
 
@@ -371,7 +384,7 @@ def _dict_diff(a: dict, b: dict, schema: dict | None, opts: _Opts, path: str) ->
 
 def _diff(a: Any, b: Any, schema: dict | None, opts: _Opts, path: str) -> _Diff | None:
     """None when ``a`` and ``b`` are equal under the schema and options; else why not."""
-    type_diff = _type_diff(a, b, schema, path, opts.array_item)
+    type_diff = _type_diff(a, b, schema, path, opts.array_item, opts.reference_first)
     if type_diff is not None:
         return type_diff
     if _is_number(a) and _is_number(b):
@@ -437,6 +450,17 @@ def compare_argument(
         return ValueMatch(True)
     if rule.pattern is not None and pattern_full_match(rule.pattern, _as_text(actual)):
         return ValueMatch(True)
+    language = schema.get("x-bfcl-language") if schema else None
+    read_as = ""
+    if language is not None:  # the agent wrote source text of another language: read it as BFCL does
+        assert schema is not None
+        declared, items = str(schema.get("x-bfcl-type")), schema.get("x-bfcl-items")
+        read = read_literal(actual, language, declared, items)
+        if read.error is not None:
+            return ValueMatch(False, read.error)
+        if read.value != actual:
+            read_as = f" (the {language} {declared} literal {_show(actual, 80)} reads as {_show(read.value, 80)})"
+        actual, schema = read.value, value_schema(language, declared, items)
     acceptable = ([] if expected is MISSING else [expected]) + list(rule.any_of or [])
     if not acceptable:
         if rule.pattern is not None:
@@ -444,7 +468,7 @@ def compare_argument(
         if rule.any_of == [] and rule.optional:
             return ValueMatch(False, f"may only be omitted, got {_show(actual)}")
         raise ValueError("reference argument has no acceptable value: no literal, no any_of, no pattern, not any_value")
-    opts = _Opts(rule.tolerance, rule.relative_tolerance, rule.unordered, rule.exact, extra_keys)
+    opts = _Opts(rule.tolerance, rule.relative_tolerance, rule.unordered, rule.exact, extra_keys, reference_first=True)
     first: _Diff | None = None
     for candidate in acceptable:
         keys: list[str] | None = [] if undeclared_keys else None
@@ -454,4 +478,4 @@ def compare_argument(
         first = first or diff
     assert first is not None
     also = f" (nor the pattern {rule.pattern!r})" if rule.pattern is not None else ""
-    return ValueMatch(False, first.render(alternatives=len(acceptable) - 1) + also)
+    return ValueMatch(False, first.render(alternatives=len(acceptable) - 1) + also + read_as)

@@ -103,10 +103,10 @@ def test_too_many_alternatives_is_unsupported(fixtures, write_jsonl):
     assert "parallel_29" in tasks.invalid
 
 
-def test_multi_turn_entries_are_unsupported(bfcl, fixtures):
+def test_a_multi_turn_entry_without_its_possible_answer_names_the_reference_file(bfcl, fixtures):
     (error,) = bfcl.errors
-    assert (error.kind, error.line, error.field) == ("unsupported", 6, "question")
-    assert "multi-turn" in error.message
+    assert (error.kind, error.line, error.field) == ("unknown_task", 6, "id")
+    assert "multi_turn_base_3" in error.message and "bfcl_possible_answers.jsonl" in error.message
     assert "multi_turn_base_3" in bfcl.invalid
 
 

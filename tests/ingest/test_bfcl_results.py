@@ -153,20 +153,35 @@ def test_warning_for_positional_arguments(write_jsonl):
     assert item.trajectory.steps[0].arguments == {}
 
 
-def test_multi_turn_results_are_unsupported_with_a_clear_message(write_jsonl):
+def test_multi_turn_results_become_one_trajectory_turn_per_bfcl_turn(write_jsonl):
     path = write_jsonl(
         "r.jsonl",
         [
-            {"id": "multi_turn_base_0", "result": [["[cd(folder='x')]"], ["done"]]},
+            {
+                "id": "multi_turn_base_0",
+                "result": [["[cd(folder='x')]", "[ls(a=True), pwd()]", "moved"], ["[]"], ['[{"name": "cd", "arguments": "{bad"}]', "done"]],
+            },
             {"id": "simple_3", "result": [["[f(a=1)]"]]},  # a list per turn, whatever the id
+            {"id": "memory_kv_0", "result": [["[f(a=1)]"]]},
             {"id": "", "result": "[f()]"},
             {"id": "simple_4", "result": "[f()]", "input_token_count": [1, 2]},
         ],
     )
-    multi, listed, no_id, odd_tokens = _read(path)
-    assert multi.error.kind == "unsupported" and "stateful" in multi.error.message and multi.task_id == "multi_turn_base_0"
-    assert listed.error.kind == "unsupported"
-    assert (no_id.error.kind, no_id.error.field, no_id.error.line) == ("invalid_field", "id", 3)
+    multi, listed, agentic, no_id, odd_tokens = _read(path)
+    traj = multi.trajectory
+    assert [t.turn_id for t in traj.turns] == ["0", "1", "2"]
+    first, empty, broken = traj.turns
+    assert [(s.name, s.arguments, s.round, s.status) for s in first.steps] == [
+        ("cd", {"folder": "x"}, 0, "unknown"),
+        ("ls", {"a": True}, 1, "unknown"),
+        ("pwd", {}, 1, "unknown"),
+    ]
+    assert first.final_answer == "moved" and empty.steps == [] and empty.agent_messages == []  # "[]": BFCL's empty response
+    assert broken.steps == [] and broken.final_answer == "done"  # BFCL cannot decode the message: none of its calls ran
+    assert traj.metadata["decode_errors"][0]["turn"] == 2 and [w.kind for w in multi.warnings] == ["bfcl_unparseable_result"]
+    assert [t.turn_id for t in listed.trajectory.turns] == ["0"]
+    assert agentic.error.kind == "unsupported" and "memory" in agentic.error.message
+    assert (no_id.error.kind, no_id.error.field, no_id.error.line) == ("invalid_field", "id", 4)
     assert odd_tokens.trajectory.token_usage is None and odd_tokens.trajectory.metadata["input_token_count"] == [1, 2]
     assert [w.kind for w in odd_tokens.warnings] == ["bfcl_token_count"]
 
@@ -197,9 +212,16 @@ def test_every_real_single_turn_line_is_read(path):
 
 
 @needs_shared
-def test_real_multi_turn_file_is_reported_line_by_line():
+def test_real_multi_turn_results_read_their_inference_log():
     loaded = _read(next(V3.glob("result/*/BFCL_v3_multi_turn_base_result.json")))
-    assert len(loaded) == 5 and {item.error.kind for item in loaded} == {"unsupported"}
+    assert len(loaded) == 5 and all(item.error is None and not item.warnings for item in loaded)
+    first = loaded[0].trajectory
+    assert first.turns[0].query.startswith("Move 'final_report.pdf' within document directory")  # begin_of_turn_query
+    cd = first.turns[0].steps[0]
+    assert (cd.name, cd.arguments, cd.status, cd.result) == ("cd", {"folder": "document"}, "ok", '{"current_working_directory": "document"}')
+    six = loaded[3].trajectory  # multi_turn_base_6: "[]" in turn 0 (BFCL's empty turn), a tool error recorded in turn 4
+    assert six.turns[0].steps == [] and six.turns[4].steps[0].status == "error"
+    assert [len(t.steps) for t in six.turns] == [0, 3, 1, 1, 5]
 
 
 # ---------------------------------------------------------------- score files -> labels
@@ -299,7 +321,7 @@ def test_calls_beyond_the_expected_ones_fail_and_a_missing_call_fails(fixtures, 
 @needs_shared
 @pytest.mark.parametrize("category", ["simple", "parallel"])
 def test_agreement_with_bfcls_own_score_files_on_the_real_v3_run(category, tmp_path):
-    """The measured figure of the README: ``--labels score/<model>/`` against our verdicts."""
+    """The measured figure of docs/formats/bfcl.md: ``--labels score/<model>/`` against our verdicts."""
     rows, summary = _run(
         tmp_path,
         next(V3.glob(f"result/*/BFCL_v3_{category}_result.json")),
