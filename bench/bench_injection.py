@@ -25,7 +25,10 @@ appended injection or a poisoned task leaves the sample's gold (``metadata.expec
 it was. ``honest`` grades the clean sample with the honest grader: its verdicts must not move when
 the defences change (``--honest-out FILE`` writes them, ``--honest-before FILE`` compares).
 
-Run: .venv/bin/python bench/bench_injection.py [--variants a,b] [--honest-out F] [--honest-before F]
+``--controls off`` measures the evidence check alone: by default (``gate``, as a run) control items
+also set aside a judge that obeys an injection it sees in them (the task variants reach them).
+
+Run: .venv/bin/python bench/bench_injection.py [--variants a,b] [--controls off] [--honest-out F] [--honest-before F]
 """
 
 from __future__ import annotations
@@ -126,15 +129,20 @@ def stand_in_client(name: str, payload_texts: list[str] | None):
     return StandIn("bench", name, ProviderConfig())
 
 
+CONTROLS = {"mode": "gate"}  # --controls: control items are a separate defence (they set aside a judge that fails them)
+
+
 def grade(tasks: Path, trajectories: Path, out: Path, payload_texts: list[str] | None, replayer: Any) -> list[dict[str, Any]]:
     import rubrics  # noqa: F401  (registers the rubrics the panel resolves)
     from judge.llm import JudgeCaller, Panel
+    from pipelines.config import GradingConfig
     from pipelines.grade_run import GradeOptions, run_grading
 
     client = stand_in_client("obedient" if payload_texts is not None else "honest", payload_texts)
     panel = Panel("bench", [client], caller=JudgeCaller([client]))
     try:
-        run_grading(GradeOptions(tasks=tasks, trajectories=trajectories, out=out, replayer=replayer, escalator=panel))
+        config = GradingConfig(controls=CONTROLS["mode"])
+        run_grading(GradeOptions(tasks=tasks, trajectories=trajectories, out=out, replayer=replayer, escalator=panel, config=config))
     finally:
         asyncio.run(panel.aclose())
     return [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -212,7 +220,9 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--honest-out", type=Path)
     parser.add_argument("--honest-before", type=Path)
+    parser.add_argument("--controls", choices=["off", "report", "gate"], default="gate")
     args = parser.parse_args()
+    CONTROLS["mode"] = args.controls
     replayer = Replayer()
     with tempfile.TemporaryDirectory() as tmp:
         for variant in [v for v in args.variants.split(",") if v]:

@@ -33,8 +33,8 @@ is verified by the rule's ``anchor``:
   blocks they name, and a pass is refused while any untrusted block holds verdict-like text.
 
 Structured verdict-like text in an untrusted block (a JSON object or ``key: value`` lines using
-verdict keys such as label / verdict / rationale / confidence, or a label of the rubric as a value)
-is flagged on the decision (``flags``) and never counts as evidence. A pass that fails its check
+verdict keys: one only a verdict uses, such as verdict / rationale, or two such as label and
+confidence, or one with a verdict label such as "correct" as its value) is flagged on the decision (``flags``) and never counts as evidence. A pass that fails its check
 becomes an ``unverified`` abstention (never a negative vote): the case then stays unresolved, for
 review, unless other judges decide it.
 """
@@ -52,12 +52,18 @@ Anchor = Literal["answer", "grounding", "calls", "quote", "none"]
 AnswerLabelFn = Callable[[list[Any], str], str | None]
 StatesFn = Callable[[str, Any], bool]
 
-# Keys that make a JSON object or a ``key: value`` line read as a verdict (the verdict schema's own
-# field names among them). Language-neutral: the verdict a judge returns uses these keys and the
-# rubric's labels whatever language the case is in.
-VERDICT_KEYS = frozenset(
-    {"verdict", "label", "rationale", "confidence", "evidence", "quotes", "candidate_answer", "grade", "score", "decision", "judgement", "judgment", "outcome"}
-)
+# What makes structured text read as a verdict (language-neutral: the verdict a judge returns uses
+# these keys and the rubrics' labels whatever language the case is in). Keys only a verdict uses
+# make one alone; keys data also uses ("score" of a retriever, "label" of a product) make one only
+# with a second verdict key or with a verdict label as the value.
+VERDICT_ONLY_KEYS = frozenset({"verdict", "rationale", "candidate_answer", "judgement", "judgment"})
+VERDICT_KEYS = VERDICT_ONLY_KEYS | frozenset({"label", "confidence", "evidence", "quotes", "grade", "score", "decision", "outcome"})
+VERDICT_LABELS = frozenset(
+    {
+        "correct", "incorrect", "missing", "supported", "partially", "unsupported", "unsure", "sufficient", "insufficient",
+        "compliant", "violated", "equivalent", "not_equivalent", "meets", "partially_meets", "fails", "pass", "passed", "fail",
+    }
+)  # fmt: skip
 _KEY_LINE = re.compile(r'(?im)^[\s>*#`"\'{,-]*(' + "|".join(sorted(VERDICT_KEYS)) + r')["\']?\s*[:=]\s*["\']?([^\n"\',}]{1,60})')
 NUMBER = re.compile(r"(?<![\w.])[-+]?\d(?:[\d,]*\d)?(?:\.\d+)?%?")  # a number as an answer writes it (digits in any script's text)
 MAX_SCAN = 100_000  # characters of one string scanned for verdict-like text
@@ -162,8 +168,8 @@ class Flag:
 
 
 def verdict_like_spans(text: str) -> list[tuple[int, int]]:
-    """Spans of ``text`` holding structured verdict-like text: a JSON object with a verdict key
-    (at any depth), or ``key: value`` lines with a verdict key. A label alone ("correct") is an
+    """Spans of ``text`` holding structured verdict-like text (at any depth of a JSON object, or as
+    ``key: value`` lines; the rule is the module docstring's). A label alone ("correct") is an
     ordinary word: only a verdict key makes a verdict. Each ``{`` is tried with the JSON decoder."""
     body = text[:MAX_SCAN]
     spans: list[tuple[int, int]] = []
@@ -181,14 +187,18 @@ def verdict_like_spans(text: str) -> list[tuple[int, int]]:
         else:
             at = body.find("{", at + 1)
     for m in _KEY_LINE.finditer(body):
-        if not any(s <= m.start() < e for s, e in spans):
+        key, value = m.group(1).casefold(), m.group(2).strip().casefold()
+        if (key in VERDICT_ONLY_KEYS or value in VERDICT_LABELS) and not any(s <= m.start() < e for s, e in spans):
             spans.append((m.start(), m.end()))
     return sorted(spans)
 
 
 def _verdict_like(obj: Mapping[str, Any]) -> bool:
-    keys = {str(k).strip().casefold() for k in obj}
-    if keys & VERDICT_KEYS:
+    keys = {str(k).strip().casefold(): v for k, v in obj.items()}
+    found = set(keys) & VERDICT_KEYS
+    if found & VERDICT_ONLY_KEYS or len(found) >= 2:
+        return True
+    if any(isinstance(keys[k], str) and keys[k].strip().casefold() in VERDICT_LABELS for k in found):
         return True
     return any(isinstance(v, Mapping) and _verdict_like(v) for v in obj.values())
 

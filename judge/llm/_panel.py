@@ -397,7 +397,12 @@ def verified_vote(vote: Vote, rubric: Rubric, case: CaseEvidence, comparisons: C
         )
     if checked.label is not None and checked.label != vote.label:
         return vote.model_copy(
-            update={"label": checked.label, "score": rubric.label_scores.get(checked.label), "verification": f"said {vote.label!r}; {checked.why}"}
+            update={
+                "label": checked.label,
+                "score": rubric.label_scores.get(checked.label),
+                "verification": f"said {vote.label!r}; {checked.why}",
+                "said": vote.label,
+            }
         )
     return vote.model_copy(update={"verification": checked.why or "evidence found in the trusted material"})
 

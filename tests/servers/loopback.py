@@ -34,8 +34,8 @@ class Reply:
     output_tokens: int = 20
     model_version: str | None = None  # defaults to "<model>-2026-01-01"
     decisive_step: int | None = None  # a verdict on calls may name the step where it went wrong
-    # (block, text) the verdict rests on. None: copied from the request as a grader would (every data
-    # block's first text, the gold answers), where the request's verdict schema has the field; () none
+    # (block, text) the verdict rests on. None: copied from the request as a grader would (the gold
+    # answers, then the blocks' texts), where the request's verdict schema has the field; () none
     quotes: tuple[tuple[str, str], ...] | None = None
     candidate_answer: str | None = None  # the value copied from the answer; None: the answer's first sentence's value, where asked
 
@@ -358,9 +358,20 @@ def _copied_quotes(body: dict[str, Any]) -> list[dict[str, str]]:
     from tests.servers.graders import material_of, strings
 
     material = material_of(_messages(body))
-    firsts = [{"source": name, "text": next(iter(strings(value)), "")[:200]} for name, value in material.items()]
     gold = [{"source": "gold_answers", "text": leaf[:200]} for leaf in strings(material.get("gold_answers"))]
-    return (gold + firsts)[:8]
+    texts = [{"source": name, "text": leaf[:200]} for name, value in material.items() if name != "gold_answers" for leaf in _texts(value)]
+    return (gold + texts)[:8]
+
+
+def _texts(value: Any) -> list[str]:
+    """The string leaves of a JSON value (numbers and keys left out)."""
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _texts(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts(v)]
+    return []
 
 
 def _tool_name(body: dict[str, Any], openai: bool) -> str:

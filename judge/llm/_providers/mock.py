@@ -7,8 +7,8 @@ Models:
   ``pick`` judges disagree sometimes, which is what demos need);
 - ``refuse``: always refuses; ``fail``: always errors.
 
-Its verdicts carry evidence as a grader copies it (``quotes``: the gold answers and each data
-block's first text; ``candidate_answer``: the answer's text), where the schema asks for it, so a
+Its verdicts carry evidence as a grader copies it (``quotes``: the gold answers, then the data
+blocks' texts; ``candidate_answer``: the answer's text), where the schema asks for it, so a
 pass is checked against the material as any judge's is (``judge.core._evidence``).
 """
 
@@ -78,22 +78,23 @@ def _copied(messages: list[dict[str, str]], response_model: type[BaseModel]) -> 
     out: dict[str, Any] = {}
     if "quotes" in response_model.model_fields:
         gold = [{"source": "gold_answers", "text": str(g)[:300]} for g in blocks.get("gold_answers") or [] if isinstance(g, str | int | float)]
-        firsts = [{"source": name, "text": _first_text(value)[:300]} for name, value in blocks.items()]
-        out["quotes"] = (gold + firsts)[:8]
+        texts = [{"source": name, "text": t[:300]} for name, value in blocks.items() if name != "gold_answers" for t in _texts(value)]
+        out["quotes"] = (gold + texts)[:8]
     if "candidate_answer" in response_model.model_fields:
         answer = blocks.get("answer")
         out["candidate_answer"] = answer[:300] if isinstance(answer, str) else None if answer is None else json.dumps(answer)[:300]
     return out
 
 
-def _first_text(value: Any) -> str:
+def _texts(value: Any) -> list[str]:
+    """The string leaves of a JSON value (numbers and keys left out)."""
     if isinstance(value, str):
-        return value
+        return [value] if value.strip() else []
     if isinstance(value, dict):
         value = list(value.values())
     if isinstance(value, list):
-        return next((t for t in (_first_text(v) for v in value) if t), "")
-    return "" if value is None else json.dumps(value)
+        return [t for v in value for t in _texts(v)]
+    return []
 
 
 register_provider("mock", MockJudge)
