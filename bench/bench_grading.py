@@ -32,7 +32,7 @@ TARGET_RATE, TARGET_RSS_MB = 2000, 300
 
 
 def child(tasks: str, trajectories: str, out: str, workers: int) -> None:
-    from pipelines.grade_run import GradeOptions, run_grading
+    from pipelines.run import GradeOptions, run_grading
 
     start, cpu = time.perf_counter(), time.process_time()
     outcome = run_grading(GradeOptions(tasks=Path(tasks), trajectories=Path(trajectories), out=Path(out), workers=workers, overwrite=True))

@@ -136,7 +136,7 @@ def grade(tasks: Path, trajectories: Path, out: Path, payload_texts: list[str] |
     import rubrics  # noqa: F401  (registers the rubrics the panel resolves)
     from judge.llm import JudgeCaller, Panel
     from pipelines.config import GradingConfig
-    from pipelines.grade_run import GradeOptions, run_grading
+    from pipelines.run import GradeOptions, run_grading
 
     client = stand_in_client("obedient" if payload_texts is not None else "honest", payload_texts)
     panel = Panel("bench", [client], caller=JudgeCaller([client]))
@@ -214,7 +214,7 @@ def compare_honest(before: dict[str, Any], after: dict[str, Any]) -> dict[str, A
 
 
 def main() -> None:
-    from pipelines.replay import Replayer
+    from pipelines.grade import Replayer
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--variants", default=",".join(VARIANTS))

@@ -45,8 +45,8 @@ def default_gguf() -> Path:
 
 def escalated(tmp: Path, n: int) -> tuple[Path, Path, dict[str, dict]]:
     """The first ``n`` sample trajectories left open offline, as a tasks and a trajectories file."""
-    from pipelines.grade_run import GradeOptions, run_grading
-    from pipelines.replay import Replayer
+    from pipelines.grade import Replayer
+    from pipelines.run import GradeOptions, run_grading
 
     run_grading(GradeOptions(tasks=SAMPLE / "tasks.jsonl", trajectories=SAMPLE / "trajectories.jsonl", out=tmp / "offline", replayer=Replayer()))
     rows = [json.loads(line) for line in (tmp / "offline" / "results.jsonl").read_text().splitlines()]
@@ -61,8 +61,8 @@ def escalated(tmp: Path, n: int) -> tuple[Path, Path, dict[str, dict]]:
 def grade(tasks: Path, traj: Path, out: Path, gguf: Path, cache: Path, config: Path, controls: str) -> tuple[list[dict], dict, dict, float]:
     from pipelines.cli._common import escalator_from, judge_settings
     from pipelines.config import GradingConfig
-    from pipelines.grade_run import GradeOptions, run_grading
-    from pipelines.replay import Replayer
+    from pipelines.grade import Replayer
+    from pipelines.run import GradeOptions, run_grading
 
     settings = judge_settings([f"llamacpp:{gguf}"], config, cache, False, False, None, None, None, None, None, "online")
     panel = escalator_from(settings, None)

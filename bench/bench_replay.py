@@ -17,7 +17,7 @@ sys.path.insert(0, str(REPO))
 
 from judge import Task, Trajectory  # noqa: E402
 from pipelines.env import load_environment  # noqa: E402
-from pipelines.replay import Replayer  # noqa: E402
+from pipelines.grade import Replayer  # noqa: E402
 
 
 def _percentile(values: list[float], q: float) -> float:

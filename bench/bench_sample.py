@@ -18,8 +18,8 @@ sys.path.insert(0, str(ROOT))
 
 def main() -> None:
     from judge import Outcome, PanelDecision, Vote
-    from pipelines.grade_run import GradeOptions, run_grading
-    from pipelines.replay import Replayer
+    from pipelines.grade import Replayer
+    from pipelines.run import GradeOptions, run_grading
 
     sample = ROOT / "data" / "sample"
     replayer = Replayer()

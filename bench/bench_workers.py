@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_grading import inputs, measure  # noqa: E402
-from pipelines.executors import default_workers  # noqa: E402
+from pipelines.run import default_workers  # noqa: E402
 
 TARGET_SPEEDUP = 1.7
 OUTPUTS = ("results.jsonl", "summary.json", "report.md")

@@ -1,26 +1,44 @@
 """``make bench``: the headline figures side by side, in one run.
 
-- our grading vs LangChain agentevals' superset trajectory match on the same realistic
-  conversations (``bench_peers``), one core each;
-- grading throughput and peak RSS on one core (``bench_grading``, the realistic headline);
-- the floor under it: reading, validating the models and writing a result, no check (``bench_floor``);
-- ``--workers 1`` vs every core, outputs checked byte for byte (``bench_workers``);
-- start-up of ``judge --help`` and ``judge env list`` (``bench_startup``);
-- then the benches other parts of the project own (judge fan-out, in one process and sharded
-  over 2 judge worker processes, ratios side by side; provider batches...): each module listed
-  in ``HOOKS`` that exists is run as it is and its output printed under its name.
-  To add one, write ``bench/<name>.py`` (runnable as a script) and list it there.
+Issue 27's figures first, each beside what it is read against, measured in this run:
+- **CPU per realistic conversation** (``bench_cpu``): ``judge grade`` of this tree, of the
+  baseline commit (``--baseline``, by default the commit issue 27 measured "today" on) and
+  LangChain agentevals' superset trajectory match (``bench_peers``; installed in the bench's own
+  environment) on the same conversations, one core each, in interleaved rounds (baseline, this
+  tree, agentevals, then again), CPU time of each process and its children; outputs of the two
+  trees compared byte for byte;
+- **a first trajectory** (``bench_first``): ``judge grade`` on a one-line file, wall time, both
+  trees alternately, beside ``python -c pass``, with the heavy libraries each imported;
+- **in-process grading for reward loops** (``bench_reward``): ``grade_trajectories`` against the
+  CLI's CPU per trajectory on the same conversations (and in GRPO-style groups);
+- **judge fan-out** (``bench_judges``): the panel against the bare openai SDK, same loopback
+  server, same calls, 1 s latency, 256 in flight;
+- **``--workers 2`` vs 1** (``bench_workers``) at ``--workers-n`` conversations, outputs compared,
+  with the load average over the run (the figure means something on a quiet machine only).
+Then the earlier headline rows (grading throughput and peak RSS, the floor, start-up) and the
+benches other parts of the project own (``HOOKS``: each module that exists is run as a script and
+its output printed under its name).
 
-Sizes default to a quick run (``--n``); the figures of docs/figures.md use ``--n 100000``.
-Run: .venv/bin/python bench/run_all.py [--n 20000] [--peers-n 4000] [--skip peers,workers,...]
+BFCL beside its own checker (issue 27's second row) is the ``bench_bfcl`` hook (BFCL's runners
+in the bench's own environment, ``bench/.venv-bfcl``), printed after the table.
+
+``--quick`` runs every figure at small sizes (about 3-4 minutes on a quiet 2-core machine); the
+full run (the figures of docs/figures.md: 4,000 conversations x 3 rounds, 100k for the workers) takes about
+15-20 minutes there, the first time more (100k conversations are generated and the baseline
+unpacked once, under ``bench/out``).
+
+Run: .venv/bin/python bench/run_all.py [--quick] [--baseline REF] [--skip cpu,first,reward,judges,workers,grading,floor,startup,hooks]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,81 +47,186 @@ sys.path.insert(0, str(ROOT))
 # benches owned elsewhere, run as scripts when present (judge fan-out: in-process and sharded ratios; provider batch
 # flow; what the deterministic stages decide on the sample and the real-format samples; BFCL beside its own checker)
 HOOKS = ("bench_judges", "bench_batch", "bench_decided", "bench_bfcl")
+BASELINE = "b865a49"  # main when issue 27 measured "today's" figures
+FULL = {"n": 4000, "rounds": 3, "first_runs": 7, "reward_n": 4000, "judge_calls": 2000, "workers_n": 100_000, "grading_n": 100_000}
+QUICK = {"n": 1000, "rounds": 2, "first_runs": 3, "reward_n": 1000, "judge_calls": 512, "workers_n": 10_000, "grading_n": 5000}
 
 
-def _row(what: str, figure: str, target: str) -> str:
-    return f"| {what} | {figure} | {target} |"
+def _row(*cells: str) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cpu_side_by_side(n: int, rounds: int, baseline: str) -> dict:
+    """Baseline, this tree and agentevals on the same conversations, interleaved, CPU of each."""
+    import statistics
+
+    from bench.bench_cpu import baseline_tree, cpu_of, same_outputs
+    from bench.bench_peers import agentevals_superset
+    from bench.conversations import generate
+
+    paths = generate(ROOT / "bench" / "out" / f"conv-{n}", n)
+    trees = {"baseline": baseline_tree(baseline), "this tree": ROOT}
+    outs = {name: ROOT / "bench" / "out" / f"cpu-{name.replace(' ', '-')}-{n}" for name in trees}
+    cpu: dict[str, list[float]] = {"baseline": [], "this tree": [], "agentevals": []}
+    for _ in range(rounds):
+        for name, tree in trees.items():
+            cpu[name].append(cpu_of(tree, paths["episode"], paths["trajectories"], outs[name])["cpu_s"])
+        before = _children_cpu()
+        agentevals_superset(paths["trajectories"], paths["reference"])
+        cpu["agentevals"].append(_children_cpu() - before)
+    med = {k: statistics.median(v) for k, v in cpu.items()}
+    return {"n": n, "rounds": cpu, "ms": {k: v / n * 1e3 for k, v in med.items()}, "identical": same_outputs(outs["baseline"], outs["this tree"])}
+
+
+def _rounds(values: list[float]) -> str:
+    return ", ".join(f"{v:.2f}" for v in values)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=20_000, help="conversations for the throughput and workers runs")
-    parser.add_argument("--peers-n", type=int, default=4_000, help="conversations for the side-by-side with agentevals")
-    parser.add_argument("--skip", default="", help="comma-separated: peers,grading,floor,workers,startup,hooks")
+    parser.add_argument("--quick", action="store_true", help="every figure at small sizes (a few minutes)")
+    parser.add_argument("--baseline", default=BASELINE, help=f"the commit 'today' is measured on (default {BASELINE})")
+    parser.add_argument("--skip", default="", help="comma-separated: cpu,first,reward,judges,workers,grading,floor,startup,hooks")
     args = parser.parse_args()
+    size = QUICK if args.quick else FULL
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
-    rows = ["| what | figure | target |", "|---|---|---|"]
     started = time.perf_counter()
+    load_start = os.getloadavg()
+    print(
+        f"bench/run_all.py {'--quick ' if args.quick else ''}on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, load average {load_start[0]:.2f}"
+    )
+    rows = [_row("figure", "today (baseline)", "this tree", "beside", "ratio", "target"), _row(*["---"] * 6)]
 
-    if "peers" not in skip:
-        from bench.bench_peers import headline as peers
+    if "cpu" not in skip:
+        from bench.bench_cpu import TARGET_RATIO
 
-        p = peers(args.peers_n)
-        a, o = p["agentevals"], p["ours"]
-        rows.append(_row(f"agentevals superset match, {p['n']:,} conversations, one core", f"{a['elapsed_s']:.1f} s ({p['n'] / a['elapsed_s']:,.0f}/s)", "-"))
+        c = cpu_side_by_side(size["n"], size["rounds"], args.baseline)
+        ms = c["ms"]
         rows.append(
             _row(
-                f"judge grade, the same {p['n']:,} conversations, one core",
-                f"{o['elapsed_s']:.1f} s ({p['n'] / o['elapsed_s']:,.0f}/s; {p['n'] / o['cpu_s']:,.0f} per CPU second); {o['elapsed_s'] / a['elapsed_s']:.2f}x agentevals",
+                f"CPU per realistic conversation, {c['n']:,} conversations, one core (median of {size['rounds']} interleaved rounds; outputs identical: {c['identical']})",
+                f"{ms['baseline']:.3f} ms",
+                f"{ms['this tree']:.3f} ms",
+                f"agentevals superset match {ms['agentevals']:.3f} ms",
+                f"{ms['this tree'] / ms['baseline']:.2f} of today; {ms['this tree'] / ms['agentevals']:.2f}x agentevals",
+                f"<= {TARGET_RATIO:.2f} of today",
+            )
+        )
+        print(
+            f"  CPU rounds (s): baseline {_rounds(c['rounds']['baseline'])}; this tree {_rounds(c['rounds']['this tree'])}; agentevals {_rounds(c['rounds']['agentevals'])}"
+        )
+    if "first" not in skip:
+        from bench.bench_first import TARGET_S
+        from bench.bench_first import compare as first
+
+        f = first(size["first_runs"], args.baseline)
+        base, ours = f["median_s"]["baseline"], f["median_s"]["this tree"]
+        rows.append(
+            _row(
+                f"`judge grade` on ONE trajectory, wall (median of {f['runs']}, alternating)",
+                f"{base:.3f} s ({', '.join(f['heavy']['baseline']) or 'no heavy imports'})",
+                f"{ours:.3f} s ({', '.join(f['heavy']['this tree']) or 'no heavy imports'})",
+                f"`python -c pass` {f['python_s']:.3f} s",
+                f"{ours / base:.2f} of today",
+                f"<= {TARGET_S} s",
+            )
+        )
+    if "reward" not in skip:
+        from bench.bench_reward import TARGET_RATIO as REWARD_TARGET
+        from bench.bench_reward import compare as reward
+
+        r = reward(size["reward_n"], rounds=size["rounds"])
+        rows.append(
+            _row(
+                f"in-process `grade_trajectories` vs the CLI, CPU per trajectory, {r['n']:,} conversations",
                 "-",
+                f"{r['reward_ms']:.3f} ms (GRPO groups of {r['group']}: {r['reward_group_ms']:.3f} ms)",
+                f"`judge grade` {r['cli_ms']:.3f} ms",
+                f"{r['ratio']:.2f}x the CLI's throughput (groups: {r['ratio_groups']:.2f}x)",
+                f">= {REWARD_TARGET:.0f}x",
+            )
+        )
+    if "judges" not in skip:
+        from bench.bench_judges import run as judges
+
+        j = judges(size["judge_calls"], 1.0, 256, with_baselines=True, processes=1)
+        sdk = j.baselines["openai SDK alone"]
+        rows.append(
+            _row(
+                f"judge fan-out, {j.calls:,} calls, 1 s latency, 256 in flight, loopback server",
+                "-",
+                f"panel {j.elapsed_s:.2f} s ({j.cpu_ms_per_call:.2f} ms CPU per call)",
+                f"bare openai SDK {sdk:.2f} s",
+                f"{j.elapsed_s / sdk:.3f}x the SDK",
+                "<= 1.10x",
+            )
+        )
+    if "workers" not in skip:
+        from bench.bench_workers import TARGET_SPEEDUP
+        from bench.bench_workers import compare as workers
+
+        before = os.getloadavg()
+        w = workers(size["workers_n"], 2)
+        after = os.getloadavg()
+        rows.append(
+            _row(
+                f"`--workers 2` vs 1, {w['n']:,} conversations (load average {before[0]:.2f} before, {after[0]:.2f} after; identical: {w['identical']})",
+                "-",
+                f"{w['many_s']:.1f} s with 2",
+                f"{w['one_s']:.1f} s with 1",
+                f"{w['speedup']:.2f}x",
+                f">= {TARGET_SPEEDUP}x on a quiet machine",
             )
         )
     if "grading" not in skip:
         from bench.bench_grading import TARGET_RATE, TARGET_RSS_MB
         from bench.bench_grading import headline as grading
 
-        g = grading(args.n)
+        g = grading(size["grading_n"])
         rows.append(
             _row(
                 f"grading {g['n']:,} realistic conversations, one core",
-                f"{g['rate']:,.0f} trajectories/s ({g['rate_cpu']:,.0f} per CPU second)",
+                "-",
+                f"{g['rate']:,.0f}/s ({g['rate_cpu']:,.0f} per CPU second)",
+                "-",
+                "-",
                 f">= {TARGET_RATE:,}/s",
             )
         )
-        rows.append(_row(f"peak RSS at {g['n']:,}", f"{g['peak_rss_mb']:.0f} MB", f"<= {TARGET_RSS_MB} MB at 100k"))
+        rows.append(_row(f"peak RSS at {g['n']:,}", "-", f"{g['peak_rss_mb']:.0f} MB", "-", "-", f"<= {TARGET_RSS_MB} MB at 100k"))
     if "floor" not in skip:
         from bench.bench_floor import TARGET_RATE as FLOOR_TARGET
         from bench.bench_floor import measure as floor_of
 
-        f = floor_of(min(args.n, 5000))
-        floor_us = (f["read"] + f["models"] + f["result"]) * 1e6
+        fl = floor_of(min(size["grading_n"], 5000))
+        floor_us = (fl["read"] + fl["models"] + fl["result"]) * 1e6
         rows.append(
             _row(
-                f"floor under grading (read + models + result, no check), {int(f['n']):,} conversations, one core",
-                f"{floor_us:.0f} us per trajectory ({f['rate']:,.0f}/s): {floor_us / (1e6 / FLOOR_TARGET):.0%} of the target's budget",
+                f"floor under grading (read + models + result, no check), {int(fl['n']):,} conversations",
+                "-",
+                f"{floor_us:.0f} us per trajectory",
+                "-",
+                f"{floor_us / (1e6 / FLOOR_TARGET):.0%} of the target's budget",
                 "-",
             )
         )
-    if "workers" not in skip:
-        from bench.bench_workers import TARGET_SPEEDUP, compare
-
-        w = compare(args.n)
-        rows.append(
-            _row(
-                f"1 vs {w['workers']} workers, {w['n']:,} conversations",
-                f"{w['one_s']:.1f} s vs {w['many_s']:.1f} s = {w['speedup']:.2f}x; byte-identical: {w['identical']}",
-                f">= {TARGET_SPEEDUP}x on 2 cores",
-            )
-        )
     if "startup" not in skip:
-        from bench.bench_startup import TARGET_S
+        from bench.bench_startup import TARGET_S as START_TARGET
         from bench.bench_startup import headline as startup
 
-        for name, s in startup().items():
-            rows.append(_row(f"`{name}` start-up", f"{s['median_s']:.3f} s", f"< {TARGET_S} s"))
+        for name, s in startup(3 if args.quick else 7).items():
+            rows.append(_row(f"`{name}` start-up", "-", f"{s['median_s']:.3f} s", "-", "-", f"< {START_TARGET} s"))
 
     print("\n".join(rows))
-    print(f"\n(measured in {time.perf_counter() - started:.0f} s; on a shared machine the figures are indicative only)")
+    load_end = os.getloadavg()
+    print(
+        f"\n(measured in {time.perf_counter() - started:.0f} s; load average {load_start[0]:.2f} at the start, {load_end[0]:.2f} at the end; on a busy machine the figures are indicative only)"
+    )
     if "hooks" not in skip:
         for name in HOOKS:
             script = ROOT / "bench" / f"{name}.py"

@@ -9,7 +9,7 @@ Public API:
 - statistics: ``agreement`` -> ``AgreementStats`` (kappa, Scott's pi, Gwet's AC1, balanced accuracy,
   TPR/TNR, leniency, per-label P/R/F1, confusion, cluster-bootstrap CIs), ``krippendorff_alpha``,
   ``human_ceiling``, ``corrected_pass_rate`` (Rogan-Gladen, for reports); the one statistics
-  module (``cluster_bootstrap_ci``, ``percentile_ci``, ``wilson``, ``pass_at_k``, ``pass_hat_k``);
+  module (``cluster_bootstrap_ci``, ``percentile_ci``, ``wilson``, ``pass_at_k``, ``pass_hat_k``, ``pass_curves``);
 - panels: ``plurality``/``unanimous`` vote rules, ``LogOddsPanel`` (weights file), ``LogisticPanel``,
   ``dawid_skene``, ``held_out_evaluation``, ``stratified_cluster_split``;
 - ``run_calibration`` (files; live judges under one or more prompt versions, few-shot tuning,
@@ -117,6 +117,7 @@ _EXPORTS: dict[str, str] = {
     "corrected_pass_rate": "calibration._stats",
     "pass_at_k": "calibration._stats",
     "pass_hat_k": "calibration._stats",
+    "pass_curves": "calibration._stats",
     "percentile_ci": "calibration._stats",
     "wilson": "calibration._stats",
     "GridPoint": "calibration._thresholds",
@@ -183,7 +184,7 @@ if TYPE_CHECKING:
     from calibration._report import CalibrationReport, HumanSummary, PerRubricReport, calibrate, calibrate_per_rubric, conclusions, render_html, render_markdown
     from calibration._self_preference import SelfPreference, model_family, self_preference
     from calibration._split import stratified_cluster_split
-    from calibration._stats import cluster_bootstrap_ci, corrected_pass_rate, pass_at_k, pass_hat_k, percentile_ci, wilson
+    from calibration._stats import cluster_bootstrap_ci, corrected_pass_rate, pass_at_k, pass_curves, pass_hat_k, percentile_ci, wilson
     from calibration._subset import GoldSubset, SubsetStratum, proportional_allocation, select_subset
     from calibration._thresholds import GridPoint, ThresholdChoice, ThresholdItem, threshold_items, tune_thresholds, write_threshold_config
     from calibration._versions import PromptVersionReport, SampleSize, VersionComparison, VersionStats, compare_prompt_versions, mcnemar_items_needed
@@ -276,6 +277,7 @@ __all__ = [
     "panel_config_toml",
     "panel_judge_run",
     "pass_at_k",
+    "pass_curves",
     "pass_hat_k",
     "per_rubric_weights",
     "percentile_ci",

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from calibration._gold import GoldItem, GoldSet, HumanLabel, declared_positive, default_positive_label
-from judge import UNDECIDED, UNIQUE_KEYS, BadInputError, DuplicateKey, InputError, TooDeep, field_path, loads_exact, parse_json_bounded
+from judge import UNDECIDED, UNIQUE_KEYS, BadInputError, DuplicateKey, InputError, TooDeep, field_path, json_lines, loads_exact, parse_json_bounded
 
 T = TypeVar("T")
 
@@ -174,7 +174,7 @@ def read_jsonl(path: Path, parse: Callable[[Any], T]) -> list[tuple[int, T]]:
     except UnicodeDecodeError as exc:
         raise InputError.at("encoding", f"not UTF-8 (byte {exc.start}): {exc.reason}", str(path)) from exc
     out: list[tuple[int, T]] = []
-    for line_no, raw in enumerate(text.splitlines(), start=1):
+    for line_no, raw in enumerate(json_lines(text), start=1):
         if not raw.strip():
             continue
         try:

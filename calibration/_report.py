@@ -23,7 +23,7 @@ from calibration._prompts import FewShotReport
 from calibration._self_preference import SelfPreference, self_preference
 from calibration._subset import GoldSubset
 from calibration._versions import PromptVersionReport
-from judge import fmt_num, fmt_pct
+from judge import fmt_num, fmt_pct, md_text
 
 REPORT_VERSION = 1
 NO_LIVE_JUDGE = (
@@ -588,8 +588,8 @@ def _markdown_section(report: CalibrationReport, level: int) -> list[str]:
     h = "#" * level
     out = [f"- {line}" for line in _summary_lines(report)]
     for title, head, rows in _tables(report):
-        out += ["", f"{h} {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        out += ["| " + " | ".join(r) + " |" for r in rows]
+        out += ["", f"{h} {title}", "", "| " + " | ".join(md_text(c) for c in head) + " |", "|" + "---|" * len(head)]
+        out += ["| " + " | ".join(md_text(c) for c in r) + " |" for r in rows]  # judge, rubric and stratum names are the user's text
     lines = conclusions(report)
     if lines:
         out += ["", f"{h} Conclusions", ""] + [f"- {c}" for c in lines]

@@ -50,13 +50,6 @@ class Control:
     expected: Outcome
     built_as: str  # how it was made, for the report ("gold against itself", ...)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"request": self.request.model_dump(mode="json"), "expected": self.expected.value, "built_as": self.built_as}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Control:
-        return cls(JudgeRequest.model_validate(data["request"]), Outcome(data["expected"]), data["built_as"])
-
 
 @dataclass
 class ControlStats:

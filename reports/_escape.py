@@ -15,18 +15,13 @@ import re
 
 import pandas as pd
 
+from judge import md_text
+
 __all__ = ["FORMULA_PREFIX", "csv_cell", "csv_safe", "md_text"]
 
-_MD_SPECIAL = re.compile(r"([\\<>\[\]|])")
-_LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029]+")
 FORMULA_PREFIX = "'"
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?%?")
-
-
-def md_text(text: str) -> str:
-    """``text`` as literal characters inside a Markdown table cell or line."""
-    return _MD_SPECIAL.sub(r"\\\1", _LINE_BREAKS.sub(" ", text))
 
 
 def csv_cell(value: object) -> object:

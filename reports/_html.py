@@ -19,7 +19,7 @@ from reports import _orchestration as O
 from reports import _svg
 from reports._analysis import RunReport
 from reports._format import calibration_sentence, cell, num, pct, pct_ci, pivot_comparison, rows, trust_sentence
-from reports._tables import RADAR_AXES, STAGES, natural
+from reports._tables import RADAR_AXES, STAGES, natural, pass_at_k_shown
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 MAX_VALUE_CHARS = 600  # per argument / tool-output cell in the drill-down
@@ -408,7 +408,7 @@ def render_run(rep: RunReport, anchor: str) -> str:
     if t["pass_at_k"].empty:
         parts.append('<p class="note">no agent ran any task more than once</p>')
     else:
-        pk = t["pass_at_k"]
+        pk, note = pass_at_k_shown(t["pass_at_k"])
         for agent in sorted(set(pk["agent"]), key=natural):
             sub = pk[pk["agent"] == agent]
             cats = [str(k) for k in sub["k"]]
@@ -420,7 +420,7 @@ def render_run(rep: RunReport, anchor: str) -> str:
                     y_label=f"{agent}",
                 )
             )
-        parts.append(_table(t["repeated_runs"]) + _table(pk))
+        parts.append(_table(t["repeated_runs"]) + _table(pk) + (f'<p class="note">{escape(note)}</p>' if note else ""))
     parts.append("</section>")
 
     if not t["external_agreement"].empty:

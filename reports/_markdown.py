@@ -10,7 +10,7 @@ from reports import _orchestration as O
 from reports._analysis import RunReport
 from reports._escape import md_text
 from reports._format import calibration_sentence, md_table, num, pct, pct_ci, pivot_comparison, trust_sentence
-from reports._tables import STAGES
+from reports._tables import STAGES, pass_at_k_shown
 
 
 def _headline(rep: RunReport) -> list[str]:
@@ -112,7 +112,8 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
     if t["pass_at_k"].empty:
         lines.append("_no agent ran any task more than once_")
     else:
-        lines += md_table(t["repeated_runs"]) + [""] + md_table(t["pass_at_k"])
+        shown, note = pass_at_k_shown(t["pass_at_k"])
+        lines += md_table(t["repeated_runs"]) + [""] + md_table(shown) + (["", f"_{note}_"] if note else [])
     if not t["external_agreement"].empty:
         lines += ["", f"{level} Agreement with the source's own verdicts", ""]
         lines += [
@@ -126,8 +127,8 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
         lines += ["", f"{level} Input warnings (read, graded, worth a look)", "", "| kind | field | count | first seen | message |", "|---|---|---:|---|---|"]
         for kind, fields in s.input_warnings.items():
             for pattern, w in fields.items():
-                msg = str(w.message).replace("|", "\\|").replace("\n", " ")
-                lines.append(f"| {kind} | {pattern} | {w.count} | {w.first} | {msg} |")
+                cells = [kind, pattern, w.count, w.first, w.message]  # field names and label ids are the input's own text
+                lines.append("| " + " | ".join(md_text(str(c)) for c in cells) + " |")
     if s.errors:
         lines += ["", f"{level} Input errors (listed, not graded)", "", "| file | line | field | kind | message |", "|---|---:|---|---|---|"]
         for e in s.errors:

@@ -21,6 +21,7 @@ STAGE_COLORS = {
     "answer_grounding": "#91bfdb",
 }
 SERIES = ("#4575b4", "#d7301f", "#3a9d5d", "#fc8d59", "#7b3294", "#91bfdb", "#8c6d31", "#636363")
+MIN_BAR = 4.0  # px of one bar of grouped_bars with its 2 px gap: below it a bar would have no width left
 
 
 def _f(x: float) -> str:
@@ -90,13 +91,17 @@ def grouped_bars(
     width: int = 760,
     y_label: str = "pass rate",
 ) -> str:
-    """Vertical bars (value, ci_low, ci_high) per category and series, values in [0, 1], CI whiskers."""
+    """Vertical bars (value, ci_low, ci_high) per category and series, values in [0, 1], CI whiskers.
+    The chart grows wider than ``width`` rather than draw a bar under ``MIN_BAR`` (its 2 px gap
+    included): 25 policy conditions over a dozen hop counts drew rects of negative width."""
     left, bottom, right = 46, 46, 10
-    legend, ly = _legend([(name, SERIES[i % len(SERIES)]) for i, (name, _) in enumerate(series)], left, 16, width - left - right)
+    n_cat, n_ser = max(len(categories), 1), max(len(series), 1)
+    plot_w = max(width - left - right, n_cat * n_ser * MIN_BAR / 0.8)
+    chart_w = left + plot_w + right
+    legend, ly = _legend([(name, SERIES[i % len(SERIES)]) for i, (name, _) in enumerate(series)], left, 16, plot_w)
     top = ly + 8
     plot_h = 180
     height = top + plot_h + bottom
-    plot_w = width - left - right
     body = legend
     for t in range(6):
         v = t / 5
@@ -104,7 +109,6 @@ def grouped_bars(
         body.append(f'<line x1="{left}" y1="{_f(y)}" x2="{_f(left + plot_w)}" y2="{_f(y)}" stroke="#ddd"/>')
         body.append(_text(left - 4, y + 4, f"{100 * v:.0f}%", anchor="end", size=10))
     body.append(_text(12, top + plot_h / 2, y_label, anchor="middle", size=10, extra=f' transform="rotate(-90 12 {_f(top + plot_h / 2)})"'))
-    n_cat, n_ser = max(len(categories), 1), max(len(series), 1)
     slot = plot_w / n_cat
     bar_w = min(36.0, slot * 0.8 / n_ser)
     for ci, cat in enumerate(categories):
@@ -123,7 +127,7 @@ def grouped_bars(
                 mx = x + (bar_w - 2) / 2
                 y1, y2 = top + plot_h * (1 - lo), top + plot_h * (1 - hi)
                 body.append(f'<path d="M{_f(mx)} {_f(y1)}V{_f(y2)}M{_f(mx - 3)} {_f(y1)}h6M{_f(mx - 3)} {_f(y2)}h6" stroke="#222" fill="none"/>')
-    return _svg(width, height, title, body)
+    return _svg(chart_w, height, title, body)
 
 
 def hbars(title: str, items: list[tuple[str, float, str]], width: int = 760) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calibration import pass_at_k, pass_hat_k, wilson
+from calibration import pass_at_k, pass_curves, pass_hat_k, wilson  # noqa: F401 (pass_at_k, pass_hat_k: reports re-exports them from here)
 from judge import FAILURE_STAGE_ORDER, GroupStats
 from reports._orchestration import recovery_axis
 from reports._run import ORCHESTRATION_COLUMNS, SCORE_NAMES, Row, RunData
@@ -484,10 +484,11 @@ def repeated_runs(run: RunData) -> tuple[pd.DataFrame, pd.DataFrame]:
     for agent in sorted(per_agent, key=natural):
         tasks = per_agent[agent]
         kmax = min(len(o) for o in tasks)
+        curves = [pass_curves(len(o), sum(o), kmax) for o in tasks]  # O(runs) per task: near-linear in the rows
+        pk = np.array([at for at, _ in curves])
+        hk = np.array([hat for _, hat in curves])
         for k in range(1, kmax + 1):
-            pk = [pass_at_k(len(o), sum(o), k) for o in tasks]
-            hk = [pass_hat_k(len(o), sum(o), k) for o in tasks]
-            krows.append({"agent": agent, "k": k, "tasks": len(tasks), "pass_at_k": _r(np.mean(pk)), "pass_hat_k": _r(np.mean(hk))})
+            krows.append({"agent": agent, "k": k, "tasks": len(tasks), "pass_at_k": _r(np.mean(pk[:, k - 1])), "pass_hat_k": _r(np.mean(hk[:, k - 1]))})
         by_index = [np.mean([o[i] for o in tasks]) for i in range(kmax)]
         srows.append(
             {
@@ -502,6 +503,23 @@ def repeated_runs(run: RunData) -> tuple[pd.DataFrame, pd.DataFrame]:
         pd.DataFrame(krows, columns=["agent", "k", "tasks", "pass_at_k", "pass_hat_k"]),
         pd.DataFrame(srows, columns=["agent", "tasks", "runs", "mean_pass_rate", "std_over_runs"]),
     )
+
+
+SHOWN_K = 10  # the report shows pass@k for every k up to this, then powers of two and the largest k
+
+
+def pass_at_k_shown(passk: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """The rows of the pass@k table a report shows: every k <= ``SHOWN_K``, then powers of two
+    and each agent's largest k (50,000 runs of one task made a 50,000-row table and chart; the
+    CSV keeps every k). The note says what was left out, None when nothing was."""
+    if passk.empty:
+        return passk, None
+    largest = passk.groupby("agent")["k"].transform("max")
+    k = passk["k"]
+    keep = (k <= SHOWN_K) | ((k & (k - 1)) == 0) | (k == largest)
+    if keep.all():
+        return passk, None
+    return passk[keep], f"k shown: 1 to {SHOWN_K}, powers of two and the largest; every k in tables/pass_at_k.csv"
 
 
 TRAJECTORY_TEXT = ("task_id", "trajectory_id", "agent", "capability", "domain", "hop_pattern", "policy_condition",

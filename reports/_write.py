@@ -29,10 +29,13 @@ def _generated() -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+CSV_EOL = "\r\n"  # RFC 4180; the csv module quotes a cell holding any character of the line end, so a cell with a lone CR is quoted (with "\n" it was not: a reader saw a new row start inside it)
+
+
 def _write_table(df: pd.DataFrame, folder: Path, name: str) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     csv, parquet = folder / f"{name}.csv", folder / f"{name}.parquet"
-    csv_safe(df).to_csv(csv, index=False, lineterminator="\n")
+    csv_safe(df).to_csv(csv, index=False, lineterminator=CSV_EOL)
     frame = df.copy(deep=False)  # columns are replaced, never edited in place: no need to copy the data
     for col in frame.columns:  # object columns mixing None and bools/str: Parquet needs one type
         if frame[col].dtype == object:
@@ -68,7 +71,7 @@ def _write_trajectories(run: RunData, folder: Path) -> list[Path]:
     with pq.ParquetWriter(parquet, schema, compression="snappy") as writer, open(csv, "w", encoding="utf-8", newline="") as fh:
         for start in range(0, max(n, 1), TRAJECTORY_CHUNK):
             df = T.trajectories(run, start, start + TRAJECTORY_CHUNK)
-            csv_safe(df).to_csv(fh, index=False, header=start == 0, lineterminator="\n")
+            csv_safe(df).to_csv(fh, index=False, header=start == 0, lineterminator=CSV_EOL)
             writer.write_table(pa.Table.from_pandas(df, schema=schema, preserve_index=False))
     return [csv, parquet]
 

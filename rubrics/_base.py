@@ -83,6 +83,28 @@ class MaterialError(BadInputError):
     """The material handed to a rubric lacks a field the rubric needs."""
 
 
+class RubricFileError(ConfigurationError):
+    """A rubric file that cannot be used; ``str()`` reads ``file:line: message``."""
+
+    def __init__(self, path: Path | str | None, line: int | None, message: str):
+        self.path, self.line, self.message = (str(path) if path is not None else None), line, message
+        where = self.path or "<rubric>"
+        super().__init__(f"{where}:{line}: {message}" if line is not None else f"{where}: {message}")
+
+
+def refuse_link_out(path: Path, folder: Path) -> None:
+    """Raise ``RubricFileError`` naming ``path`` (a file found in ``folder``) when it resolves outside
+    the folder: a symbolic link (of the file or of a folder on its way) to anything else would send
+    that file's text out in every judge request, and ``rubrics check`` would vouch for it."""
+    target, home = path.resolve(), folder.resolve()
+    if not target.is_relative_to(home):
+        raise RubricFileError(
+            path,
+            None,
+            f"a link to {target}, outside the rubric folder {home}: refused (its text would go out in judge requests); copy the file into the folder",
+        )
+
+
 class FrontMatterError(ConfigurationError):
     """A ``+++`` front matter that is never closed."""
 
@@ -108,6 +130,8 @@ class _FolderLoader(jinja2.BaseLoader):
         pieces = split_template_path(name)  # refuses "..": no template outside the folders
         for folder in self.folders:
             path = folder.joinpath(*pieces)
+            if path.is_file() or path.is_symlink():
+                refuse_link_out(path, folder)  # before the first read: a link out is refused, not read
             if path.is_file():
                 return path
         return None

@@ -42,7 +42,7 @@ import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from judge import Outcome
-from rubrics._base import FRONT_MATTER, FrontMatterError, RubricExample, TemplateRubric, split_front_matter, verdict_base
+from rubrics._base import FRONT_MATTER, FrontMatterError, RubricExample, TemplateRubric, refuse_link_out, split_front_matter, verdict_base
 from rubrics._materials import CHECK_OF_RUBRIC, CONTRACTS
 from rubrics._safety import RubricFileError, check_template
 
@@ -115,6 +115,11 @@ def _header_line(text: str, loc: tuple[Any, ...]) -> int | None:
 def read_rubric_file(path: Path) -> TemplateRubric:
     """Parse and check one rubric file; ``RubricFileError`` names file and line on any problem."""
     path = Path(path)
+    refuse_link_out(path, path.parent)
+    sidecar = path.with_suffix(SIDECAR_SUFFIX)
+    refuse_link_out(sidecar, path.parent)
+    if not path.is_file():
+        raise RubricFileError(path, None, "rubric file not found (a missing file or a broken link)")
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -123,7 +128,6 @@ def read_rubric_file(path: Path) -> TemplateRubric:
         front, _, _ = split_front_matter(text)
     except FrontMatterError as exc:
         raise RubricFileError(path, 1, str(exc)) from None
-    sidecar = path.with_suffix(SIDECAR_SUFFIX)
     if front is not None and sidecar.is_file():
         raise RubricFileError(path, 1, f"the header is given twice: as front matter and in {sidecar.name}; keep one")
     if front is None and not sidecar.is_file():
@@ -194,6 +198,9 @@ def read_rubric_folder(folder: Path) -> dict[str, TemplateRubric]:
         raise RubricFileError(folder, None, "rubric folder not found (or not a folder)")
     out: dict[str, TemplateRubric] = {}
     origin: dict[str, Path] = {}
+    for entry in sorted(folder.iterdir()):  # partials too, used or not: the folder is refused as a whole
+        if entry.suffix in (TEMPLATE_SUFFIX, SIDECAR_SUFFIX):
+            refuse_link_out(entry, folder)
     templates = sorted(p for p in folder.glob(f"*{TEMPLATE_SUFFIX}") if not p.name.startswith("_"))
     for sidecar in sorted(folder.glob(f"*{SIDECAR_SUFFIX}")):
         if not sidecar.with_suffix(TEMPLATE_SUFFIX).is_file():

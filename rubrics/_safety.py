@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING
 import jinja2
 from jinja2 import nodes
 
-from judge import ConfigurationError
-from rubrics._base import template_environment
+from rubrics._base import RubricFileError, template_environment
 from rubrics._materials import CONTRACTS, canaries_in, sample_material
 
 if TYPE_CHECKING:
@@ -34,15 +33,6 @@ if TYPE_CHECKING:
 
 _BLOCK = re.compile(r'<data name="([A-Za-z0-9_]+)">(.*?)</data>', re.S)
 REQUIRED_BLOCKS = ("system", "user")
-
-
-class RubricFileError(ConfigurationError):
-    """A rubric file that cannot be used; ``str()`` reads ``file:line: message``."""
-
-    def __init__(self, path: Path | str | None, line: int | None, message: str):
-        self.path, self.line, self.message = (str(path) if path is not None else None), line, message
-        where = self.path or "<rubric>"
-        super().__init__(f"{where}:{line}: {message}" if line is not None else f"{where}: {message}")
 
 
 def _names_loaded(expr: nodes.Node) -> Iterator[nodes.Name]:

@@ -4,7 +4,7 @@ Everything here is plain pydantic and standard library: importing it never pulls
 """
 
 from judge.core._canonical import UNDECIDED, UNIQUE_KEYS, DuplicateKey, canonical_json, content_hash, loads_exact, loads_json, parse_json_text, response_key
-from judge.core._depth import MAX_DEPTH, TooDeep, nesting_error, parse_json_bounded, text_nesting_error
+from judge.core._depth import MAX_DEPTH, TooDeep, json_lines, nesting_error, parse_json_bounded, text_nesting_error
 from judge.core._errors import (
     BadInputError,
     ConfigurationError,
@@ -37,6 +37,7 @@ from judge.core._extras import extra_fields
 from judge.core._forking import fresh_std_streams
 from judge.core._instructions import REMOVED_MARK, InstructionScan, find_instructions, strip_instructions, strip_instructions_deep
 from judge.core._lazy import lazy_exports
+from judge.core._markdown import md_text
 from judge.core._materials import (
     MATERIAL_FOR_RUBRIC,
     AnswerMaterial,
@@ -210,12 +211,14 @@ __all__ = [
     "fmt_pct_ci",
     "fmt_signed_pct",
     "fresh_std_streams",
+    "json_lines",
     "label_passed",
     "lazy_exports",
     "loads_exact",
     "loads_json",
     "looks_like_error",
     "material_keys",
+    "md_text",
     "missing",
     "nesting_error",
     "normalise_status",

@@ -20,7 +20,7 @@ from judge.core._errors import BadInputError
 
 MAX_DEPTH = 100  # containers inside containers, the item itself being level 1
 
-__all__ = ["MAX_DEPTH", "TooDeep", "nesting_error", "parse_json_bounded", "text_nesting_error"]
+__all__ = ["MAX_DEPTH", "TooDeep", "json_lines", "nesting_error", "parse_json_bounded", "text_nesting_error"]
 
 
 class TooDeep(BadInputError):
@@ -100,6 +100,14 @@ def _render(link: tuple | None, keep: int = 6) -> str:
     if len(keys) > keep:
         out += "..."
     return out or "<root>"
+
+
+def json_lines(text: str) -> list[str]:
+    """The lines of a JSON Lines text, split where a line can end: ``\n``, ``\r\n`` or a lone
+    ``\r`` (JSON escapes both inside strings), never on the other characters ``str.splitlines``
+    breaks at (U+2028, U+2029, U+0085, \x1c-\x1e...), which JSON strings may hold raw: an answer
+    holding U+2028 is one line, as every writer here wrote it."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def parse_json_bounded(text: str | bytes, limit: int = MAX_DEPTH) -> Any:

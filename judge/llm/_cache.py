@@ -17,12 +17,18 @@ the same transaction) or when its claimant gives up; a claimant renews its lease
 so a claim whose lease ran out, or whose claimant process on this host is gone, belongs to
 nobody and the next run takes it over. Claims are an optimisation: losing one (a lease that ran
 out under a stalled event loop) costs a second paid call, never a wrong answer.
+
+A cache that cannot be written (a full disk, a read-only file) loses no answer already paid:
+``put`` keeps it in memory (this run reads it back from there, and its vote goes into the run's
+results as any other), says so once in ``write_error`` (naming the file and the way out) and
+tries again at ``close``; claims, an optimisation, are skipped while writes fail.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import random
 import socket
@@ -36,6 +42,8 @@ from typing import Any
 
 from judge.core._canonical import canonical_json, content_hash
 from judge.core._errors import ConfigurationError
+
+log = logging.getLogger("judge.cache")
 
 SCHEMA_VERSION = 1
 HOST = socket.gethostname()
@@ -109,6 +117,8 @@ class JudgeCache:
         self.path = Path(path)
         self.claimant = claimant or new_claimant_id()
         self._lock = threading.Lock()
+        self._unsaved: dict[str, tuple[str, str]] = {}  # key -> (judge, payload text): answers paid but not written
+        self.write_error: str | None = None  # why the cache could not be written, with the way out (None: it could)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = _open(self.path)
@@ -118,15 +128,50 @@ class JudgeCache:
     # --- answers --------------------------------------------------------------------------------
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
-            row = self._db.execute("SELECT payload FROM answers WHERE key = ?", (key,)).fetchone()
+            kept = self._unsaved.get(key)
+            row = (kept[1],) if kept is not None else self._db.execute("SELECT payload FROM answers WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
-    def put(self, key: str, judge: str, payload: dict[str, Any]) -> None:
-        """Store the answer and release our claim on it, in one transaction."""
+    def put(self, key: str, judge: str, payload: dict[str, Any]) -> bool:
+        """Store the answer and release our claim on it, in one transaction. False: the file could
+        not be written, the answer is kept in memory instead (see the module docstring)."""
         text = canonical_json(payload)
-        with self._lock, self._transaction():
-            self._db.execute("INSERT OR REPLACE INTO answers (key, judge, payload) VALUES (?, ?, ?)", (key, judge, text))
-            self._db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, self.claimant))
+        with self._lock:
+            try:
+                with self._transaction():
+                    self._db.execute("INSERT OR REPLACE INTO answers (key, judge, payload) VALUES (?, ?, ?)", (key, judge, text))
+                    self._db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, self.claimant))
+            except sqlite3.OperationalError as exc:  # SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY...
+                self._unsaved[key] = (judge, text)
+                self._cannot_write(exc)
+                return False
+        return True
+
+    @property
+    def unsaved(self) -> int:
+        """Answers paid in this process that the file does not hold (kept in memory)."""
+        with self._lock:
+            return len(self._unsaved)
+
+    def _cannot_write(self, exc: sqlite3.Error) -> None:
+        if self.write_error is None:
+            self.write_error = (
+                f"judge cache {self.path} could not be written ({exc}): the answers paid since are kept in memory and in this run's "
+                "results, not in the cache, so a later run pays for them again; free space on its disk, or point --cache at another "
+                "file (or use --no-cache)"
+            )
+            log.warning("%s", self.write_error)
+
+    def _flush_unsaved(self) -> None:
+        """Write the answers kept in memory, if the file takes them now (space freed meanwhile)."""
+        try:
+            with self._transaction():
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO answers (key, judge, payload) VALUES (?, ?, ?)", [(k, j, t) for k, (j, t) in self._unsaved.items()]
+                )
+        except sqlite3.OperationalError:
+            return
+        self._unsaved.clear()
 
     def __len__(self) -> int:
         with self._lock:
@@ -136,14 +181,23 @@ class JudgeCache:
     def claim(self, key: str, lease_s: float) -> Claim:
         """The answer if there is one; else the question, unless another live claimant holds it."""
         now = time.time()
-        with self._lock, self._transaction():
-            row = self._db.execute("SELECT payload FROM answers WHERE key = ?", (key,)).fetchone()
-            if row is not None:
-                return Claim(payload=json.loads(row[0]))
-            held = self._db.execute("SELECT owner, expires FROM claims WHERE key = ?", (key,)).fetchone()
-            if held is not None and held[0] != self.claimant and held[1] > now and not _claimant_is_gone(held[0]):
-                return Claim(holder=held[0])
-            self._db.execute("INSERT OR REPLACE INTO claims (key, owner, expires) VALUES (?, ?, ?)", (key, self.claimant, now + lease_s))
+        with self._lock:
+            kept = self._unsaved.get(key)
+            if kept is not None:
+                return Claim(payload=json.loads(kept[1]))
+            try:
+                with self._transaction():
+                    row = self._db.execute("SELECT payload FROM answers WHERE key = ?", (key,)).fetchone()
+                    if row is not None:
+                        return Claim(payload=json.loads(row[0]))
+                    held = self._db.execute("SELECT owner, expires FROM claims WHERE key = ?", (key,)).fetchone()
+                    if held is not None and held[0] != self.claimant and held[1] > now and not _claimant_is_gone(held[0]):
+                        return Claim(holder=held[0])
+                    self._db.execute("INSERT OR REPLACE INTO claims (key, owner, expires) VALUES (?, ?, ?)", (key, self.claimant, now + lease_s))
+            except sqlite3.OperationalError as exc:  # no claim can be written: ask without one (claims are an optimisation)
+                if getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+                    raise
+                self._cannot_write(exc)
         return Claim(claimed=True)
 
     def holder(self, key: str) -> str | None:
@@ -164,7 +218,10 @@ class JudgeCache:
     def release(self, key: str) -> None:
         """Give a question up without an answer (a transient failure): others may ask it now."""
         with self._lock:
-            self._db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, self.claimant))
+            try:
+                self._db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, self.claimant))
+            except sqlite3.OperationalError as exc:  # the claim lapses with its lease
+                self._cannot_write(exc)
 
     def claims(self) -> list[tuple[str, str, float]]:
         """(key, owner, expires) of every claim: for tests and diagnostics."""
@@ -174,9 +231,13 @@ class JudgeCache:
     def close(self) -> None:
         with self._lock:
             try:
+                if self._unsaved:
+                    self._flush_unsaved()
                 self._db.execute("DELETE FROM claims WHERE owner = ?", (self.claimant,))
             except sqlite3.ProgrammingError:  # already closed
                 return
+            except sqlite3.OperationalError:  # a full disk: our claims lapse with their leases
+                pass
             self._db.close()
 
     def _transaction(self) -> _Transaction:
@@ -224,4 +285,15 @@ class _Transaction:
         self._db.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, exc_type: Any, *_: Any) -> None:
-        self._db.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+        if exc_type is None:
+            try:
+                self._db.execute("COMMIT")
+                return
+            except sqlite3.OperationalError:  # a COMMIT that could not be written (a full disk) leaves the transaction open
+                self._rollback()
+                raise
+        self._rollback()
+
+    def _rollback(self) -> None:
+        if self._db.in_transaction:  # SQLite may have rolled back by itself (SQLITE_FULL)
+            self._db.execute("ROLLBACK")

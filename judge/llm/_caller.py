@@ -317,7 +317,9 @@ class JudgeCaller:
     def _store(self, call: JudgeCall, payload: dict[str, Any]) -> None:
         """Write an answer to the cache; that also releases our claim on it."""
         assert self.cache is not None
-        self.cache.put(call.key, call.judge.name, payload)
+        if not self.cache.put(call.key, call.judge.name, payload):  # kept in memory: the vote still goes into the results
+            self.stats.cache_unsaved += 1
+            self.stats.cache_error = self.stats.cache_error or self.cache.write_error or f"judge cache {self.cache.path} could not be written"
         state = self._states.get(asyncio.get_running_loop())
         if state is not None:
             state.claimed.discard(call.key)

@@ -14,7 +14,7 @@ from judge.llm._reading import repair_kind
 
 # The counters (everything else is configuration or a flag): added by ``merge``, subtracted by ``since``.
 _USAGE_COUNTS = ("calls", "attempts", "cache_hits", "repaired", "input_tokens", "output_tokens")
-_TOTAL_COUNTS = ("calls", "attempts", "retries", "cache_hits", "shared_with_other_runs", "input_tokens", "output_tokens")
+_TOTAL_COUNTS = ("calls", "attempts", "retries", "cache_hits", "shared_with_other_runs", "cache_unsaved", "input_tokens", "output_tokens")
 
 
 def _tally_plus(into: dict[str, int], part: dict[str, int], sign: int = 1) -> None:
@@ -65,6 +65,8 @@ class CallStats(BaseModel):
     retry_reasons: dict[str, int] = Field(default_factory=dict)  # rate_limit, server, timeout, connection
     cache_hits: int = 0
     shared_with_other_runs: int = 0
+    cache_unsaved: int = 0  # answers the judge cache could not write (a full disk): kept in memory and in the results
+    cache_error: str = ""  # why, naming the cache and the way out
     abstentions: dict[str, int] = Field(default_factory=dict)
     per_judge: dict[str, JudgeUsage] = Field(default_factory=dict)
     input_tokens: int = 0
@@ -138,6 +140,7 @@ class CallStats(BaseModel):
         if part.budget_exhausted:
             self.budget_exhausted = True
             self.budget_message = part.budget_message
+        self.cache_error = self.cache_error or part.cache_error
         for text in part.notes:
             self.note(text)
 
@@ -149,6 +152,7 @@ class CallStats(BaseModel):
             abstentions=dict(self.abstentions),
             budget_exhausted=self.budget_exhausted,
             budget_message=self.budget_message,
+            cache_error=self.cache_error,
             notes=list(self.notes),
         )
         for name in _TOTAL_COUNTS:

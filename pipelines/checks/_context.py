@@ -88,7 +88,7 @@ def build_context(
     calls_before: int = 0,
     ended_early: EndedEarly | None = None,
 ) -> TurnContext:
-    """Merge the recorded trajectory with an optional replay (``pipelines.replay.TurnReplay``);
+    """Merge the recorded trajectory with an optional replay (``pipelines.grade.replay.TurnReplay``);
     each step's name is read as the task's tool it means (the recorded step is left as written).
     ``ended_early``: the trajectory's, when this turn is the one its run stopped in."""
     raw_steps = traj_turn.steps if traj_turn else []

@@ -153,6 +153,6 @@ def build_replayer(enabled: bool) -> Any:
     """The replayer that re-executes calls in bundled environments (None: replay off)."""
     if not enabled:
         return None
-    from pipelines.replay import Replayer
+    from pipelines.grade import Replayer
 
     return Replayer()

@@ -38,7 +38,7 @@ def export(
     """Draw a labelling set from a graded run: each case's check, material, steps, answer and evidence inline."""
     from calibration import write_label_set
     from judge import InputError
-    from pipelines.gold_export import export_label_set
+    from pipelines.run.gold import export_label_set
 
     table = load_rubric_table(rubrics)
     try:

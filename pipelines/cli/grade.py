@@ -41,7 +41,7 @@ from pipelines.cli.rubrics import RubricsOpt, load_rubric_table
 
 if TYPE_CHECKING:
     from judge import RunSummary
-    from pipelines.grade_run import BatchWait, GradeOptions
+    from pipelines.run import BatchWait, GradeOptions
 
 
 class OnError(StrEnum):
@@ -50,7 +50,7 @@ class OnError(StrEnum):
 
 
 def _input_path(value: Optional[Path]) -> Optional[Path]:
-    """An input file, or ``-`` for standard input (read once; see pipelines.run_inputs)."""
+    """An input file, or ``-`` for standard input (read once; see pipelines.run.spool)."""
     if value is not None and value.is_dir():
         raise typer.BadParameter(f"File '{value}' is a directory.")
     return _input_or_folder(value)
@@ -71,9 +71,8 @@ def run_and_print(opts: GradeOptions) -> RunSummary:
     from rich.text import Text
 
     from judge import ExternalCallError
-    from pipelines.grade_run import BatchWait, InputErrorsFound, NoTasks, RunDirError, run_grading
     from pipelines.ingest import ToolSpecError, UsageError
-    from pipelines.run_inputs import InputChanged
+    from pipelines.run import BatchWait, InputChanged, InputErrorsFound, NoTasks, RunDirError, run_grading
 
     class Amount(ProgressColumn):
         """Bytes read while grading; questions answered while judging."""
@@ -117,6 +116,15 @@ def run_and_print(opts: GradeOptions) -> RunSummary:
     stats = getattr(opts.escalator, "stats", None)
     if stats is not None and getattr(stats, "budget_exhausted", False):
         console.print(f"judge budget reached: {stats.budget_message}", style="yellow")
+    unsaved = getattr(stats, "cache_unsaved", None)
+    if unsaved:  # a full disk under the judge cache: the answers are in the results, not in the cache
+        console.print(
+            f"{unsaved} paid judge answers are not in the cache: {getattr(stats, 'cache_error', '')}",
+            style="yellow",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     counts = outcome.summary.counts
     if counts.graded == 0 and counts.errors > 0:
         console.print(f"every one of the {counts.errors} trajectories is an input error: nothing was graded", style="red")
@@ -333,8 +341,7 @@ def grade(
 ) -> None:
     """Grade trajectories against tasks; write results.jsonl, summary.json, report.md, manifest.json."""
     from pipelines.alignment import TURNS_MODES
-    from pipelines.executors import default_workers
-    from pipelines.grade_run import GradeOptions
+    from pipelines.run import GradeOptions, default_workers
 
     usage.check_format_names(format, task_format)
     piped = [
@@ -404,9 +411,9 @@ def grade(
 
 
 def _grade_folders(opts: GradeOptions) -> None:
-    """Folders as inputs: BFCL's result folder (every category, ``pipelines.bfcl_folder``), or BFCL's
+    """Folders as inputs: BFCL's result folder (every category, ``pipelines.run.bfcl_folder``), or BFCL's
     data folder as the tasks of one result file."""
-    from pipelines.bfcl_folder import grade_folder
+    from pipelines.run.bfcl_folder import grade_folder
 
     trajectories, tasks, reference = opts.trajectories, opts.tasks, opts.reference
     if not trajectories.is_dir():
@@ -455,9 +462,8 @@ def demo(
     min_votes: MinVotesOpt = None,
 ) -> None:
     """Grade the bundled sample benchmark end to end (replay included) and print the breakdown."""
-    from pipelines.executors import default_workers
-    from pipelines.grade_run import GradeOptions
     from pipelines.resources import sample_dir
+    from pipelines.run import GradeOptions, default_workers
 
     sample = sample_dir()
     if not (sample / "tasks.jsonl").exists():
@@ -489,7 +495,7 @@ def print_breakdowns(summary: RunSummary) -> None:
     from rich.table import Table
 
     from judge import fmt_pct
-    from pipelines.aggregate import natural_order
+    from pipelines.grade import natural_order
 
     for key in ("capability", "hop_count", "hop_pattern"):
         groups = summary.by.get(key, {})

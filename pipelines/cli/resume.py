@@ -19,7 +19,7 @@ import typer
 from pipelines.cli._common import EXIT_USAGE, EXIT_WAITING, console
 
 if TYPE_CHECKING:
-    from pipelines.run_dir import RunState
+    from pipelines.run import RunState
 
 
 def resume(
@@ -37,10 +37,7 @@ def resume(
     from pipelines.cli._common import escalator_from
     from pipelines.cli.grade import print_waiting, run_and_print
     from pipelines.cli.rubrics import load_rubric_table
-    from pipelines.executors import default_workers
-    from pipelines.grade_run import BatchWait
-    from pipelines.resume import in_directory, load_recipe, options_from
-    from pipelines.run_dir import RunDirError, RunState
+    from pipelines.run import BatchWait, RunDirError, RunState, default_workers, in_directory, load_recipe, options_from
 
     try:
         cancelled = False
@@ -52,7 +49,7 @@ def resume(
                     from judge.llm import JudgeSettings
 
                     settings = JudgeSettings.model_validate(found.judge_settings)
-                    rubrics_dir = found.data.get("rubrics_dir")
+                    rubrics_dir = found.recipe.rubrics_dir
                     table = load_rubric_table(None if rubrics_dir is None else Path(rubrics_dir))
                     escalator = escalator_from(settings, table)
                 state = RunState(found.run_dir / ".judge-run")
@@ -98,7 +95,7 @@ def _add_runner(found: Any) -> None:
     ``run.json``): its manifest gains the runner section, as when ``judge run`` grades at once."""
     from pipelines.runner import RUN_STATE, TRAJECTORIES, add_runner_to_manifest
 
-    graded = (found.data.get("inputs") or {}).get("trajectories")
+    graded = found.recipe.inputs.get("trajectories")
     info = found.run_dir / RUN_STATE
     if graded is None or not info.is_file() or (found.cwd / graded).resolve() != (found.run_dir / TRAJECTORIES).resolve():
         return
@@ -107,4 +104,6 @@ def _add_runner(found: Any) -> None:
 
 def _round(state: RunState) -> int:
     """The escalation round in progress (1-based): one past the rounds decided."""
-    return sum(1 for entry in state.rounds() if "batches" not in entry) + 1
+    from pipelines.run.records import DecidedRound
+
+    return sum(1 for entry in state.rounds() if isinstance(entry, DecidedRound)) + 1

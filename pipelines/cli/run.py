@@ -174,8 +174,7 @@ def run(
     _print_collection(outcome)
     if not no_grade:
         from pipelines.cli.grade import run_and_print
-        from pipelines.executors import default_workers
-        from pipelines.grade_run import GradeOptions
+        from pipelines.run import GradeOptions, default_workers
 
         grading = GradeOptions(
             tasks=tasks,

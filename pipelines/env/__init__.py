@@ -1,7 +1,7 @@
 """Executable environments: SQLite-backed API tools, document retrievers, an MCP server, and
 BFCL's own multi-turn environment classes (``_bfcl``: from the optional bfcl-eval package).
 
-The grading matcher replays predicted and reference calls here (``pipelines.replay``); agents
+The grading matcher replays predicted and reference calls here (``pipelines.grade.replay``); agents
 can run against the very same domains through ``serve`` (MCP over stdio or streamable HTTP).
 
 Importing this package loads nothing heavy: the catalogue (``list_environments``,

@@ -8,7 +8,7 @@ ground truth makes calls fails when the model made no call in it, when the state
 differs from the ground truth's (every attribute not starting with ``_``, compared with ``!=``), or
 when some ground-truth call's result is not among the results of the model's calls so far (a
 multiset). A turn whose ground truth is empty is not checked (the model's calls there still run).
-This module runs exactly that and reports it per turn (``TurnOutcome``); ``pipelines.replay``
+This module runs exactly that and reports it per turn (``TurnOutcome``); ``pipelines.grade.replay``
 turns it into the replay the checks read.
 
 Where the classes come from: the ``bfcl-eval`` package (Apache-2.0), imported lazily and only its
@@ -27,16 +27,18 @@ anything else ``str``; an exception ``Error during execution: <message>``; BFCL'
 ``kill``, ``exit``, ``quit``, ``remove``, ``unlink``, ``popen``, ``Popen``, ``run`` are refused the
 same way), so that response containment compares the same strings.
 
-Bounds: a whole entry is replayed in a forked child process with a wall-clock limit and an
-address-space limit (``resource.RLIMIT_AS``, the child's size at the fork plus ``memory_limit_mb``);
-its output goes to ``/dev/null``. An entry that runs past them is an ``EntryFailed`` (the caller's
-error row), never a hung or exhausted grader. Where ``os.fork`` is missing (Windows) the entry
-runs in this process without bounds.
+Bounds: entries are replayed one at a time in a forked worker process (kept for the next entry:
+a fork per entry cost ten times the replay) with a wall-clock limit per entry and an address-space
+limit (``resource.RLIMIT_AS``, the worker's size at the fork plus ``memory_limit_mb``); its output
+goes to ``/dev/null``. An entry that runs past them is an ``EntryFailed`` (the caller's error row),
+never a hung or exhausted grader; the worker is then killed and the next entry gets a new one.
+Where ``os.fork`` is missing (Windows) the entry runs in this process without bounds.
 """
 
 from __future__ import annotations
 
 import ast
+import atexit
 import contextlib
 import copy
 import inspect
@@ -339,56 +341,161 @@ def run_entry(spec: EntrySpec) -> list[TurnOutcome]:
 
 
 def replay_entry(spec: EntrySpec, time_limit_s: float = TIME_LIMIT_S, memory_limit_mb: int = MEMORY_LIMIT_MB) -> list[TurnOutcome]:
-    """``run_entry`` in a forked child process bounded in time and memory (see the module doc).
+    """``run_entry`` in a forked worker process bounded in time and memory (see the module doc).
     Raises ``EntryFailed`` when it does not finish, ``BfclUnavailable`` without bfcl-eval."""
-    environment_classes(spec.involved_classes)  # import here: the child inherits the modules, and a missing package is said plainly
+    environment_classes(spec.involved_classes)  # import here: the worker inherits the modules, and a missing package is said plainly
     if not hasattr(os, "fork"):  # pragma: no cover - Windows
         return run_entry(spec)
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        _child(spec, read_end, write_end, memory_limit_mb)
-    os.close(write_end)
+    global _WORKER
+    worker = _WORKER
+    if worker is None or not worker.usable(memory_limit_mb):
+        if worker is not None:
+            worker.stop()
+        for name in spec.involved_classes:  # the worker inherits every class this entry needs
+            environment_class(name)
+        worker = _WORKER = _Worker(memory_limit_mb)
     try:
-        data = _read_all(read_end, time_limit_s)
-    finally:
-        os.close(read_end)
-        if data is None:
-            _kill(pid)
-        _, status = os.waitpid(pid, 0)
-    if data is None:
-        raise EntryFailed(f"replaying {spec.entry_id} in BFCL's environments took longer than {time_limit_s:g} s: stopped")
-    if not data:
-        how = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit status {os.WEXITSTATUS(status)}"
-        raise EntryFailed(f"the process replaying {spec.entry_id} in BFCL's environments died ({how}) before it finished")
-    kind, payload = pickle.loads(data)
+        kind, payload = worker.run(spec, time_limit_s)
+    except EntryFailed:
+        worker.stop()
+        _WORKER = None
+        raise
     if kind == "error":
+        worker.stop()  # its state after a failure is not trusted: the next entry gets a fresh worker
+        _WORKER = None
         raise EntryFailed(f"replaying {spec.entry_id} in BFCL's environments failed: {payload}")
     return payload
 
 
-def _child(spec: EntrySpec, read_end: int, write_end: int, memory_limit_mb: int) -> None:  # pragma: no cover - runs in the forked child
+class _Worker:
+    """One forked process that replays entries one at a time (a fork per entry cost ~20 ms, ten
+    times the replay): length-prefixed pickles over two pipes. Its address space is bounded from
+    the fork; an entry past its time is killed with the worker, and one that fails (memory, an
+    unexpected error) ends it: the next entry then starts a new one. It ends when this process
+    closes its pipe (exit), and belongs to the process that forked it (a grading worker forked
+    later starts its own)."""
+
+    def __init__(self, memory_limit_mb: int):
+        self.owner = os.getpid()
+        self.memory_limit_mb = memory_limit_mb
+        to_child, self._to_child = os.pipe()
+        self._from_child, from_parent = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # the worker: never returns
+            os.close(self._to_child)
+            os.close(self._from_child)
+            _serve(to_child, from_parent, memory_limit_mb)
+        os.close(to_child)
+        os.close(from_parent)
+
+    def usable(self, memory_limit_mb: int) -> bool:
+        return self.owner == os.getpid() and self.memory_limit_mb == memory_limit_mb and self.pid > 0
+
+    def run(self, spec: EntrySpec, time_limit_s: float) -> tuple[str, Any]:
+        try:
+            _send(self._to_child, pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
+        except OSError:
+            raise EntryFailed(f"the process replaying {spec.entry_id} in BFCL's environments was gone before it started") from None
+        data = _receive(self._from_child, time.monotonic() + time_limit_s)
+        if data is None:
+            raise EntryFailed(f"replaying {spec.entry_id} in BFCL's environments took longer than {time_limit_s:g} s: stopped")
+        if data == b"":
+            status = self._reap()
+            raise EntryFailed(f"the process replaying {spec.entry_id} in BFCL's environments died ({status}) before it finished")
+        kind, payload = pickle.loads(data)
+        return kind, payload
+
+    def _reap(self) -> str:
+        _kill(self.pid)
+        try:
+            _, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            return "already reaped"
+        finally:
+            self.pid = -1
+        return f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit status {os.WEXITSTATUS(status)}"
+
+    def stop(self) -> None:
+        if self.owner != os.getpid():
+            return  # a forked copy of another process's worker: not ours to stop
+        for fd in (self._to_child, self._from_child):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if self.pid > 0:
+            self._reap()
+
+
+_WORKER: _Worker | None = None
+
+
+@atexit.register
+def _stop_worker() -> None:  # pragma: no cover - at interpreter exit
+    if _WORKER is not None:
+        _WORKER.stop()
+
+
+def _serve(read_end: int, write_end: int, memory_limit_mb: int) -> None:  # pragma: no cover - runs in the forked worker
     code = 0
     try:
-        os.close(read_end)
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
         _limit_memory(memory_limit_mb)
-        try:
-            payload: tuple[str, Any] = ("ok", run_entry(spec))
-        except MemoryError:
-            payload = ("error", f"it needed more than {memory_limit_mb} MB beyond the grader's own memory")
-        except Exception as exc:
-            payload = ("error", f"{type(exc).__name__}: {exc}")
-        data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(write_end, view) :]
+        while True:
+            data = _receive(read_end, None)
+            if not data:
+                break  # the grader closed the pipe: done
+            spec = pickle.loads(data)
+            failed = False
+            try:
+                payload: tuple[str, Any] = ("ok", run_entry(spec))
+            except MemoryError:
+                payload, failed = ("error", f"it needed more than {memory_limit_mb} MB beyond the grader's own memory"), True
+            except Exception as exc:
+                payload, failed = ("error", f"{type(exc).__name__}: {exc}"), True
+            _send(write_end, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+            if failed:
+                break
     except BaseException:
         code = 1
     finally:
         os._exit(code)
+
+
+def _send(fd: int, data: bytes) -> None:
+    view = memoryview(len(data).to_bytes(8, "big") + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _receive(fd: int, deadline: float | None) -> bytes | None:
+    """One message: its bytes; ``b""`` when the other side closed the pipe; None past the deadline."""
+    head = _read_exactly(fd, 8, deadline)
+    if head is None or len(head) < 8:
+        return head if head is None else b""
+    body = _read_exactly(fd, int.from_bytes(head, "big"), deadline)
+    if body is None:
+        return None
+    return body
+
+
+def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes | None:
+    chunks: list[bytes] = []
+    got = 0
+    while got < size:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                return None
+        chunk = os.read(fd, min(size - got, 1 << 20))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
 
 
 def _limit_memory(extra_mb: int) -> None:  # pragma: no cover - runs in the forked child
@@ -415,23 +522,6 @@ def _virtual_size() -> int | None:
     except OSError:
         pass
     return None
-
-
-def _read_all(fd: int, time_limit_s: float) -> bytes | None:
-    """Everything the child writes until it closes the pipe; None past the deadline."""
-    deadline = time.monotonic() + time_limit_s
-    chunks: list[bytes] = []
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return None
-        ready, _, _ = select.select([fd], [], [], left)
-        if not ready:
-            return None
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
 
 
 def _kill(pid: int) -> None:

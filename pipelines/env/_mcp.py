@@ -13,7 +13,15 @@ its own, used once. Over stdio the process serves one client: one state.
 Authentication: bound to anything but loopback, the HTTP server refuses to start without a bearer
 token (``--token`` or ``JUDGE_MCP_TOKEN``) and then requires ``Authorization: Bearer <token>`` on
 every request (compared in constant time); on loopback a token is optional and, when given,
-required too.
+required too. Whatever the address bound (127.0.0.2 and 0:0:0:0:0:0:0:1 are loopback too, not only
+the SDK's three names), every request's ``Host`` must name that address (on loopback: or
+localhost, 127.0.0.1, [::1]; bound to every address: or this machine's names) and an ``Origin``,
+when sent, too: a web page that rebinds a DNS name to the server gets 421 / 403, never an answer.
+
+Sessions over HTTP are bounded without ever refusing a newcomer: at most ``max_sessions`` open, at
+most ``max_sessions_per_client`` per client address; a new session past either bound ends the
+least recently used one (of that client first), as the client's DELETE would. One client opening
+hundreds of sessions evicts its own oldest, never locks the others out with 503s.
 
 Domains with more than ``MAX_LISTED_TOOLS`` tools (OpenAI caps a request at 128) are served in
 shortlist mode: ``tools/list`` shows a ``shortlist_tools(query, k)`` tool plus the tools the
@@ -23,6 +31,7 @@ callable by name.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import json
@@ -38,6 +47,7 @@ import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from judge import ToolSpec
@@ -46,6 +56,7 @@ from pipelines.env._runtime import Environment, Session, load_environment
 TOKEN_ENV = "JUDGE_MCP_TOKEN"
 DEFAULT_IDLE_TIMEOUT_S = 30 * 60.0
 DEFAULT_MAX_SESSIONS = 256
+DEFAULT_MAX_SESSIONS_PER_CLIENT = 64
 SESSION_HEADER = "mcp-session-id"
 MAX_LISTED_TOOLS = 128
 SHORTLIST_TOOL = "shortlist_tools"
@@ -203,29 +214,145 @@ ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitab
 
 
 class SessionGate:
-    """ASGI wrapper around the SDK's app: the bearer token on every HTTP request, and the end of a
-    session (the client's DELETE) dropping that session's state."""
+    """ASGI wrapper around the SDK's app: the Host / Origin guard and the bearer token on every
+    HTTP request, the session bounds (least recently used out, see the module docstring), and the
+    end of a session (the client's DELETE, or an eviction) dropping that session's state."""
 
-    def __init__(self, app: ASGIApp, sessions: SessionStates, token: str | None):
+    def __init__(
+        self,
+        app: ASGIApp,
+        sessions: SessionStates,
+        token: str | None,
+        hosts: frozenset[str] | None = None,
+        max_per_client: int = DEFAULT_MAX_SESSIONS_PER_CLIENT,
+    ):
         self.app = app
         self.sessions = sessions
+        self.hosts = hosts  # the names a Host / Origin may give (None: no guard, for in-process use)
+        self.max_per_client = max_per_client
         self._expected = f"Bearer {token}".encode() if token else None
+        self._open: OrderedDict[str, tuple[str, float]] = OrderedDict()  # session id -> (client, last used), least recent first
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
+        if self.hosts is not None:
+            refused = _foreign(headers, self.hosts)
+            if refused is not None:
+                await _plain(send, *refused)
+                return
         if self._expected is not None and not hmac.compare_digest(headers.get(b"authorization", b""), self._expected):
             await _unauthorized(send)
             return
         raw_id = headers.get(SESSION_HEADER.encode())
-        ending = raw_id.decode("latin-1") if raw_id and scope.get("method") == "DELETE" else None
+        session_id = raw_id.decode("latin-1") if raw_id else None
+        ending = session_id if session_id is not None and scope.get("method") == "DELETE" else None
         if ending is not None:
+            self._open.pop(ending, None)
             self.sessions.drop(ending)  # before the answer reaches the client
+        elif session_id is not None:
+            if session_id in self._open:
+                self._open[session_id] = (self._open[session_id][0], time.monotonic())
+                self._open.move_to_end(session_id)
+        elif scope.get("method") == "POST":  # may open a session: make room first
+            client = str((scope.get("client") or ("?",))[0])
+            await self._make_room(scope, client)
+            send = self._recording(send, client)
         await self.app(scope, receive, send)
         if ending is not None:
             self.sessions.drop(ending)  # and whatever a request still in flight re-created
+
+    def _recording(self, send: Any, client: str) -> Any:
+        """``send``, noting the session the SDK opens in its answer."""
+
+        async def recording(message: Any) -> None:
+            if message.get("type") == "http.response.start" and message.get("status", 500) < 400:
+                opened = dict(message.get("headers") or []).get(SESSION_HEADER.encode())
+                if opened:
+                    self._open[opened.decode("latin-1")] = (client, time.monotonic())
+            await send(message)
+
+        return recording
+
+    async def _make_room(self, scope: Scope, client: str) -> None:
+        now = time.monotonic()
+        for sid, (_, used) in list(self._open.items()):  # the SDK ended those itself (idle timeout)
+            if now - used > self.sessions.idle_timeout_s:
+                self._open.pop(sid, None)
+        mine = [sid for sid, (who, _) in self._open.items() if who == client]
+        while len(mine) >= self.max_per_client:
+            await self._evict(scope, mine.pop(0))
+        while len(self._open) >= self.sessions.max_sessions:
+            await self._evict(scope, next(iter(self._open)))
+
+    async def _evict(self, scope: Scope, session_id: str) -> None:
+        """End a session as its client's DELETE would (through the SDK's own handling of one)."""
+        self._open.pop(session_id, None)
+        self.sessions.drop(session_id)
+        headers = [(k, v) for k, v in scope.get("headers") or [] if k in (b"host", b"authorization")]
+        delete = dict(scope, method="DELETE", headers=[*headers, (SESSION_HEADER.encode(), session_id.encode("latin-1"))], query_string=b"")
+
+        async def nothing() -> Any:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def discard(_message: Any) -> None:
+            return None
+
+        await self.app(delete, nothing, discard)
+
+
+def allowed_hosts(host: str) -> frozenset[str]:
+    """The names a request's Host (or Origin) may give for a server bound to ``host``."""
+    names = {_host_name(host)}
+    wildcard = host in ("", "0.0.0.0", "::", "[::]")
+    if is_loopback(host) or wildcard:
+        names |= {"localhost", "127.0.0.1", "[::1]"}
+    if wildcard:
+        import socket
+
+        hostname = socket.gethostname()
+        names |= {hostname.lower(), socket.getfqdn().lower()}
+        with contextlib.suppress(OSError):  # a host name that does not resolve: its names above only
+            names |= {_host_name(str(info[4][0])) for info in socket.getaddrinfo(hostname, None)}
+    return frozenset(names)
+
+
+def _host_name(text: str) -> str:
+    """A host as compared: lower case, an IP address in its canonical form, IPv6 in brackets."""
+    bare = text.strip().lower().removeprefix("[").removesuffix("]")
+    try:
+        ip = ipaddress.ip_address(bare.split("%", 1)[0])
+    except ValueError:
+        return bare
+    return f"[{ip.compressed}]" if ip.version == 6 else ip.compressed
+
+
+def _authority_host(authority: str) -> str:
+    """The host of ``host[:port]`` / ``[v6]:port``."""
+    if authority.startswith("["):
+        return _host_name(authority.split("]", 1)[0] + "]")
+    return _host_name(authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority)
+
+
+def _foreign(headers: dict[bytes, bytes], hosts: frozenset[str]) -> tuple[int, str] | None:
+    """(status, message) when the Host or Origin names another server (DNS rebinding), else None."""
+    host = headers.get(b"host", b"").decode("latin-1")
+    if not host or _authority_host(host) not in hosts:
+        return 421, "Invalid Host header"
+    origin = headers.get(b"origin", b"").decode("latin-1")
+    if origin:
+        scheme, _, rest = origin.partition("://")
+        if scheme not in ("http", "https") or _authority_host(rest.split("/", 1)[0]) not in hosts:
+            return 403, "Invalid Origin header"
+    return None
+
+
+async def _plain(send: Any, status: int, text: str) -> None:
+    body = text.encode()
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _unauthorized(send: Any) -> None:
@@ -260,10 +387,16 @@ def http_app(env: Environment, host: str = "127.0.0.1", token: str | None = None
     """
     if not token and not is_loopback(host):
         raise ValueError(f"binding {host} (not loopback) needs a bearer token: pass --token or set {TOKEN_ENV}")
+    per_client = limits.pop("max_sessions_per_client", DEFAULT_MAX_SESSIONS_PER_CLIENT)
     sessions = SessionStates(env, **limits)
     server = build_server(env, shortlist, sessions)
-    app = server.streamable_http_app(host=host, session_idle_timeout=sessions.idle_timeout_s, max_sessions=sessions.max_sessions)
-    return SessionGate(app, sessions, token)
+    app = server.streamable_http_app(
+        host=host,
+        session_idle_timeout=sessions.idle_timeout_s,
+        max_sessions=None,  # the gate bounds sessions, evicting instead of answering 503
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),  # the gate guards Host / Origin, for every address
+    )
+    return SessionGate(app, sessions, token, hosts=allowed_hosts(host), max_per_client=min(per_client, sessions.max_sessions))
 
 
 def serve(

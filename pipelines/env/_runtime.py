@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judge import BadInputError, ConfigurationError, ToolSpec, canonical_json
+from judge import BadInputError, ConfigurationError, ToolSpec, canonical_json, json_lines
 from pipelines.env import _slot
 from pipelines.env._catalog import environment_version, list_environments, roots
 from pipelines.env._labels import LabelError, has_reference, resolve
@@ -97,7 +97,7 @@ class Environment:
     # -- loading ---------------------------------------------------------------------------
     def _load_docs(self, path: Path) -> list[dict[str, Any]]:
         docs = []
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for lineno, line in enumerate(json_lines(path.read_text(encoding="utf-8")), start=1):
             if not line.strip():
                 continue
             try:

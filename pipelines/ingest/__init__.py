@@ -21,8 +21,9 @@ from pipelines.ingest._api import (
     read_trajectories,
     strict_tasks,
 )
-from pipelines.ingest._base import Bundle, BundleFormat, Limits, Loaded, TaskCollector, TaskSet
+from pipelines.ingest._base import Bundle, BundleFormat, ItemError, Limits, Loaded, TaskCollector, TaskSet
 from pipelines.ingest._bfcl_scores import BfclScoreLabels, read_bfcl_scores, sniff_bfcl_scores
+from pipelines.ingest._native import convert_task, read_task_item
 from pipelines.ingest._parallel import TaskShard, read_task_shard, replay_task_shard
 from pipelines.ingest._reader import reader_lines
 from pipelines.ingest._registry import TASK_FORMATS, TRAJECTORY_FORMATS, trajectory_format
@@ -36,6 +37,7 @@ __all__ = [
     "BfclScoreLabels",
     "Bundle",
     "BundleFormat",
+    "ItemError",
     "Limits",
     "Loaded",
     "TaskCollector",
@@ -45,6 +47,7 @@ __all__ = [
     "UsageError",
     "check_task",
     "check_task_key",
+    "convert_task",
     "convert_trajectory",
     "detect_task_format",
     "detect_trajectory_format",
@@ -53,6 +56,7 @@ __all__ = [
     "load_tasks",
     "load_tool_specs",
     "read_bfcl_scores",
+    "read_task_item",
     "read_task_shard",
     "read_trajectories",
     "reader_lines",

@@ -253,7 +253,7 @@ def check_task_key(chosen: TrajectoryFormat | BundleFormat | None) -> None:
 
 def convert_trajectory(item: Any, fmt: str = "native", *, file: str = "<memory>", tasks: TaskSet | None = None) -> Loaded:
     """One in-memory item read as a line of a ``fmt`` file would be (same checks, same errors,
-    same warnings); for callers that hold trajectories in memory (``pipelines.reward``)."""
+    same warnings); for callers that hold trajectories in memory (``pipelines.grade.reward``)."""
     chosen = trajectory_format(fmt)
     if isinstance(chosen, BundleFormat):
         raise ValueError(f"the {chosen.name} format is read as a whole file; pass one trajectory in a streaming format")

@@ -41,6 +41,7 @@ class Limits:
     max_line_bytes: int = 32 * 2**20  # a line (or JSON-array item) larger than this -> too_large
     max_string_bytes: int = 8 * 2**20  # any single string field larger -> too_large naming the field
     max_depth: int = MAX_DEPTH  # containers nested deeper -> too_deep (recursive walkers stay safe)
+    max_archive_bytes: int = 2**30  # an archive (.eval) whose members inflate to more, together -> too_large naming the file
 
 
 @dataclass
@@ -395,6 +396,11 @@ class TaskCollector:
                 self._fresh.append((i, raw))
             replaced.append(raw if spec is None else spec)
         return {**item, "tools": replaced}
+
+    def share_tools(self, task: Task) -> Task:
+        """``task`` (validated from the item just ``prepare``d) with its tools the shared specs, for
+        callers that keep tasks themselves (``pipelines.grade.reward``: no duplicate rules)."""
+        return self._share_tools(task)
 
     def _share_tools(self, task: Task) -> Task:
         """Keep one object per distinct spec, so memory grows with the distinct tools, not with the

@@ -140,8 +140,9 @@ def _convert_trajectory(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
 
 
 @guarded
-def convert_task(item: dict[str, Any], file: str = "<memory>", line: int | None = None) -> tuple[Task, list[InputWarning]]:
-    """The task and a warning for each field it carries that the schema does not know."""
+def convert_task(item: dict[str, Any], file: str = "<memory>", line: int | None = None, *, warn: bool = True) -> tuple[Task, list[InputWarning]]:
+    """The task and a warning for each field it carries that the schema does not know (none looked
+    for with ``warn=False``: callers that report no warnings, such as ``pipelines.grade.reward``)."""
     validated: dict[str, Any] = item
     moved: list[str] = []
     meta = item.get("metadata", {})
@@ -154,8 +155,20 @@ def convert_task(item: dict[str, Any], file: str = "<memory>", line: int | None 
         task = Task.model_validate(validated)
     except ValidationError as err:
         raise _shorthand_path(validation_error(err), item, ("question",)) from None
+    if not warn:
+        return task, []
     paths = moved + [_user_path(path, item, ("question",)) for path, _ in extra_fields(task)]
     return task, [unknown_field_warning(path, file, line) for path in paths]
+
+
+def read_task_item(
+    item: dict[str, Any], collector: TaskCollector, file: str = "<memory>", line: int | None = None, *, warn: bool = True
+) -> tuple[Task, list[InputWarning]]:
+    """One native task item read as a line of a tasks file is (same checks, errors and warnings;
+    tool specs met before through ``collector`` are shared, not validated again), without the
+    duplicate rules: the caller keeps the task. Raises ``ItemError``."""
+    task, warnings = convert_task(collector.prepare(item), file, line, warn=warn)
+    return collector.share_tools(task), warnings
 
 
 def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:

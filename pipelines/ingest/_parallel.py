@@ -3,7 +3,7 @@
 A task line per trajectory makes task loading as heavy as grading (a 9 KB line read, validated
 and packed per trajectory), and the run needs every task before it grades: done by one process,
 it is the serial part that keeps N workers from N times the speed. So the run cuts a native
-JSONL tasks file into shards of whole lines (``run_inputs.LineShards``) and each worker reads,
+JSONL tasks file into shards of whole lines (``pipelines.run.lines.LineShards``) and each worker reads,
 validates and packs its shard's tasks (``read_task_shard``), recording what the serial loader
 would have done item by item (a task, or an error). The run then replays those records, in file
 order, into its own ``TaskCollector`` (``add_packed`` / ``add_error``): the duplicate rules, the

@@ -117,7 +117,7 @@ def reader_lines(handle: IO[bytes], limits: Limits = Limits()) -> Iterator[tuple
     """The lines of ``handle`` exactly as this reader splits them (``\\n``, ``\\r\\n`` or a bare
     ``\\r``): (the line's bytes with its terminator, or None for a line longer than the limit,
     which is read through and not held; its size). The run cuts an input into shards between
-    these lines (``pipelines.run_inputs``), so the cuts and this reader always agree."""
+    these lines (``pipelines.run.lines``), so the cuts and this reader always agree."""
     lines = _Lines(handle, source_name(handle), limits)
     while (line := lines.next()) is not None:
         yield line.raw, line.size

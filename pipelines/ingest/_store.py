@@ -64,13 +64,15 @@ def _decompress(blob: bytes, zdict: bytes | None) -> bytes:
 class TaskStore(MutableMapping[str, Task]):
     """Tasks by id in insertion order, packed; ``store[tid]`` gives an equal ``Task`` each time.
 
-    Live tasks: while the tasks are stored, the first ``live`` stay live (trajectories mostly come
+    Below ``pack_from`` tasks nothing is packed: every task stays as it was stored (packing pays
+    in memory, and only at scale). From then on, tasks are packed, and live tasks: while the tasks are stored, the first ``live`` stay live (trajectories mostly come
     in the order of their tasks, so those are asked first; a run with fewer tasks never unpacks
     one); after that, the most recently asked for. Storing a task never evicts one: eviction
     only frees what the grader is done with.
 
-    Invariant: every tool of every stored task is in ``_tools`` (referenced by index from the
-    packed tasks); the live cache holds at most ``live`` tasks. Picklable (to ship to worker
+    Invariant: a task is either packed (``_packed[tid]`` its bytes) or not yet (``_packed[tid]``
+    None, the task in ``_unpacked``), never both; every tool of every packed task is in ``_tools``
+    (referenced by index from the packed tasks); the live cache holds at most ``live`` tasks. Picklable (to ship to worker
     processes): the packed tasks and the tools travel, the live cache does not.
     """
 
@@ -79,15 +81,21 @@ class TaskStore(MutableMapping[str, Task]):
     # the live set 1 time in 30 instead of 1 in 4): holding many live task trees costs more than
     # unpacking (~20 us). 32 still covers a task's trials graded side by side.
     LIVE = 32
+    # Packing pays in memory only: below this many tasks they are all kept live (a task costs
+    # ~12 KB live, so at most ~60 MB), and neither pickling nor unpickling is paid (~5% of the CPU
+    # of a run with a task line per trajectory). The store packs them all when it reaches it.
+    PACK_FROM = 5000
 
-    def __init__(self, live: int = LIVE):
+    def __init__(self, live: int | None = None, pack_from: int | None = None):
         self.zdict: bytes | None = None  # primes the compression of every task (set by the first one)
-        self._packed: dict[str, bytes] = {}
+        self._packed: dict[str, bytes | None] = {}  # None: not packed yet, the task is in _unpacked
+        self._unpacked: dict[str, Task] = {}
+        self._pack_from = self.PACK_FROM if pack_from is None else pack_from
         self._tools: list[ToolSpec] = []
         self._tool_index: dict[int, int] = {}  # id(tool) -> position in _tools
         self._keyed: dict[bytes, ToolSpec] = {}  # key (digest of a raw spec text) -> shared spec, for tasks packed elsewhere
         self._live: OrderedDict[str, Task] = OrderedDict()
-        self._live_max = live
+        self._live_max = self.LIVE if live is None else live
 
     def _tool_ref(self, tool: ToolSpec) -> int:
         ref = self._tool_index.get(id(tool))
@@ -97,6 +105,22 @@ class TaskStore(MutableMapping[str, Task]):
         return ref
 
     def __setitem__(self, tid: str, task: Task) -> None:
+        if self._unpacked or not self._packed:  # still below PACK_FROM: kept as it is
+            self._packed[tid] = None
+            self._unpacked[tid] = task
+            self._live.pop(tid, None)
+            if len(self._packed) >= self._pack_from:
+                self._pack_all()
+            return
+        self._pack(tid, task)
+
+    def _pack_all(self) -> None:
+        """Pack the tasks kept as they are (the first ``live`` of them stay live)."""
+        unpacked, self._unpacked = self._unpacked, {}
+        for tid, task in unpacked.items():
+            self._pack(tid, task)
+
+    def _pack(self, tid: str, task: Task) -> None:
         data = _pickled(task, [self._tool_ref(tool) for tool in task.tools])
         if self.zdict is None:
             self.zdict = data[-32768:]
@@ -112,11 +136,16 @@ class TaskStore(MutableMapping[str, Task]):
         return self.zdict
 
     def __getitem__(self, tid: str) -> Task:
+        task = self._unpacked.get(tid)
+        if task is not None:
+            return task
         task = self._live.get(tid)
         if task is not None:
             self._live.move_to_end(tid)
             return task
-        task = self.unpack(self._packed[tid])
+        packed = self._packed[tid]
+        assert packed is not None  # a task not packed is in _unpacked
+        task = self.unpack(packed)
         self._remember(tid, task)
         return task
 
@@ -142,6 +171,7 @@ class TaskStore(MutableMapping[str, Task]):
 
     def put_packed(self, tid: str, packed: bytes) -> None:
         """Store a task packed by ``pack_task`` (its tool keys registered first)."""
+        self._unpacked.pop(tid, None)
         self._packed[tid] = packed
 
     def _remember(self, tid: str, task: Task) -> None:
@@ -152,6 +182,7 @@ class TaskStore(MutableMapping[str, Task]):
 
     def __delitem__(self, tid: str) -> None:
         del self._packed[tid]
+        self._unpacked.pop(tid, None)
         self._live.pop(tid, None)
 
     def __contains__(self, tid: object) -> bool:
@@ -167,10 +198,18 @@ class TaskStore(MutableMapping[str, Task]):
         return f"TaskStore({len(self)} tasks, {len(self._tools)} distinct tools)"
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"packed": self._packed, "tools": self._tools, "keyed": self._keyed, "live": self._live_max, "zdict": self.zdict}
+        self._pack_all()  # what travels is packed
+        return {
+            "packed": self._packed,
+            "tools": self._tools,
+            "keyed": self._keyed,
+            "live": self._live_max,
+            "pack_from": self._pack_from,
+            "zdict": self.zdict,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["live"])  # type: ignore[misc]
+        self.__init__(state["live"], state["pack_from"])  # type: ignore[misc]
         self._packed = state["packed"]
         self._tools = state["tools"]
         self._keyed = state["keyed"]

@@ -3,7 +3,7 @@ difficulty tiers (per trajectory), and failure modes found by clustering (per ru
 
 Per trajectory, ``assess_orchestration(task, trajectory, result)`` is a pure function of the
 task, the trajectory and its graded result (no I/O), so it serves the grading run and a reward
-function alike; ``pipelines.grade_case`` attaches it to every graded ``TrajectoryResult``.
+function alike; ``pipelines.grade.case`` attaches it to every graded ``TrajectoryResult``.
 Per run, ``OrchestrationTally`` turns the results into the ``orchestration`` section of
 ``summary.json``. One concept per module: recovery, rounds, loops, tiers, clusters (the algorithm), failure_modes
 (the run's collection), _child (the clustering in a child process), tally.

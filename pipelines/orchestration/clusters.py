@@ -26,11 +26,15 @@ agents it hits, and the three trajectories closest to its centre as examples.
 
 from __future__ import annotations
 
+import functools
+import math
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 from judge import CHECK_DEFAULT_STAGE, EvidenceKind, Outcome, TrajectoryResult, VerdictLabel
+from pipelines.orchestration._stop_words import ENGLISH_STOP_WORDS
 
 WEIGHTS = {"stage": 1.0, "tool": 0.6, "kind": 1.0, "text": 0.8}
 MAX_K = 20
@@ -115,7 +119,7 @@ def _tfidf(texts: list[str], counts: Any) -> tuple[Any, list[str]]:
     must occur in ``MIN_DF`` trajectories (or all are kept in runs under 20 trajectories)."""
     import numpy as np
     from scipy import sparse
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
+    from sklearn.feature_extraction.text import CountVectorizer
 
     vectorizer = CountVectorizer(token_pattern=_TOKEN, stop_words=sorted(ENGLISH_STOP_WORDS | set(_EXTRA_STOP_WORDS)), dtype=np.float64)
     try:
@@ -145,15 +149,21 @@ def _l2(matrix: Any) -> Any:
 
 def cluster_failures(rows: list[FailureFeatures], members: list[Member], seed: int = 0, max_k: int = MAX_K) -> Clustering:
     """Cluster the members (each pointing at one of ``rows``); see the module docstring."""
-    import numpy as np
-    from scipy import sparse
-
     method = (
         f"k-means over failure stage, evidence tool, evidence kind and evidence-text TF-IDF; k in 2..{max_k} by silhouette; seed {seed}; "
         "identical feature rows merged with their counts"
     )
     if not members:
         return Clustering({"clustered": 0, "k": 0, "silhouette": None, "method": method, "clusters": []}, [])
+    if len(rows) == 1:  # one distinct row: one cluster, no k-means to run (and no numpy, scipy or scikit-learn to import)
+        return _one_row(rows[0], members, method)
+    return _cluster_rows(rows, members, seed, max_k, method)
+
+
+def _cluster_rows(rows: list[FailureFeatures], members: list[Member], seed: int, max_k: int, method: str) -> Clustering:
+    import numpy as np
+    from scipy import sparse
+
     counts = np.bincount([m.row for m in members], minlength=len(rows)).astype(float)
     text, terms = _tfidf([r.text for r in rows], counts)
     blocks = [
@@ -293,6 +303,51 @@ def _describe(
         ids[cluster.pop("_label")] = i
         cluster["id"] = i
     return clusters, ids
+
+
+def _one_row(row: FailureFeatures, members: list[Member], method: str) -> Clustering:
+    """``_cluster_rows`` where every member has the same features, in plain Python: one cluster.
+
+    The same summary as the general path: its top terms are the row's TF-IDF terms by weight (with
+    one row every term's document frequency is the trajectory count, so every idf is 1 and a
+    term's weight is its sublinear tf, ``1 + log(count)``, over the row's L2 norm; the norm does not
+    change the order, which is by weight rounded to 9 digits, then by term); its examples are the
+    first members in input order (every member is at the same distance from the centre)."""
+    total = len(members)
+    weights = {term: 1.0 + math.log(n) for term, n in _term_counts(row.text).items()}
+    norm = math.sqrt(sum(w * w for w in weights.values()))
+    ranked = sorted(sorted(weights)[:MAX_TERMS], key=lambda t: (-round(weights[t] / norm, 9), t))
+    top_terms = ranked[:TOP_TERMS]
+    tools = Counter(dict.fromkeys(row.tools, total))
+    tool = _top(tools)
+    label = row.stage + (f" at {tool}" if tool else "") + (": " + ", ".join(top_terms) if top_terms else "")
+    cluster = {
+        "label": label,
+        "size": total,
+        "share": round(total / total, 6),
+        "stage": row.stage,
+        "stages": {row.stage: total},
+        "tools": _sorted(tools),
+        "evidence_kinds": _sorted(Counter(dict.fromkeys(row.kinds, total))),
+        "top_terms": top_terms,
+        "agents": _sorted(Counter(m.agent or "unknown" for m in members)),
+        "examples": [{"trajectory_id": m.trajectory_id, "task_id": m.task_id, "agent": m.agent} for m in members[:EXAMPLES]],
+        "id": 1,
+    }
+    summary = {"clustered": total, "k": 1, "silhouette": None, "method": method, "clusters": [cluster]}
+    return Clustering(summary, [1] * total)
+
+
+@functools.cache
+def _token_pattern() -> re.Pattern[str]:
+    return re.compile(_TOKEN)
+
+
+def _term_counts(text: str) -> Counter[str]:
+    """What scikit-learn's ``CountVectorizer(token_pattern=_TOKEN, stop_words=...)`` counts in one
+    document: lower-cased, the pattern's matches, stop words dropped."""
+    stop = ENGLISH_STOP_WORDS | set(_EXTRA_STOP_WORDS)
+    return Counter(t for t in _token_pattern().findall(text.lower()) if t not in stop)
 
 
 def _top(counter: Counter[str]) -> str:

@@ -1,7 +1,7 @@
 """A run's failing and unresolved trajectories, collected for clustering into failure modes.
 
 Kept as columns appended in input order, so a partial collection made by another worker merges
-by appending (``pipelines.aggregate``'s merge rule for per-row fields); strings are interned, so a
+by appending (``pipelines.grade.aggregate``'s merge rule for per-row fields); strings are interned, so a
 feature text shared by many trajectories is stored once.
 """
 
@@ -62,7 +62,8 @@ class FailureModes:
         grader and the clustering overlaps the rest of the summary (same function, same inputs:
         the same bytes either way)."""
         rows, members = self.rows_and_members()
-        return PendingClustering(rows, members, seed, isolate if isolate is not None else len(members) >= ISOLATE_FROM)
+        # one distinct row needs no k-means (clustered in plain Python): no child for it
+        return PendingClustering(rows, members, seed, isolate if isolate is not None else len(members) >= ISOLATE_FROM and len(rows) > 1)
 
     def clustering(self, seed: int = 0, isolate: bool | None = None) -> Clustering:
         return self.start(seed, isolate).result()

@@ -27,62 +27,144 @@ With ``first`` the first attempt and ``success`` the first attempt that reached 
   unknown.
 
 ``recovered`` is true exactly when some attempt reached the goal.
+
+Near-linear in the steps of a turn (a trajectory of 10^5 steps with a failed call in every other
+one is an ordinary input): instead of scanning every later step for every failed call, each
+question ("the first later step of this tool", "the first later step that reached an open goal
+reference call") is answered for all failed calls at once by one sweep (``_first_hits``).
 """
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_right
+from collections import defaultdict
+from dataclasses import dataclass
+
 from judge import RecoveryEvent, RecoveryOutcome, canonical_json
 from pipelines.orchestration._alignment import TurnView, failure_kind, is_failed_call
+
+ANY_TOOL = None  # the key of a goal made of every open reference call (the failed tool is no reference tool)
 
 
 def classify_recovery(views: list[TurnView]) -> list[RecoveryEvent]:
     """One event per failed call, in trajectory order."""
-    return [_classify(view, i) for view in views for i, step in enumerate(view.steps) if is_failed_call(step)]
+    return [event for view in views for event in _classify_turn(view)]
 
 
 def recovery_rate(events: list[RecoveryEvent]) -> float | None:
     return sum(e.recovered for e in events) / len(events) if events else None
 
 
-def _goal(view: TurnView, i: int) -> set[int]:
-    name = view.steps[i].name
-    open_refs = view.open_at(i)
-    same_tool = {r for r in open_refs if view.references[r].name == name}
-    if same_tool:
-        return same_tool
-    if any(ref.name == name for ref in view.references):
-        return set()  # this tool's reference calls are satisfied already: the goal is the call itself
-    return open_refs
+def _first_hits(candidates: list[tuple[int, float]], queries: list[int]) -> dict[int, int | None]:
+    """For each query step ``i``: the smallest candidate step ``j > i`` whose value ``v >= i``, or None.
+
+    ``v`` is the latest step (``satisfied_by``) among the goal reference calls the candidate reached:
+    the candidate reached a call still open at ``i`` exactly when ``v >= i``. A candidate answers
+    query ``i`` exactly when ``i <= min(j - 1, v)``, so sweeping the queries downwards while adding
+    candidates by that bound answers them all in O((candidates + queries) log)."""
+    bounds = sorted(((min(j - 1, v), j) for j, v in candidates), reverse=True)
+    out: dict[int, int | None] = {}
+    best: int | None = None
+    k = 0
+    for i in sorted(set(queries), reverse=True):
+        while k < len(bounds) and bounds[k][0] >= i:
+            best = bounds[k][1] if best is None else min(best, bounds[k][1])
+            k += 1
+        out[i] = best
+    return out
 
 
-def _classify(view: TurnView, i: int) -> RecoveryEvent:
+def _next_after(positions: list[int], i: int) -> int | None:
+    at = bisect_right(positions, i)
+    return positions[at] if at < len(positions) else None
+
+
+@dataclass(frozen=True)
+class _Goal:
+    key: str | None  # the tool whose open reference calls are the goal; ANY_TOOL: every open one
+    empty: bool  # nothing open: the goal is the call itself
+
+
+def _classify_turn(view: TurnView) -> list[RecoveryEvent]:
+    steps = view.steps
+    failed = [i for i, s in enumerate(steps) if is_failed_call(s)]
+    if not failed:
+        return []
+    # when each reference call stops being open: open at step i while its satisfying step >= i
+    open_until = [view.satisfied_by.get(r, math.inf) for r in range(len(view.references))]
+    ref_names = {ref.name for ref in view.references}
+    latest: dict[str | None, float] = defaultdict(lambda: -math.inf)  # per tool (and ANY_TOOL): the last step any of its calls is open at
+    for r, ref in enumerate(view.references):
+        latest[ref.name] = max(latest[ref.name], open_until[r])
+        latest[ANY_TOOL] = max(latest[ANY_TOOL], open_until[r])
+
+    def goal_of(i: int) -> _Goal:
+        name = steps[i].name
+        if latest[name] >= i:  # some reference call of this tool is still open
+            return _Goal(name, False)
+        if name in ref_names:  # this tool's reference calls are satisfied already: the goal is the call itself
+            return _Goal(name, True)
+        return _Goal(ANY_TOOL, latest[ANY_TOOL] < i)
+
+    goals = {i: goal_of(i) for i in failed}
+    # per goal key, the steps that reached one of its reference calls, with the latest step those calls are open at
+    wanted = {g.key for g in goals.values() if not g.empty}
+    hits: dict[str | None, list[tuple[int, float]]] = defaultdict(list)
+    for j, refs in view.reached.items():
+        if not 0 <= j < len(steps):
+            continue
+        best: dict[str | None, float] = {}
+        for r in refs:
+            if not 0 <= r < len(view.references):
+                continue
+            until = view.satisfied_by.get(r, math.inf)
+            for key in (view.references[r].name, ANY_TOOL):
+                if key in wanted:
+                    best[key] = max(best.get(key, -math.inf), until)
+        for key, v in best.items():
+            hits[key].append((j, v))
+    attempt_hit: dict[str | None, dict[int, int | None]] = {}
+    success_hit: dict[str | None, dict[int, int | None]] = {}
+    for key in wanted:
+        queries = [i for i, g in goals.items() if g.key == key and not g.empty]
+        attempt_hit[key] = _first_hits(hits[key], queries)
+        success_hit[key] = _first_hits([(j, v) for j, v in hits[key] if not is_failed_call(steps[j])], queries)
+    by_name: dict[str, list[int]] = defaultdict(list)
+    ok_by_name: dict[str, list[int]] = defaultdict(list)
+    for j, s in enumerate(steps):
+        by_name[s.name].append(j)
+        if s.ok and not is_failed_call(s):
+            ok_by_name[s.name].append(j)
+
+    events = []
+    for i in failed:
+        goal, name = goals[i], steps[i].name
+        same_tool = _next_after(by_name[name], i)
+        if goal.empty:
+            first, success = same_tool, _next_after(ok_by_name[name], i)
+        else:
+            hit = attempt_hit[goal.key][i]
+            first = min((j for j in (same_tool, hit) if j is not None), default=None)
+            success = success_hit[goal.key][i]
+        events.append(_event(view, i, first, success))
+    return events
+
+
+def _event(view: TurnView, i: int, first_attempt: int | None, success: int | None) -> RecoveryEvent:
+    """The outcome from the first attempt and the first attempt that reached the goal (see above)."""
     failed = view.steps[i]
-    goal = _goal(view, i)
-
-    def reaches(j: int) -> bool:
-        step = view.steps[j]
-        if is_failed_call(step):
-            return False
-        if goal:
-            return bool(view.reached.get(j, set()) & goal)
-        return step.name == failed.name and step.ok
-
-    def is_attempt(j: int) -> bool:
-        return view.steps[j].name == failed.name or bool(goal and view.reached.get(j, set()) & goal)
-
-    attempts = [j for j in range(i + 1, len(view.steps)) if is_attempt(j)]
-    success = next((j for j in attempts if reaches(j)), None)
     outcome: RecoveryOutcome
-    if not attempts:
+    if first_attempt is None:
         outcome = "gave_up"
     else:
-        first = view.steps[attempts[0]]
+        first = view.steps[first_attempt]
         unchanged = first.name == failed.name and canonical_json(first.arguments) == canonical_json(failed.arguments)
         if first.name == failed.name and not (first.arguments_recorded and failed.arguments_recorded):
             outcome = "retried_unrecorded"
         elif unchanged:
-            outcome = "repeated_unchanged" if success in (None, attempts[0]) else "recovered_later"
-        elif success == attempts[0]:
+            outcome = "repeated_unchanged" if success in (None, first_attempt) else "recovered_later"
+        elif success == first_attempt:
             outcome = "retried_fixed" if first.name == failed.name else "switched_tool"
         elif success is not None:
             outcome = "recovered_later"

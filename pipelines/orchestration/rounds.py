@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -38,15 +39,25 @@ def dag_key(calls: list[ReferenceCall]) -> DagKey:
 @dataclass(frozen=True)
 class DagFacts:
     critical_path: int
-    same_depth_pairs: tuple[tuple[int, int], ...]
+    same_depth_groups: tuple[tuple[int, ...], ...]  # required calls sharing a depth (two or more), by depth: every pair is one round's worth
     branches: bool  # two required calls are independent, or a call accepts alternative argument sets
 
 
 @lru_cache(maxsize=4096)
 def dag_facts(key: DagKey) -> DagFacts:
+    """Linear in the calls and their dependencies (a task of 10^5 reference calls is an input like
+    any other): pairs are counted per depth group, never listed. Two required calls are
+    independent somewhere exactly when two share a depth: a required call of depth d has required
+    ancestors of every depth below d (its longest chain), so distinct depths make a chain."""
     calls = [ReferenceCall(name="_", id=i, depends_on=list(deps), required=required) for i, deps, required, _ in key]
     alternatives = any(alt for *_, alt in key)
-    return DagFacts(critical_path_depth(calls), tuple(same_depth_pairs(calls)), alternatives or bool(independent_pairs(calls)))
+    depth = depths(calls)
+    groups: dict[int, list[int]] = {}
+    for i, c in enumerate(calls):
+        if c.required:
+            groups.setdefault(depth[i], []).append(i)
+    shared = tuple(tuple(g) for _, g in sorted(groups.items()) if len(g) >= 2)
+    return DagFacts(max(depth, default=0), shared, alternatives or bool(shared))
 
 
 @dataclass(frozen=True)
@@ -87,7 +98,8 @@ def critical_path_depth(calls: list[ReferenceCall]) -> int:
 
 
 def independent_pairs(calls: list[ReferenceCall]) -> list[tuple[int, int]]:
-    """Pairs of required calls neither of which depends on the other, directly or transitively."""
+    """Pairs of required calls neither of which depends on the other, directly or transitively
+    (the pairs themselves: quadratic by nature; the run's facts use ``dag_facts``)."""
     anc = ancestors(calls)
     req = [i for i, c in enumerate(calls) if c.required]
     return [(a, b) for x, a in enumerate(req) for b in req[x + 1 :] if a not in anc[b] and b not in anc[a]]
@@ -115,11 +127,11 @@ def round_facts(views: list[TurnView], dags: list[DagFacts] | None = None) -> Ro
     for v, dag in zip(views, dags, strict=True):
         keys: list[Any] = [("round", s.round) if s.round is not None else ("alone", i) for i, s in enumerate(v.steps)]
         used += len(set(keys))
-        for a, b in dag.same_depth_pairs:
-            sa, sb = v.satisfied_by.get(a), v.satisfied_by.get(b)
-            if sa is None or sb is None:
-                continue
-            pairs += 1
-            serialised += keys[sa] != keys[sb]
+        for group in dag.same_depth_groups:  # of its satisfied pairs, those not sharing one round are serialised
+            rounds = Counter(keys[v.satisfied_by[c]] for c in group if c in v.satisfied_by)
+            m = sum(rounds.values())
+            together = sum(k * (k - 1) // 2 for k in rounds.values())
+            pairs += m * (m - 1) // 2
+            serialised += m * (m - 1) // 2 - together
     efficiency = min(1.0, minimum / used) if used else None
     return RoundFacts(used, minimum, round(efficiency, 6) if efficiency is not None else None, pairs, serialised)

@@ -2,7 +2,7 @@
 
 Streaming: only counters and the compact failure-mode features are kept, never the results.
 Merge-safe: every field is a count (summed) or a per-row column (appended), so partial tallies
-made by workers merge into the one a single process would make (``pipelines.aggregate``).
+made by workers merge into the one a single process would make (``pipelines.grade.aggregate``).
 Definitions of the per-run figures:
 - recovery: failed calls, recovered calls and ``recovery_rate = recovered / failed`` (pooled over
   calls), with the outcome counts, overall and by agent, by failed tool and by fault kind (the

@@ -476,7 +476,10 @@ def collect_trajectories(opts: RunOptions) -> CollectOutcome:
 
 def add_runner_to_manifest(out: Path, info: dict[str, Any]) -> None:
     """Record the run (agent, harness version, tools, faults, model calls) in ``manifest.json``."""
-    path = out / "manifest.json"
-    manifest = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    manifest["runner"] = info
-    _write_json(path, manifest)
+    from pipelines.run.folder import MANIFEST, atomic_write
+    from pipelines.run.records import read_manifest
+
+    path = out / MANIFEST
+    manifest = read_manifest(path)  # the grading of the run wrote it (typed, versioned)
+    manifest.runner = info
+    atomic_write(path, manifest.dump())

@@ -52,6 +52,6 @@ def test_without_them_the_inherited_lock_hangs_the_worker():
 
 
 def test_grading_workers_take_fresh_streams_first():
-    from pipelines import executors
+    from pipelines.run import executors
 
     assert "fresh_std_streams" in executors._init_worker.__code__.co_names  # a forked grading worker's first step

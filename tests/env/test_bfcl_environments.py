@@ -18,10 +18,9 @@ import pytest
 from judge import Trajectory
 from pipelines.config import GradingConfig
 from pipelines.env import CallSpec, EntryFailed, EntrySpec, TurnSpec, bind_call, method_owners, parse_call, replay_bfcl_entry
-from pipelines.grade_case import grade_case
+from pipelines.grade import Replayer, grade_case
 from pipelines.ingest import convert_trajectory
 from pipelines.ingest._bfcl import build_task
-from pipelines.replay import Replayer
 
 FILES = {
     "GorillaFileSystem": {
@@ -125,6 +124,21 @@ def _entry(call: CallSpec) -> EntrySpec:
     return EntrySpec("multi_turn_base_901", ["MathAPI"], {}, False, [TurnSpec(model=[call], truth=[CallSpec("add", {"a": 1, "b": 2})])])
 
 
+def test_one_worker_replays_entry_after_entry_and_a_failure_gets_a_new_one():
+    import pipelines.env._bfcl as bfcl
+
+    quick = _entry(CallSpec("add", {"a": 1, "b": 2}))
+    (turn,) = replay_bfcl_entry(quick)
+    assert turn.model_results == turn.truth_results == ['{"result": 3}'] and not turn.missing
+    worker = bfcl._WORKER
+    replay_bfcl_entry(quick)
+    assert bfcl._WORKER is worker  # no fork per entry
+    with pytest.raises(EntryFailed):
+        replay_bfcl_entry(_entry(CallSpec("logarithm", {"value": 3, "base": 2, "precision": 10**7})), time_limit_s=1.0)  # killed with its worker
+    (turn,) = replay_bfcl_entry(quick)
+    assert bfcl._WORKER is not worker and turn.model_results == ['{"result": 3}']
+
+
 def test_an_entry_past_its_time_bound_is_stopped():
     slow = CallSpec("logarithm", {"value": 3, "base": 2, "precision": 10**7})  # mpmath at ten million digits: minutes
     with pytest.raises(EntryFailed, match="took longer than 1 s"):
@@ -159,3 +173,11 @@ def test_a_runaway_entry_is_one_error_row_of_the_run(tmp_path, monkeypatch):
     first, second = (json.loads(line) for line in (out / "results.jsonl").read_text().splitlines())
     assert first["verdict"] == "error" and "took longer than 2 s" in first["error"]["message"]
     assert second["verdict"] == "pass"
+
+
+def test_without_replay_a_multi_turn_entry_stays_open_whatever_its_calls():
+    # the ground truth's calls are one way to the state BFCL checks: not matching them is no failure
+    task = build_task(QUESTION, ANSWER)
+    for turns in (ANSWER["ground_truth"], [["ls()"], ["pwd()"]]):
+        result = grade_case(task, _trajectory(*turns), GradingConfig(), replay=None).result()
+        assert result.verdict == "unresolved"

@@ -6,7 +6,7 @@ import pytest
 
 from judge import Task, Trajectory, response_key
 from pipelines.env import UnknownEnvironment
-from pipelines.replay import Replayer, dependency_order, responses_cover
+from pipelines.grade.replay import Replayer, dependency_order, responses_cover
 
 CHAIN_TASK = {
     "task_id": "t-chain",
@@ -193,7 +193,7 @@ def test_a_call_by_a_sanitised_name_replays_the_tool_it_means(tmp_path):
     ``items.rename``: the write lands and the final state equals the reference's."""
     from data.build._toolkit import Domain, Table, endpoint, write, write_domain
     from pipelines.config import GradingConfig
-    from pipelines.grade_case import grade_case
+    from pipelines.grade import grade_case
 
     items = Table("items", "CREATE TABLE items (item_id INTEGER PRIMARY KEY, name TEXT NOT NULL)", [(1, "a"), (2, "b")])
     tools = [

@@ -277,7 +277,7 @@ def test_score_file_errors_name_file_and_line(tmp_path):
 
 
 def _run(tmp_path, trajectories, tasks, reference, labels=None):
-    from pipelines.grade_run import GradeOptions, run_grading
+    from pipelines.run import GradeOptions, run_grading
 
     out = tmp_path / "run"
     outcome = run_grading(GradeOptions(tasks=tasks, reference=reference, trajectories=trajectories, out=out, labels=labels))

@@ -91,7 +91,7 @@ def test_the_popularity_answer_is_decided_and_agrees_with_the_scorer(name):
     yes/no rule decides it, without a judge, as the log's own `match` scorer did ("I")."""
     from judge import Check, FailureStage, VerdictLabel
     from pipelines.config import GradingConfig
-    from pipelines.grade_case import grade_case
+    from pipelines.grade import grade_case
 
     tasks, items = read(shared(name))
     (item,) = items

@@ -352,7 +352,7 @@ def test_langgraph_trace_langchain_messages():
 
 
 def test_graded_with_tasks(fixtures, tmp_path, write_jsonl):
-    from pipelines.grade_run import GradeOptions, run_grading
+    from pipelines.run import GradeOptions, run_grading
 
     tasks = write_jsonl(
         "tasks.jsonl",

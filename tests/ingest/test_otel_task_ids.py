@@ -123,11 +123,11 @@ def test_task_key_on_a_format_that_names_its_tasks_is_a_usage_error(tmp_path):
 
 
 def test_task_key_is_recorded_for_resume():
-    from pipelines.grade_run import GradeOptions
-    from pipelines.resume import recipe
+    from pipelines.run import GradeOptions
+    from pipelines.run.options import recipe
 
     opts = GradeOptions(tasks=TASKS, trajectories=OPENINFERENCE / "tags.otlp.jsonl", out=Path("run"), task_key="task_id")
-    assert recipe(opts)["task_key"] == "task_id"
+    assert recipe(opts).task_key == "task_id"
 
 
 # ---- grouping -----------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ def task(i: int, tools: list[ToolSpec] = TOOLS) -> Task:
 
 
 def test_unpacked_tasks_are_equal_and_hold_the_shared_tool_objects():
-    store = TaskStore(live=1)
+    store = TaskStore(live=1, pack_from=0)
     originals = [task(i) for i in range(5)]
     for t in originals:
         store[t.task_id] = t
@@ -40,7 +40,7 @@ def test_unpacked_tasks_are_equal_and_hold_the_shared_tool_objects():
 
 
 def test_storing_keeps_the_first_tasks_live_and_never_evicts():
-    store = TaskStore(live=2)
+    store = TaskStore(live=2, pack_from=0)
     for i in range(5):
         store[f"t{i}"] = task(i)
     assert list(store._live) == ["t0", "t1"]  # the first ones, asked for first by trajectories in task order
@@ -72,4 +72,30 @@ def test_a_store_travels_to_a_worker_without_its_live_cache():
         store[f"t{i}"] = task(i)
     copy = pickle.loads(pickle.dumps(store))
     assert not copy._live and list(copy) == ["t0", "t1", "t2"]
+    assert [copy[f"t{i}"] for i in range(3)] == [task(i) for i in range(3)]
+
+
+def test_below_pack_from_tasks_stay_as_stored_and_all_are_packed_when_it_is_reached():
+    store = TaskStore(live=2, pack_from=4)
+    originals = [task(i) for i in range(3)]
+    for t in originals:
+        store[t.task_id] = t
+    assert all(store[t.task_id] is t for t in originals)  # nothing packed: the very objects
+    assert set(store._packed.values()) == {None} and not store._tools
+    store["t3"] = task(3)  # the fourth: every task is packed now, the first two stay live
+    assert all(isinstance(v, bytes) for v in store._packed.values()) and not store._unpacked
+    assert list(store._live) == ["t0", "t1"] and list(store) == ["t0", "t1", "t2", "t3"]
+    assert store["t2"] == originals[2] and store["t2"] is not originals[2]
+    store["t4"] = task(4)  # after that, packed as it is stored
+    assert isinstance(store._packed["t4"], bytes) and store["t4"] == task(4)
+    del store["t0"]
+    assert "t0" not in store and len(store) == 4
+
+
+def test_a_store_below_pack_from_travels_packed():
+    store = TaskStore(live=1)
+    for i in range(3):
+        store[f"t{i}"] = task(i)
+    copy = pickle.loads(pickle.dumps(store))
+    assert all(isinstance(v, bytes) for v in copy._packed.values())
     assert [copy[f"t{i}"] for i in range(3)] == [task(i) for i in range(3)]

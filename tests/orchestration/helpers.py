@@ -6,7 +6,7 @@ from typing import Any
 
 from judge import Orchestration, Task, Trajectory, TrajectoryResult
 from pipelines.config import GradingConfig
-from pipelines.grade_case import grade_case
+from pipelines.grade import grade_case
 
 MEDALS = {
     "name": "get_medals",

@@ -15,8 +15,8 @@ import pytest
 
 from judge import RECOVERY_OUTCOMES, Trajectory, TrajectoryResult
 from pipelines.config import GradingConfig
-from pipelines.grade_run import GradeOptions, run_grading
-from pipelines.replay import Replayer
+from pipelines.grade import Replayer
+from pipelines.run import GradeOptions, run_grading
 from reports import build_report, find_chromium
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"

@@ -6,7 +6,7 @@ from typing import Any
 
 from judge import Task, Trajectory
 from pipelines.config import GradingConfig
-from pipelines.grade_case import GradedCase, grade_case
+from pipelines.grade import GradedCase, grade_case
 
 SEARCH = {
     "name": "search_athletes",

@@ -360,7 +360,7 @@ def test_grade_resume_continues_a_waiting_run_too(server, tmp_path):
 
 
 def test_judge_resume_continues_an_interrupted_online_run_from_its_folder(server, tmp_path, monkeypatch):
-    from pipelines.run_dir import RunState
+    from pipelines.run import RunState
 
     for model in ("judge-a", "judge-b"):
         server.set_responder(model, _by_rubric)
@@ -387,7 +387,7 @@ def test_judge_resume_continues_an_interrupted_online_run_from_its_folder(server
 
 
 def test_a_run_is_worked_on_by_one_process_at_a_time(server, tmp_path):
-    from pipelines.run_dir import RunState
+    from pipelines.run import RunState
 
     server.batches.default_plan = BatchPlan(polls=0)
     files = _write(tmp_path, TRAJECTORIES)

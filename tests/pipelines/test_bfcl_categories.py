@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from pipelines.cli import EXIT_INPUT_ERROR, app
 from pipelines.config import GradingConfig
-from pipelines.grade_case import grade_case
+from pipelines.grade import grade_case
 from pipelines.ingest import UsageError, convert_trajectory, load_tasks
 from pipelines.ingest._bfcl import build_task
 

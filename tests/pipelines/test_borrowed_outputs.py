@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from judge import Check, FailureStage, Outcome, Task, Trajectory, VerdictLabel
-from pipelines.grade_run import GradeOptions, run_grading
+from pipelines.run import GradeOptions, run_grading
 from tests.pipelines.helpers import BOOK, MEDALS, grade, task, traj
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "formats"

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from judge import Outcome, PanelDecision, Vote
-from pipelines.grade_run import GradeOptions, run_grading
+from pipelines.run import GradeOptions, run_grading
 
 
 class ScriptedPanel:

@@ -188,8 +188,8 @@ def _dies_after(monkeypatch, cls: type, method: str, calls: int) -> None:
 
 
 def _sample_options(out: Path, **extra):
-    from pipelines.grade_run import GradeOptions
-    from pipelines.replay import Replayer
+    from pipelines.grade import Replayer
+    from pipelines.run import GradeOptions
 
     return GradeOptions(
         tasks=Path("data/sample/tasks.jsonl"), trajectories=Path("data/sample/trajectories.jsonl"), out=out, replayer=Replayer(), shard_lines=100, **extra
@@ -200,8 +200,7 @@ def _sample_options(out: Path, **extra):
 def test_a_run_killed_while_grading_resumes_to_the_golden_bytes(tmp_path, monkeypatch, workers):
     """Killed after checkpointing its third shard (of seven): resumed, the run regrades nothing it
     merged (the shard records hold the aggregate, ids and report rows) and writes the same bytes."""
-    from pipelines.grade_run import run_grading
-    from pipelines.run_dir import RunState
+    from pipelines.run import RunState, run_grading
 
     out = tmp_path / "run"
     with in_root():
@@ -220,8 +219,7 @@ def test_a_run_killed_after_a_judged_round_resumes_to_the_golden_bytes(server, t
     """Killed right after journaling its first escalation round: resumed (a fresh judge cache), the
     journaled round is replayed, never asked again, and the outputs are the golden ones."""
     from judge.llm import JudgeSettings, build_panel
-    from pipelines.grade_run import run_grading
-    from pipelines.run_dir import RunState
+    from pipelines.run import RunState, run_grading
 
     panel_replies(server)
 

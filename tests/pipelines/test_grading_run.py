@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from bench.generate import generate
 from pipelines.cli import EXIT_INPUT_ERROR, app
-from pipelines.grade_run import GradeOptions, InputErrorsFound, run_grading
+from pipelines.run import GradeOptions, InputErrorsFound, run_grading
 
 runner = CliRunner()
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import rubrics
 from judge.llm import JudgeSettings, RetryConfig, build_panel
-from pipelines.grade_run import GradeOptions, run_grading
+from pipelines.run import GradeOptions, run_grading
 from tests.pipelines.helpers import NEWS_CALL, WINNER_CALL, WINNER_TASK
 from tests.servers import Refusal, Reply
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pipelines.cli import grade as grade_cli
 from pipelines.cli.grade import JudgingLine, judging_text
-from pipelines.grade_run import GradeOptions, JudgingProgress, run_grading
+from pipelines.run import GradeOptions, JudgingProgress, run_grading
 from tests.pipelines.helpers import NEWS_CALL, WINNER_CALL, WINNER_TASK
 from tests.servers.loopback import Delay, Reply
 
@@ -23,7 +23,7 @@ def _files(tmp: Path) -> tuple[Path, Path]:
 
 
 def test_a_round_reports_while_the_judges_answer(server, tmp_path, monkeypatch):
-    import pipelines.grade_run as run_module
+    import pipelines.run.escalation as run_module
     from pipelines.cli._common import escalator_from, judge_settings
 
     monkeypatch.setattr(run_module, "TICK_S", 0.05)

@@ -12,7 +12,7 @@ import pytest
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'trajectory-judge[ray]' (make test installs it)")
 
 from bench.conversations import generate as generate_conversations  # noqa: E402
-from pipelines.grade_run import GradeOptions, run_grading  # noqa: E402
+from pipelines.run import GradeOptions, run_grading  # noqa: E402
 
 OUTPUTS = ("results.jsonl", "summary.json", "report.md")
 

@@ -14,8 +14,7 @@ from typer.testing import CliRunner
 from bench.conversations import generate as generate_conversations
 from bench.generate import generate
 from pipelines.cli import EXIT_USAGE, app, optional_values
-from pipelines.grade_run import GradeOptions, RunDirError, run_grading
-from pipelines.run_dir import RunState
+from pipelines.run import GradeOptions, RunDirError, RunState, run_grading
 
 runner = CliRunner()
 OUTPUTS = ("results.jsonl", "summary.json", "report.md")
@@ -62,9 +61,9 @@ class _Killed(BaseException):
 
 
 def _kill_after(monkeypatch, method: str, calls: int) -> None:
-    from pipelines import grade_run
+    from pipelines.run.merge import Merger
 
-    original = getattr(grade_run._Run, method)
+    original = getattr(Merger, method)
     count = {"n": 0}
 
     def dying(self, *args, **kwargs):
@@ -73,7 +72,7 @@ def _kill_after(monkeypatch, method: str, calls: int) -> None:
             raise _Killed
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(grade_run._Run, method, dying)
+    monkeypatch.setattr(Merger, method, dying)
 
 
 def test_a_killed_run_leaves_no_complete_manifest_and_resumes_to_the_same_bytes(generated, tmp_path, monkeypatch):
@@ -91,7 +90,7 @@ def test_a_killed_run_leaves_no_complete_manifest_and_resumes_to_the_same_bytes(
     res = runner.invoke(app, ["grade", "--tasks", str(tasks), "--trajectories", str(trajectories), "--out", str(out)])
     assert res.exit_code == EXIT_USAGE and "--resume" in res.output
     graded: list[int] = []
-    from pipelines import shards
+    from pipelines.run import shards
 
     original = shards.ShardGrader.add
 
@@ -181,7 +180,7 @@ def test_resume_during_escalation_asks_no_judge_twice(server, conversations, tmp
     assert live_calls > 0
     server.reset_log()
     out = tmp_path / "run"
-    from pipelines.run_dir import RunState
+    from pipelines.run import RunState
 
     original = RunState.append_round
     rounds = {"n": 0}

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from bench.conversations import generate as generate_conversations
 from bench.generate import generate
-from pipelines.grade_run import GradeOptions, run_grading
 from pipelines.ingest import Limits, UsageError
 from pipelines.ingest._reader import read_items
-from pipelines.run_inputs import InputChanged, LineShards, ShardStream
+from pipelines.run import GradeOptions, InputChanged, LineShards, run_grading
+from pipelines.run.stream import ShardStream
 
 OUTPUTS = ("results.jsonl", "summary.json", "report.md")
 
@@ -108,7 +108,7 @@ def test_a_pretty_printed_stream_is_cut_between_its_items(generated, tmp_path, m
     object, and the run guesses item indices by counting those lines, so no shard is read twice.
     (Cut anywhere, every shard ended inside an item and was read again in ever longer joins:
     1,000 pretty-printed conversations took 140 s instead of 3 s.)"""
-    from pipelines import grade_run
+    from pipelines.run import merge
 
     tasks, compact = generated
     items = [json.loads(line) for line in compact.read_text().splitlines() if line.strip()]
@@ -118,8 +118,8 @@ def test_a_pretty_printed_stream_is_cut_between_its_items(generated, tmp_path, m
     assert len(shards) > 20 and all(shard.data.startswith(b"{\n") for shard in shards)
     reference = _run(tasks, pretty, tmp_path / "ref", shard_lines=10**6)
     again: list[int] = []
-    grade = grade_run.grade_shard
-    monkeypatch.setattr(grade_run, "grade_shard", lambda ctx, shard: again.append(shard.raw.index) or grade(ctx, shard))
+    grade = merge.grade_shard
+    monkeypatch.setattr(merge, "grade_shard", lambda ctx, shard: again.append(shard.raw.index) or grade(ctx, shard))
     _assert_same(reference, _run(tasks, pretty, tmp_path / "one", shard_lines=100))
     assert again == []
     _assert_same(reference, _run(tasks, pretty, tmp_path / "two", shard_lines=100, workers=2))
@@ -139,7 +139,7 @@ def test_a_pretty_printed_stream_is_cut_between_its_items(generated, tmp_path, m
     ],
 )
 def test_item_counting_starts_as_the_first_line_suggests(tmp_path, head, by_objects):
-    from pipelines.run_inputs import ItemCounter
+    from pipelines.run.lines import ItemCounter
 
     assert ItemCounter.for_file(_write(tmp_path / "in.jsonl", [head])).by_objects is by_objects
 
@@ -272,19 +272,19 @@ def test_an_input_written_while_workers_grade_it_stops_the_run(generated, tmp_pa
     the run is an input error, not a report of bytes nobody hashed."""
     from typer.testing import CliRunner
 
-    from pipelines import grade_run
     from pipelines.cli import EXIT_INPUT_ERROR, app
+    from pipelines.run.merge import Merger
 
     tasks, original = generated
     trajectories = _write(tmp_path / "traj.jsonl", [original.read_bytes()])
-    merge = grade_run._Run._merge
+    merge = Merger._merge
 
     def appending(self, *args, **kwargs):
         with open(trajectories, "ab") as fh:
             fh.write(b"\n")
         return merge(self, *args, **kwargs)
 
-    monkeypatch.setattr(grade_run._Run, "_merge", appending)
+    monkeypatch.setattr(Merger, "_merge", appending)
     with pytest.raises(InputChanged, match="changed while it was graded"):
         _run(tasks, trajectories, tmp_path / "w2", shard_lines=13, workers=2)
     trajectories.write_bytes(original.read_bytes())
@@ -293,10 +293,10 @@ def test_an_input_written_while_workers_grade_it_stops_the_run(generated, tmp_pa
         trajectories.unlink(missing_ok=True)
         return merge(self, *args, **kwargs)
 
-    monkeypatch.setattr(grade_run._Run, "_merge", removing)
+    monkeypatch.setattr(Merger, "_merge", removing)
     with pytest.raises(InputChanged, match="changed while it was graded"):
         _run(tasks, trajectories, tmp_path / "gone", shard_lines=13, workers=2)
-    monkeypatch.setattr(grade_run._Run, "_merge", appending)
+    monkeypatch.setattr(Merger, "_merge", appending)
     trajectories.write_bytes(original.read_bytes())
     args = ["grade", "--tasks", str(tasks), "--trajectories", str(trajectories), "--out", str(tmp_path / "cli"), "--workers", "2"]
     res = CliRunner().invoke(app, args)
@@ -316,7 +316,7 @@ def _decodes(line: bytes) -> bool:
 
 def test_tasks_loaded_in_shards_are_the_serially_loaded_task_set(tmp_path):
     from pipelines.ingest import load_tasks
-    from pipelines.task_shards import load_tasks_in_shards
+    from pipelines.run.task_shards import load_tasks_in_shards
 
     tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}}
 

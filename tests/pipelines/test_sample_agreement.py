@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.grade_run import GradeOptions, run_grading
-from pipelines.replay import Replayer
+from pipelines.grade import Replayer
+from pipelines.run import GradeOptions, run_grading
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
 

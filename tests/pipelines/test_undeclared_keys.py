@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 
 from judge import Check, FailureStage, Outcome, VerdictLabel
-from pipelines.grade_run import GradeOptions, run_grading
 from pipelines.matching import compare_argument
+from pipelines.run import GradeOptions, run_grading
 from tests.ingest.test_tau2 import _call, _sim, _task, write_results
 from tests.pipelines.helpers import call, grade, task, traj
 

@@ -13,9 +13,9 @@ import pytest
 from bench.generate import generate
 from calibration import LabelCoder, agreement
 from judge import Check, PanelDecision, TrajectoryResult, Vote
-from pipelines.aggregate import Aggregator
 from pipelines.config import GradingConfig
-from pipelines.grade_run import GradeOptions, run_grading
+from pipelines.grade import Aggregator
+from pipelines.run import GradeOptions, run_grading
 
 CONFIG = GradingConfig(bootstrap_samples=200)
 PANEL = "panel-a"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from pipelines.config import GradingConfig
-from pipelines.grade_run import GradeOptions, run_grading
+from pipelines.run import GradeOptions, run_grading
 from reports._escape import csv_cell, csv_safe, md_text
 
 FORMULAS = ['=HYPERLINK("http://evil.example/x","click")', "+cmd|' /C calc'!A0", "-2+3+cmd|' /C calc'!A0", "@SUM(1+1)*cmd|' /C calc'!A0", "\t=1+1"]

@@ -268,7 +268,7 @@ def test_hop_type_is_the_set_of_sources():
 
 
 def test_run_with_only_input_errors_still_renders(bench_inputs, tmp_path: Path):
-    from pipelines.grade_run import GradeOptions, run_grading
+    from pipelines.run import GradeOptions, run_grading
     from tests.reports.conftest import CONFIG
 
     trajs = tmp_path / "trajectories.jsonl"
@@ -289,3 +289,39 @@ def test_a_summary_that_is_not_ours_is_refused_naming_the_field(tmp_path):
     (run / "summary.json").write_text('{"counts": {"graded": 1}, "pass_rate": 2.0}')
     with pytest.raises(ReportInputError, match=r"summary\.json: field n: Field required \(is this a trajectory-judge summary\.json\?\)"):
         load_run(run)
+
+
+def test_pass_curves_equal_the_binomial_estimators_for_every_k():
+    from calibration import pass_curves
+
+    for n in range(1, 30):
+        for c in range(n + 1):
+            at, hat = pass_curves(n, c, n)
+            assert len(at) == len(hat) == n
+            for k in range(1, n + 1):
+                assert math.isclose(at[k - 1], pass_at_k(n, c, k), abs_tol=1e-12)
+                assert math.isclose(hat[k - 1], pass_hat_k(n, c, k), abs_tol=1e-12)
+
+
+def test_fifty_thousand_runs_of_one_task_give_every_k(tmp_path: Path):
+    """Hostile sweep 8: 50,000 runs of one task (math.comb for every k <= n: killed at 10
+    minutes). The whole curve comes back, exact where it is known in closed form."""
+    from reports._tables import pass_at_k_shown, repeated_runs
+
+    n, c = 50_000, 20_000
+    passed, failed = {"verdict": "pass", "failure_stage": "none"}, {"verdict": "fail", "failure_stage": "answer_correctness"}
+    rows = [
+        TrajectoryResult.model_validate({"task_id": "t1", "trajectory_id": f"r{i}", "agent": "a", "decided_by": "deterministic", **outcome})
+        for i, outcome in enumerate([passed] * c + [failed] * (n - c))
+    ]
+    write_run(tmp_path / "run", rows)
+    passk, stats = repeated_runs(load_run(tmp_path / "run"))
+    assert list(passk["k"]) == list(range(1, n + 1)) and set(passk["tasks"]) == {1}
+    assert passk["pass_at_k"].iloc[0] == pytest.approx(c / n) and passk["pass_hat_k"].iloc[0] == pytest.approx(c / n)
+    assert passk["pass_at_k"].iloc[n - c] == 1.0 and passk["pass_hat_k"].iloc[c] == 0.0  # k = n - c + 1 always draws a pass; k = c + 1 never draws only passes
+    assert passk["pass_at_k"].iloc[1] == pytest.approx(1 - (n - c) * (n - c - 1) / (n * (n - 1)), abs=1e-6)
+    assert (stats["runs"].iloc[0], stats["mean_pass_rate"].iloc[0]) == (n, pytest.approx(c / n))
+    shown, note = pass_at_k_shown(passk)  # what report.md and report.html show of the 50,000 rows
+    assert list(shown["k"]) == [*range(1, 11), *(2**j for j in range(4, 16)), n] and "every k in tables/pass_at_k.csv" in note
+    few, nothing_left_out = pass_at_k_shown(passk[passk["k"] <= 10])
+    assert len(few) == 10 and nothing_left_out is None

@@ -205,3 +205,88 @@ def test_grade_with_a_rubric_folder_records_its_versions(exported: Path, tmp_pat
     res = CliRunner().invoke(app, [*args, "--judge", "mock:pick", "--rubrics", str(broken), "--out", str(tmp_path / "no")])
     assert res.exit_code == 4 and "answer_correctness.j2:" in res.output.replace("\n", "")
     assert not (tmp_path / "no").exists()
+
+
+def _secret(tmp_path: Path, text: str = "SECRET-KEY-4242 must never reach a judge") -> Path:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir(exist_ok=True)
+    secret = outside / "secret.j2"
+    secret.write_text(text, encoding="utf-8")
+    return secret
+
+
+def test_a_partial_that_links_out_of_the_folder_is_refused_naming_it(exported: Path, tmp_path: Path):
+    """Hostile sweep 5: a partial that is a symbolic link to a file outside the rubric folder was
+    accepted and its text went out in every judge request. It is refused, naming the link."""
+    folder = _variant(exported, tmp_path, "linked", lambda t: t)
+    (folder / "_data_rules.j2").unlink()
+    (folder / "_data_rules.j2").symlink_to(_secret(tmp_path))
+    with pytest.raises(RubricFileError) as err:
+        rubric_set(folder)
+    assert err.value.path == str(folder / "_data_rules.j2")
+    assert "outside the rubric folder" in str(err.value) and "SECRET" not in str(err.value)
+    # the same through `judge rubrics check`: exit 4, the file named, nothing of its text printed
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    res = CliRunner().invoke(app, ["rubrics", "check", str(folder)])
+    flat = "".join(res.output.split())  # rich wraps long lines anywhere
+    assert res.exit_code == 4 and f"{folder}/_data_rules.j2:alinkto" in flat and "outsidetherubricfolder" in flat and "SECRET" not in res.output
+
+
+def test_a_partial_unused_by_any_rubric_that_links_out_is_refused_too(exported: Path, tmp_path: Path):
+    folder = _variant(exported, tmp_path, "spare", lambda t: t)
+    (folder / "_spare.j2").symlink_to(_secret(tmp_path))
+    with pytest.raises(RubricFileError, match="outside the rubric folder") as err:
+        read_rubric_folder(folder)
+    assert err.value.path == str(folder / "_spare.j2")
+
+
+def test_a_template_or_header_that_links_out_is_refused(exported: Path, tmp_path: Path):
+    folder = tmp_path / "template"
+    folder.mkdir()
+    shutil.copy(exported / "_data_rules.j2", folder)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    shutil.copy(exported / "answer_correctness.j2", outside / "answer_correctness.j2")
+    (folder / "answer_correctness.j2").symlink_to(outside / "answer_correctness.j2")
+    with pytest.raises(RubricFileError, match="outside the rubric folder") as err:
+        read_rubric_folder(folder)
+    assert err.value.path == str(folder / "answer_correctness.j2")
+    with pytest.raises(RubricFileError, match="outside the rubric folder"):  # read as one file, too
+        read_rubric_file(folder / "answer_correctness.j2")
+    # a sidecar header (its label descriptions reach the verdict schema) linked out of the folder
+    mine = tmp_path / "sidecar"
+    mine.mkdir()
+    (mine / "tone.j2").write_text('{% block system %}Tone.{% endblock %}\n{% block user %}{{ data("answer", answer) }}{% endblock %}\n')
+    (outside / "tone.toml").write_text(
+        'name = "tone"\ncheck = "answer"\n[labels.a]\nscore = 1\noutcome = "match"\n[labels.b]\nscore = 0\noutcome = "mismatch"\n'
+    )
+    (mine / "tone.toml").symlink_to(outside / "tone.toml")
+    with pytest.raises(RubricFileError, match="outside the rubric folder") as err:
+        read_rubric_file(mine / "tone.j2")
+    assert err.value.path == str(mine / "tone.toml")
+
+
+def test_an_include_through_a_linked_subfolder_is_refused(exported: Path, tmp_path: Path):
+    secret = _secret(tmp_path)
+    folder = _variant(exported, tmp_path, "subfolder", lambda t: t.replace(ANSWER_BLOCK, ANSWER_BLOCK + '\n{% include "more/secret.j2" %}'))
+    (folder / "more").symlink_to(secret.parent, target_is_directory=True)
+    with pytest.raises(RubricFileError, match="outside the rubric folder") as err:
+        rubric_set(folder)
+    assert err.value.path == str(folder / "more" / "secret.j2")
+
+
+def test_links_that_stay_inside_the_folder_are_accepted(exported: Path, tmp_path: Path):
+    """Not over-refusing: a link to a file of the same folder (or the folder itself given as a
+    link) is the folder's own text."""
+    folder = _variant(exported, tmp_path, "inside", lambda t: t)
+    (folder / "shared").mkdir()
+    (folder / "_data_rules.j2").rename(folder / "shared" / "_data_rules.j2")
+    (folder / "_data_rules.j2").symlink_to(folder / "shared" / "_data_rules.j2")
+    alias = tmp_path / "alias"
+    alias.symlink_to(folder, target_is_directory=True)
+    for given in (folder, alias):
+        table = rubric_set(given)
+        assert table["answer_correctness"].version == rubrics.RUBRICS["answer_correctness"].version

@@ -10,8 +10,7 @@ import pytest
 from judge import Step, Task, Trajectory
 from pipelines.checks import build_context, policy_violations
 from pipelines.config import GradingConfig
-from pipelines.grade_case import grade_case
-from pipelines.replay import Replayer
+from pipelines.grade import Replayer, grade_case
 from pipelines.runner import PolicyGate
 from tests.pipelines.helpers import BOOK, DOCS, MEDALS, SEARCH
 

@@ -307,7 +307,7 @@ def test_the_run_grades_with_its_judge_settings_recorded_and_every_core(tmp_path
     interrupted grading resumes with them; ``--workers`` shards judge calls with them) and the
     grading uses the machine's cores."""
     from pipelines.cli import grade as grade_cli
-    from pipelines.executors import default_workers
+    from pipelines.run import default_workers
 
     seen = []
     original = grade_cli.run_and_print
@@ -337,9 +337,9 @@ def test_a_judge_run_whose_grading_was_cut_off_is_finished_by_judge_resume_with_
     --rubrics DIR (recorded with the run), and the runner section in the manifest it finishes."""
     from typer.testing import CliRunner
 
-    from pipelines import grade_run
     from pipelines.cli import app
     from pipelines.cli.rubrics import load_rubric_table
+    from pipelines.run.escalation import Escalation
     from rubrics import RUBRICS
 
     folder = tmp_path / "rubrics"
@@ -353,15 +353,15 @@ def test_a_judge_run_whose_grading_was_cut_off_is_finished_by_judge_resume_with_
     labels = {"AnswerCorrectnessVerdict": "correct", "TrajectorySufficiencyVerdict": "sufficient", "GroundednessVerdict": "supported"}
     server.set_responder("judge-x", lambda body: Reply(labels[body["tools"][0]["function"]["name"]]))
     args = run_args(tmp_path, "openai", tasks, "out", "--judge", "openai:judge-x", "--rubrics", str(folder))
-    original = grade_run._Run._escalate
+    original = Escalation.run
 
     def cut_off(self, *a, **kw):
         raise _CutOff  # graded, nothing asked of a judge yet
 
-    monkeypatch.setattr(grade_run._Run, "_escalate", cut_off)
+    monkeypatch.setattr(Escalation, "run", cut_off)
     with pytest.raises(_CutOff):
         invoke(*args)
-    monkeypatch.setattr(grade_run._Run, "_escalate", original)
+    monkeypatch.setattr(Escalation, "run", original)
     assert server.calls("judge-x") == 0
     out = tmp_path / "out"
     assert not (out / "manifest.json").exists() and (out / ".judge-run").is_dir()

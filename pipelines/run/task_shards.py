@@ -18,7 +18,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 from pipelines.ingest import Limits, TaskCollector, TaskSet, TaskShard, read_task_shard, replay_task_shard, strict_tasks
-from pipelines.run_inputs import READ_BUFFER, SHARD_BYTES, ItemCounter, LineShards, RawShard, ShardStream
+from pipelines.run.lines import READ_BUFFER, SHARD_BYTES, ItemCounter, LineShards, RawShard
+from pipelines.run.stream import ShardStream
 
 __all__ = ["load_tasks_in_shards"]
 

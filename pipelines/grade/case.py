@@ -48,7 +48,6 @@ from judge import (
     strip_instructions_deep,
 )
 from pipelines.alignment import TurnAlignmentError, align
-from pipelines.attribution import attribute_trajectory, attribute_turn
 from pipelines.checks import (
     CONFIRM_WRITES_RULE,
     WATERFALL,
@@ -63,8 +62,9 @@ from pipelines.checks import (
     writes_to_confirm,
 )
 from pipelines.config import GradingConfig
+from pipelines.grade.attribution import attribute_trajectory, attribute_turn
+from pipelines.grade.scoring import TurnFacts, compute_scores
 from pipelines.orchestration import assess_orchestration
-from pipelines.scoring import TurnFacts, compute_scores
 
 CHECK_ORDER = tuple(c.check for c in WATERFALL)  # waterfall order: attribution and escalation walk it
 _EVALUATION_ORDER = evaluation_order(WATERFALL)

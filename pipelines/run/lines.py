@@ -1,58 +1,26 @@
-"""The run's input files, each read exactly once.
+"""The trajectories input, read exactly once, cut into shards of whole lines.
 
-A grading run used to read its inputs several times: the CLI counted lines for the progress bar,
-format detection read a head and reopened the file, the manifest hashed it again. A FIFO, a
-process substitution (``<(cmd)``) or standard input cannot be read twice: the second read saw
-nothing and the run graded 0 rows. Here:
-
-- trajectories are read once, in order, by ``LineShards``: it cuts the byte stream into shards of
-  whole lines for the graders and hashes the bytes as they pass (the manifest's sha256 costs no
-  second read), from a regular file and from a pipe alike (a pipe is spooled to a file first);
-  for worker processes on this machine a shard is only a range of the file, which the worker
-  reads itself (``RawShard.load``): the run then never copies a shard's bytes into a pipe;
-- tasks (and a reference file) are loaded by format readers that open a path and may read its
-  head twice (detection, then the load): a path that is not a regular file is first spooled to
-  a temporary file, hashed on the way (``TaskInput``), and removed after loading.
-
-``-`` names standard input (for one of the inputs).
+Trajectories are read once, in order, by ``LineShards``: it cuts the byte stream into shards of
+whole lines for the graders and hashes the bytes as they pass (the manifest's sha256 costs no
+second read), from a regular file and from a pipe alike (a pipe is spooled to a file first); for
+worker processes on this machine a shard is only a range of the file, which the worker reads
+itself (``RawShard.load``): the run then never copies a shard's bytes into a pipe.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import os
-import stat
-import sys
-import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import IO, Any, BinaryIO, cast
+from typing import IO, Any, cast
 
 import orjson
 
-from judge import BadInputError
+from pipelines.run.spool import BLOCK, InputChanged
 
-__all__ = [
-    "READ_BUFFER",
-    "SHARD_BYTES",
-    "STDIN",
-    "InputChanged",
-    "ItemCounter",
-    "LineShards",
-    "RawShard",
-    "ShardStream",
-    "TaskInput",
-    "display_name",
-    "is_stdin",
-    "open_stream",
-    "sha256_of",
-]
+__all__ = ["READ_BUFFER", "SHARD_BYTES", "ItemCounter", "LineShards", "RawShard"]
 
-STDIN = "-"
-_BLOCK = 1 << 20
 # About how many bytes one shard holds. Measured at 100k realistic conversations (22 KB lines):
 # 4 MB shards cost one process ~3% more CPU than 8 MB (twice the shards: each is merged, journaled
 # and checkpointed). They lowered the run's own peak with 2 workers (315-322 MB to 283 MB) while
@@ -61,95 +29,7 @@ SHARD_BYTES = 8 << 20
 # The buffer to open an input with for ``LineShards``, which reads it line by line: with the
 # default 8 KB a 22 KB line takes several reads and joins; with 1 MB, cutting 20k realistic
 # conversations (449 MB) takes 0.65 s of CPU instead of 1.03 s.
-READ_BUFFER = _BLOCK
-
-
-class InputChanged(BadInputError):
-    """The trajectories input changed while the run graded it: a worker reading its shard's range
-    found other lines than the run cut there or could not read it, or the file's size,
-    modification time or inode changed under the run."""
-
-
-def is_stdin(path: str | os.PathLike | None) -> bool:
-    return path is not None and str(path) == STDIN
-
-
-def display_name(path: str | os.PathLike) -> str:
-    """The file name results and errors carry for an input: as given on the command line."""
-    return str(path)
-
-
-def _is_regular(path: str | os.PathLike) -> bool:
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
-def sha256_of(path: str | os.PathLike) -> str:
-    """Content hash of a file, or of a folder (BFCL score files): its files' relative paths and
-    contents, in sorted order."""
-    root = Path(path)
-    digest = hashlib.sha256()
-    files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
-    for file in files:
-        if file != root:
-            digest.update(file.relative_to(root).as_posix().encode() + b"\0")
-        with open(file, "rb") as fh:
-            for block in iter(lambda: fh.read(_BLOCK), b""):
-                digest.update(block)
-    return digest.hexdigest()
-
-
-@contextmanager
-def open_stream(path: str | os.PathLike) -> Iterator[BinaryIO]:
-    """A binary stream of the input: standard input for ``-``, else the file (regular or not)."""
-    if is_stdin(path):
-        yield sys.stdin.buffer
-        return
-    with open(path, "rb") as fh:
-        yield fh
-
-
-@dataclass
-class TaskInput:
-    """A tasks or reference input as a regular file the format readers can open by path.
-
-    ``path`` is the file to read; ``display`` the name errors must carry (the spool's own path
-    never reaches an output); ``sha256`` is known once the file was spooled or hashed.
-    """
-
-    given: str
-    path: Path
-    spooled: bool
-    sha256: str | None = None
-
-    @property
-    def display(self) -> str:
-        return display_name(self.given)
-
-    @classmethod
-    def open(cls, given: str | os.PathLike, spool_dir: Path | None = None) -> TaskInput:
-        """Spool ``given`` when it is not a regular file (a pipe, standard input); a folder (BFCL's
-        data and result folders) is read where it is."""
-        if not is_stdin(given) and (_is_regular(given) or Path(given).is_dir()):
-            return cls(given=str(given), path=Path(given), spooled=False)
-        handle, name = tempfile.mkstemp(prefix="judge-input-", suffix=".spool", dir=spool_dir)
-        digest = hashlib.sha256()
-        with os.fdopen(handle, "wb") as out, open_stream(given) as src:
-            for block in iter(lambda: src.read(_BLOCK), b""):
-                digest.update(block)
-                out.write(block)
-        return cls(given=str(given), path=Path(name), spooled=True, sha256=digest.hexdigest())
-
-    def hash(self) -> str:
-        if self.sha256 is None:
-            self.sha256 = sha256_of(self.path)
-        return self.sha256
-
-    def close(self) -> None:
-        if self.spooled:
-            self.path.unlink(missing_ok=True)
+READ_BUFFER = BLOCK
 
 
 @dataclass
@@ -351,7 +231,7 @@ class LineShards:
     starting with ``[`` (a reader starting there must take the file for JSONL, as the reader of
     the whole file did), preferably one opening an object (``_cut_before``), so a shard starts
     where a reader of the whole file starts an item, unless an item spans lines (see
-    ``pipelines.shards``, which checks that and regrades across the cut). Memory holds one shard
+    ``pipelines.run.shards``, which checks that and regrades across the cut). Memory holds one shard
     (at most about twice ``max_bytes``): a line longer than ``max_line_bytes`` is counted, not kept.
 
     With ``source`` set (the path of the file the stream reads), shards hold no bytes: each is
@@ -380,7 +260,7 @@ class LineShards:
     def drain(self) -> None:
         """Read (and hash) the rest of the input."""
         self._held = None
-        while self._hashing.read(_BLOCK):
+        while self._hashing.read(BLOCK):
             pass
 
     def shards(self, first_line: int = 1, first_index: int = 0) -> Iterator[RawShard]:
@@ -471,59 +351,3 @@ def _may_start_shard(line: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
-
-
-class ShardStream(io.RawIOBase):
-    """The shard's bytes as a binary stream named like the input; virtual lines (too long to
-    keep) play back as filler of their size. The reader notes on it when the shard ends inside
-    an item that spans lines (``cut_inside_item``)."""
-
-    def __init__(self, raw: RawShard | Iterator[RawShard], name: str):
-        super().__init__()
-        self.name = name
-        self._segments = _segments(raw) if isinstance(raw, RawShard) else (seg for r in raw for seg in _segments(r))
-        self._current = b""
-        self._pos = 0
-        self.cut_inside_item = False
-
-    def readable(self) -> bool:
-        return True
-
-    def readline(self, size: int | None = -1) -> bytes:
-        limit = size if size is not None and size >= 0 else None
-        out = b""
-        while limit is None or len(out) < limit:
-            if self._pos >= len(self._current):
-                self._current, self._pos = next(self._segments, b""), 0
-                if not self._current:
-                    break
-            end = len(self._current) if limit is None else min(len(self._current), self._pos + limit - len(out))
-            newline = self._current.find(b"\n", self._pos, end)
-            take = newline + 1 if newline >= 0 else end
-            out += self._current[self._pos : take]
-            self._pos = take
-            if newline >= 0:
-                break
-        return out
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.readline(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-
-def _segments(raw: RawShard) -> Iterator[bytes]:
-    pos = 0
-    for at, size, newline in raw.virtual:
-        if at > pos:
-            yield raw.data[pos:at]
-        pos = at
-        body = size - 1 if newline else size
-        while body > 0:
-            piece = min(body, 1 << 20)
-            yield b"x" * piece
-            body -= piece
-        if newline:
-            yield b"\n"
-    if pos < len(raw.data):
-        yield raw.data[pos:]

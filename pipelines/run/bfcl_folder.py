@@ -18,8 +18,9 @@ part of it), and the agreement per entry (both decided, agreeing, Cohen's kappa)
 cannot be graded (no question file for it) is a row saying why, and the command exits 3 after
 grading the rest.
 
-Only the per-category runs touch ``pipelines.grade_run``: this module plans them, and reads their
-summaries back.
+The top room of ``pipelines.run`` beside ``resume`` and ``gold``: it plans the per-category runs,
+hands each to the caller's ``run`` (the CLI's ``judge grade`` of one set of options), and reads
+their summaries back.
 """
 
 from __future__ import annotations

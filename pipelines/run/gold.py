@@ -19,11 +19,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from calibration import RUN_PREFIX, Candidate, LabelItem, Stratum, candidate_of, select_for_labelling
-from judge import Check, InputError, Outcome
-from pipelines.config import GradingConfig
-from pipelines.grade_case import grade_case
-from pipelines.grade_run import MANIFEST, RESULTS
+from judge import Check, InputError, Outcome, json_lines
+from pipelines.grade import grade_case
 from pipelines.ingest import check_task, iter_trajectories, load_tasks
+from pipelines.run.folder import MANIFEST, RESULTS
+from pipelines.run.records import ManifestInput, RecordError, read_manifest
 
 CONTEXT_TEXT = 2000  # characters of one tool result shown to a human
 
@@ -81,18 +81,23 @@ def export_label_set(
     for name in (RESULTS, MANIFEST):
         if not (run_dir / name).is_file():
             raise InputError.at("not_found", f"not a graded run: {name} is missing", str(run_dir / name))
-    manifest = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
-    inputs = {i["role"]: i for i in manifest.get("inputs", [])}
+    try:
+        manifest = read_manifest(run_dir / MANIFEST)
+    except RecordError as exc:
+        raise InputError.at("invalid_field", str(exc), str(run_dir / MANIFEST)) from None
+    inputs = {i.role: i for i in manifest.inputs}
     for role in ("tasks", "trajectories"):
-        if role not in inputs:
+        if role not in inputs or inputs[role].path is None:
             raise InputError.at("invalid_field", f"the manifest names no {role} input", str(run_dir / MANIFEST), None, "inputs")
     for spec in inputs.values():
-        path = Path(spec["path"])
+        if spec.path is None:
+            continue
+        path = Path(spec.path)
         if not path.is_file():
-            raise InputError.at("not_found", f"input of the run is gone: {path}", str(run_dir / MANIFEST), None, f"inputs[{spec['role']}].path")
-        if spec.get("sha256") and _sha256(path) != spec["sha256"]:
+            raise InputError.at("not_found", f"input of the run is gone: {path}", str(run_dir / MANIFEST), None, f"inputs[{spec.role}].path")
+        if spec.sha256 and _sha256(path) != spec.sha256:
             raise InputError.at("changed", f"{path} changed since the run (sha256 differs): grade it again first", str(run_dir / MANIFEST), None, "inputs")
-    rows = [json.loads(line) for line in (run_dir / RESULTS).read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [json.loads(line) for line in json_lines((run_dir / RESULTS).read_text(encoding="utf-8")) if line.strip()]
     candidates: list[Candidate] = []
     errors = nothing = 0
     for i, row in enumerate(rows):
@@ -110,15 +115,16 @@ def export_label_set(
         wanted[cand.row_index].append((cand, stratum))
 
     table = rubric_table or builtin_rubrics.RUBRICS
-    config = GradingConfig.model_validate(manifest.get("config") or {})
-    taskset = load_tasks(inputs["tasks"]["path"], _fmt(inputs["tasks"]), inputs.get("reference", {}).get("path"))
+    config = manifest.config
+    reference = inputs.get("reference")
+    taskset = load_tasks(str(inputs["tasks"].path), _fmt(inputs["tasks"]), None if reference is None else reference.path)
     replayer = None
-    if manifest.get("replay"):
-        from pipelines.replay import Replayer
+    if manifest.replay:
+        from pipelines.grade import Replayer
 
         replayer = Replayer()
     items: dict[str, LabelItem] = {}
-    for index, loaded in enumerate(iter_trajectories(inputs["trajectories"]["path"], _fmt(inputs["trajectories"]), tasks=taskset)):
+    for index, loaded in enumerate(iter_trajectories(str(inputs["trajectories"].path), _fmt(inputs["trajectories"]), tasks=taskset)):
         if index not in wanted:
             continue
         row = rows[index]
@@ -144,8 +150,8 @@ def export_label_set(
     return [items[c.key] for c, _ in chosen], summary
 
 
-def _fmt(spec: dict[str, Any]) -> str | None:
-    fmt = spec.get("format")
+def _fmt(spec: ManifestInput) -> str | None:
+    fmt = spec.format
     return None if fmt in (None, "auto") else fmt
 
 

@@ -1,13 +1,13 @@
 """Grading one shard of the trajectories input: the unit of work of every executor.
 
-A shard is a run of whole lines cut from the trajectories input (``run_inputs.LineShards``).
+A shard is a run of whole lines cut from the trajectories input (``pipelines.run.lines.LineShards``).
 ``grade_shard`` reads it as the reader of the whole file would from that line on (same line
 numbers, item indices, byte offsets, format), grades every item, and returns the rows in order,
 the cases that wait for a judge, a partial aggregate and what the run needs to check that the
 cut changed nothing. It is a pure function of its arguments: the same shard gives the same
 result in this process, in a worker process or on a Ray node.
 
-What a cut could change, and how the run (``grade_run``) checks it when it merges shards in
+What a cut could change, and how the run (``merge``) checks it when it merges shards in
 input order; a check that fails regrades the shard with what it lacked, so the output is the
 one a single reader of the whole file writes:
 - an item spanning lines across the cut: the shard reports ``overran`` (its reader met the end
@@ -22,19 +22,20 @@ one a single reader of the whole file writes:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
-from judge import DecidedBy, InputError, InputErrorInfo, TrajectoryResult, VerdictLabel
-from pipelines.aggregate import Aggregator
-from pipelines.alignment import TurnAlignmentError
+from judge import InputErrorInfo
 from pipelines.config import GradingConfig
-from pipelines.grade_case import GradedCase, grade_case
-from pipelines.ingest import Limits, Loaded, TaskSet, check_task, read_trajectories
-from pipelines.run_inputs import RawShard, ShardStream
+from pipelines.grade import Aggregator, GradedCase, Replayer, grade_loaded
+from pipelines.ingest import Limits, Loaded, TaskSet, read_trajectories
+from pipelines.labels import LabelSet
+from pipelines.run.lines import RawShard
+from pipelines.run.stream import ShardStream
 
-__all__ = ["GradingContext", "Shard", "ShardGrader", "ShardResult", "ShardStream", "error_row", "grade_loaded", "grade_shard"]
+if TYPE_CHECKING:
+    from reports import Row
 
-PendingRef = tuple[int, int]  # (shard index, position in that shard's pending list)
+__all__ = ["GradingContext", "Shard", "ShardGrader", "ShardResult", "grade_shard"]
 
 
 @dataclass
@@ -47,10 +48,10 @@ class GradingContext:
     name: str  # the input's name as rows carry it
     limits: Limits = field(default_factory=Limits)
     escalating: bool = False  # a judge panel waits: inconclusive cases come back pending
-    replayer: Any = None  # pipelines.replay.Replayer (each worker process has its own copy)
+    replayer: Replayer | None = None  # replay in executable environments (each worker process has its own copy)
     stop_at_error: bool = False  # --on-error fail: stop at the first error row
     strict: bool = False  # unknown fields are errors, not warnings
-    labels: Any = None  # pipelines.labels.LabelSet: external labels applied to each trajectory
+    labels: LabelSet | None = None  # external labels applied to each trajectory
 
 
 @dataclass
@@ -75,7 +76,7 @@ class ShardResult:
     first_error: InputErrorInfo | None
     replay: dict[str, Any] = field(default_factory=dict)  # environments used -> version, reference cache hits
     labels_used: set[str] = field(default_factory=set)  # external labels that labelled a trajectory here
-    report_rows: list[Any] = field(default_factory=list)  # reports.to_row of each row (None for a pending case)
+    report_rows: list[Row | None] = field(default_factory=list)  # reports.to_row of each row (None for a pending case)
     sha256: str = ""  # of the bytes graded (``RawShard.sha256``; read by the worker when the shard is a range)
 
 
@@ -126,7 +127,7 @@ class ShardGrader:
         self.items = 0
         self.first_error: InputErrorInfo | None = None
         self.labels_used: set[str] = set()
-        self.report_rows: list[Any] = []
+        self.report_rows: list[Row | None] = []
         self._pool: dict[Any, Any] = {}
 
     def add(self, loaded: Loaded, only: frozenset[int] | None = None) -> bool:
@@ -189,38 +190,3 @@ class ShardGrader:
         self.first_item += self.items
         self._reset()
         return result
-
-
-def grade_loaded(loaded: Loaded, taskset: TaskSet, config: GradingConfig, replayer: Any = None) -> GradedCase | TrajectoryResult:
-    """One read item graded against its task, or its error row (nothing raised)."""
-    if loaded.error is not None:
-        return error_row(loaded, loaded.error)
-    problem = check_task(loaded, taskset)
-    if problem is not None:
-        return error_row(loaded, problem)
-    assert loaded.trajectory is not None  # no error: the item was read
-    task = taskset.tasks[loaded.trajectory.task_id]
-    try:
-        replay = None
-        if replayer is not None and task.environment is not None:
-            replay = replayer.replay(task, loaded.trajectory, config.turns)
-        return grade_case(task, loaded.trajectory, config, source=loaded.source, replay=replay)
-    except InputError as exc:
-        return error_row(loaded, exc.info)
-    except TurnAlignmentError as exc:
-        return error_row(loaded, InputErrorInfo(kind="unknown_turn", message=str(exc), file=loaded.source.file, line=loaded.source.line, field="turns"))
-    except Exception as exc:  # an environment or replay failure must not sink the run
-        info = InputErrorInfo(kind="grading_error", message=f"{type(exc).__name__}: {exc}", file=loaded.source.file, line=loaded.source.line)
-        return error_row(loaded, info)
-
-
-def error_row(loaded: Loaded, info: InputErrorInfo) -> TrajectoryResult:
-    return TrajectoryResult(
-        task_id=loaded.task_id,
-        trajectory_id=loaded.trajectory_id,
-        agent=loaded.trajectory.agent if loaded.trajectory is not None else None,
-        verdict=VerdictLabel.ERROR,
-        decided_by=DecidedBy.ERROR,
-        source=loaded.source,
-        error=info,
-    )

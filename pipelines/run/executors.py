@@ -20,7 +20,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, Protocol
 
 from judge import fresh_std_streams
-from pipelines.shards import GradingContext, Shard, ShardResult, grade_shard
+from pipelines.run.shards import GradingContext, Shard, ShardResult, grade_shard
 
 __all__ = ["Executor", "InProcess", "ProcessPool", "RayCluster", "default_workers", "make_executor"]
 

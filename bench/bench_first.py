@@ -1,0 +1,93 @@
+"""A first trajectory: ``judge grade`` on a one-line file, wall time, this tree against another commit's.
+
+Issue 27's second target: <= 0.35 s wall for the whole command (start-up, reading, grading,
+results, summary, report), with nothing importing scikit-learn, scipy or pandas that the run does
+not need. Each run is a fresh process; runs alternate between the trees (A B A B ...) and the
+median of each is printed, beside ``python -c pass`` (the floor) and the heavy libraries each
+tree's run imported.
+
+Run: .venv/bin/python bench/bench_first.py [--runs 7] [--baseline REF]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+TARGET_S = 0.35
+HEAVY = ("numpy", "scipy", "pandas", "sklearn", "pyarrow", "openai", "instructor")
+# the tree's CLI, run from the tree (its packages come first on sys.path); prints what it imported
+_CLI = (
+    "import sys\nfrom pipelines.cli import main\nsys.argv[0] = 'judge'\n"
+    "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\nelse:\n    code = 0\n"
+    "print('HEAVY=' + ','.join(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r}))), file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def one_line_inputs() -> tuple[Path, Path]:
+    from bench.conversations import generate
+
+    paths = generate(ROOT / "bench" / "out" / "conv-1", 1)
+    return paths["episode"], paths["trajectories"]
+
+
+def first_trajectory(tree: Path, tasks: Path, trajectories: Path, out: Path) -> tuple[float, list[str]]:
+    """(wall seconds, heavy libraries imported) of one ``judge grade`` with ``tree``'s code."""
+    args = ["grade", "--tasks", str(tasks), "--trajectories", str(trajectories), "--out", str(out), "--overwrite"]
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", _CLI.format(heavy=HEAVY), *args], capture_output=True, text=True, cwd=tree)
+    wall = time.perf_counter() - start
+    if proc.returncode not in (0, 1):  # 1: the trajectory failed its checks
+        raise RuntimeError(f"judge grade exited with {proc.returncode}: {proc.stderr[-2000:]}")
+    line = next((x for x in proc.stderr.splitlines() if x.startswith("HEAVY=")), "HEAVY=")
+    return wall, [m for m in line[len("HEAVY=") :].split(",") if m]
+
+
+def python_floor() -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return time.perf_counter() - start
+
+
+def compare(runs: int = 7, baseline: str | None = None) -> dict:
+    from bench.bench_cpu import baseline_tree
+
+    tasks, trajectories = one_line_inputs()
+    trees = {"this tree": ROOT}
+    if baseline is not None:
+        trees = {"baseline": baseline_tree(baseline), **trees}
+    walls: dict[str, list[float]] = {name: [] for name in trees}
+    heavy: dict[str, list[str]] = {}
+    floor = []
+    for _ in range(runs):
+        floor.append(python_floor())
+        for name, tree in trees.items():
+            wall, imported = first_trajectory(tree, tasks, trajectories, ROOT / "bench" / "out" / f"first-{name.replace(' ', '-')}")
+            walls[name].append(wall)
+            heavy[name] = imported
+    return {"runs": runs, "median_s": {k: statistics.median(v) for k, v in walls.items()}, "heavy": heavy, "python_s": statistics.median(floor)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--baseline", default=None, help="a git ref to compare with")
+    args = parser.parse_args()
+    r = compare(args.runs, args.baseline)
+    print(f"python -c pass: {r['python_s']:.3f} s")
+    for name, wall in r["median_s"].items():
+        print(
+            f"{name}: judge grade on one trajectory {wall:.3f} s median of {r['runs']} (target <= {TARGET_S} s); heavy imports: {', '.join(r['heavy'][name]) or 'none'}"
+        )
+
+
+if __name__ == "__main__":
+    main()

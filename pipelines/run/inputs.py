@@ -1,0 +1,198 @@
+"""The run's inputs, loaded once: tasks (from ``--tasks`` or the trajectory file), reference, tool
+specs, labels, each a regular file (pipes spooled, see ``spool``), and how the trajectories are to
+be read: cut into shards (JSONL of a known format) or read as one stream (a bundle, a JSON array,
+an undetected format). Errors and sources name an input as given (``-``), never its spool."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from judge import InputErrorInfo, InputWarning
+from pipelines.ingest import (
+    BundleFormat,
+    Limits,
+    Loaded,
+    TaskSet,
+    check_task_key,
+    detect_task_format,
+    detect_trajectory_format,
+    load_tasks,
+    load_tool_specs,
+    read_trajectories,
+    trajectory_format,
+    with_tool_specs,
+)
+from pipelines.labels import LabelSet, load_labels
+from pipelines.run.options import GradeOptions, NoTasks
+from pipelines.run.spool import TaskInput, display_name, sha256_of
+
+__all__ = ["RunInputs", "starts_array"]
+
+
+class RunInputs:
+    """The run's inputs, each a regular file (pipes spooled), loaded once: tasks (from ``--tasks``
+    or the trajectory file), tool specs, labels; how the trajectories are to be read."""
+
+    def __init__(self, opts: GradeOptions):
+        self.opts = opts
+        self.name = display_name(opts.trajectories)  # the trajectories input as rows name it
+        self._stack = ExitStack()
+        self.spools: list[TaskInput] = []
+        self.bundle_items: Iterator[Loaded] | None = None
+
+    def __enter__(self) -> RunInputs:
+        opts = self.opts
+        spool_dir = Path(self._stack.enter_context(tempfile.TemporaryDirectory(prefix="judge-inputs-")))
+        self.trajectories = self._open(opts.trajectories, spool_dir)
+        self.fmt, self.whole = _trajectory_mode(self.trajectories.path, opts.trajectory_format, opts.limits)
+        if opts.task_key is not None:
+            check_task_key(trajectory_format(opts.trajectory_format or detect_trajectory_format(self.trajectories.path)))
+        if opts.tasks is not None:  # given tasks win over tasks the trajectory file carries
+            tasks = self._open(opts.tasks, spool_dir)
+            reference = self._open(opts.reference, spool_dir) if opts.reference is not None else None
+            if reference is None and _tasks_in_shards(tasks.path, opts):
+                from pipelines.run.task_shards import load_tasks_in_shards
+
+                self.taskset, tasks.sha256 = load_tasks_in_shards(tasks.path, opts.limits, opts.workers, opts.shard_lines, opts.shard_bytes, strict=opts.strict)
+            else:
+                self.taskset = load_tasks(tasks.path, opts.task_format, None if reference is None else reference.path, opts.limits, strict=opts.strict)
+            self.digests = {"tasks": tasks.hash(), "reference": None if reference is None else reference.hash()}
+        else:
+            bundle = read_trajectories(self.trajectories.path, opts.trajectory_format, opts.limits, strict=opts.strict, task_key=opts.task_key)
+            if bundle.tasks is None:
+                raise NoTasks(f"{display_name(opts.trajectories)} carries no tasks: pass them with --tasks")
+            self.taskset, self.bundle_items = bundle.tasks, bundle.items
+            self.digests = {"tasks": None, "reference": None}
+        if opts.tool_specs is not None:
+            specs = self._open(opts.tool_specs, spool_dir)
+            self.taskset = with_tool_specs(self.taskset, load_tool_specs(specs.path, opts.limits))
+            self.digests["tool_specs"] = specs.hash()
+        self.labels: LabelSet | None = None
+        if opts.labels is not None:
+            if Path(opts.labels).is_dir():  # a folder of BFCL score files: read where it is
+                self.labels = load_labels(Path(opts.labels), opts.limits)
+                self.digests["labels"] = sha256_of(opts.labels)
+            else:
+                labels = self._open(opts.labels, spool_dir)
+                self.labels = load_labels(labels.path, opts.limits)
+                self.digests["labels"] = labels.hash()
+        _rename_spools(self.taskset, self.labels, self.spools)
+        return self
+
+    def _open(self, given: Path, spool_dir: Path) -> TaskInput:
+        opened = TaskInput.open(given, spool_dir)
+        if opened.spooled:
+            self.spools.append(opened)
+        return opened
+
+    def errors(self) -> list[InputErrorInfo]:
+        return self.taskset.errors or (self.labels.errors if self.labels is not None else [])
+
+    def whole_items(self) -> Iterator[Loaded]:
+        """The trajectories read as one stream (the reader detecting the format), named as given."""
+        items = self.bundle_items
+        if items is None:
+            items = read_trajectories(
+                self.trajectories.path, self.opts.trajectory_format, self.opts.limits, strict=self.opts.strict, tasks=self.taskset, task_key=self.opts.task_key
+            ).items
+        spooled = {str(s.path): s.display for s in self.spools}
+        return (_renamed_loaded(loaded, spooled) for loaded in items) if spooled else items
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+
+def _trajectory_mode(path: Path, fmt: str | None, limits: Limits) -> tuple[str | None, bool]:
+    """(streaming format, whole): whole=True when the input is read as one stream (a bundle read
+    as a whole file, a JSON array, or no recognisable format), else it is cut into shards."""
+    if fmt is not None:
+        if isinstance(trajectory_format(fmt), BundleFormat):
+            return None, True
+        name = fmt
+    else:
+        try:
+            name = detect_trajectory_format(path)
+        except ValueError:
+            return None, True  # every item will say why, as the reader of the whole file reports it
+        if isinstance(trajectory_format(name), BundleFormat):
+            return None, True
+    return (None, True) if starts_array(path) else (name, False)
+
+
+def _tasks_in_shards(path: Path, opts: GradeOptions) -> bool:
+    """Worker processes load the tasks too: a native JSONL tasks file, local workers that fork."""
+    import multiprocessing
+
+    if opts.workers <= 1 or opts.ray or "fork" not in multiprocessing.get_all_start_methods():
+        return False
+    try:
+        fmt = opts.task_format or detect_task_format(path)
+    except ValueError:
+        return False  # the serial loader says why, as usual
+    return fmt == "native" and not starts_array(path)
+
+
+def starts_array(path: Path, budget: int = 1 << 20) -> bool:
+    """The first line a reader decodes that is not blank starts a JSON array (the reader then
+    reads the file as one array), or that line is not found in the first ``budget`` bytes."""
+    with open(path, "rb") as fh:
+        first = True
+        while budget > 0:
+            line = fh.readline(budget)
+            if not line:
+                return False
+            budget -= len(line)
+            if first and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]
+            first = False
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            if text.strip():
+                return text.lstrip(" \t\r\n").startswith("[")
+    return True
+
+
+def _renaming(spooled: dict[str, str]) -> Callable[[str], str]:
+    def fix(text: str) -> str:
+        for tmp, shown in spooled.items():
+            text = text.replace(tmp, shown)
+        return text
+
+    return fix
+
+
+def _rename_spools(taskset: TaskSet, labels: LabelSet | None, inputs: list[TaskInput]) -> None:
+    """Errors and sources must name an input as given (``-``), never its temporary spool."""
+    spooled = {str(i.path): i.display for i in inputs}
+    if not spooled:
+        return
+    fix = _renaming(spooled)
+
+    def fix_info(info: Any) -> Any:
+        return info.model_copy(update={"file": fix(info.file), "message": fix(info.message)})
+
+    taskset.errors[:] = [fix_info(i) for i in taskset.errors]
+    taskset.warnings[:] = [fix_info(w) for w in taskset.warnings]
+    for table in (taskset.ambiguous, taskset.invalid):
+        for key, info in list(table.items()):
+            table[key] = fix_info(info)
+    for tid in list(taskset.sources):
+        source = taskset.sources[tid]
+        if source.file in spooled:
+            taskset.sources[tid] = source.model_copy(update={"file": spooled[source.file]})
+    if labels is not None:
+        labels.errors[:] = [fix_info(i) for i in labels.errors]
+
+
+def _renamed_loaded(loaded: Loaded, spooled: dict[str, str]) -> Loaded:
+    fix = _renaming(spooled)
+    source = loaded.source.model_copy(update={"file": fix(loaded.source.file)})
+    error = None if loaded.error is None else loaded.error.model_copy(update={"file": fix(loaded.error.file), "message": fix(loaded.error.message)})
+    warnings: list[InputWarning] = [w.model_copy(update={"file": fix(w.file), "message": fix(w.message)}) for w in loaded.warnings]
+    return Loaded(source=source, trajectory=loaded.trajectory, error=error, task_id=loaded.task_id, trajectory_id=loaded.trajectory_id, warnings=warnings)

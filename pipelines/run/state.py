@@ -1,0 +1,217 @@
+"""The run state (``.judge-run/`` in ``--out``): what lets an interrupted run continue without
+regrading a decided trajectory or asking a judge again. It is removed when the run completes.
+
+Files of the run state, all append-only or replaced atomically:
+Every file holds typed JSON records (``pipelines.run.records``), each with its version; nothing
+the run reads back is a pickle or anything else that runs code when read.
+
+- ``state.json``: what the run is (its identity: inputs, options), how far it got (``phase``:
+  grading -> judging -> finishing, or ``waiting`` for provider batches) and how to start it again
+  (``recipe``: the options as given, for ``judge resume``);
+- ``results.partial``: decided result lines in input order, a placeholder per waiting case;
+- ``shards.jsonl``: per merged shard, a ``ShardRecord`` line: where it lay, how many rows it wrote,
+  the ids it read, its pending cases' item indices, its input warnings (truncated to the last
+  checkpoint on resume; the merged aggregate is rebuilt from the rows, see ``pipelines.run.merge``);
+- ``decisions.jsonl``: per escalation round, the questions and the panel's decisions (``DecidedRound``); a round
+  that waits for provider batches has entries with the batches' ids (``SubmittedBatches``) and no decisions
+  until it is decided;
+- ``batches/``: result files of ended provider batches, downloaded once;
+- ``lock``: locked by the one process working on the run (``RunState.hold``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import orjson
+
+from pipelines.run.records import (
+    JOURNAL_VERSION,
+    SHARD_RECORD_VERSION,
+    STATE_VERSION,
+    DecidedRound,
+    InputProgress,
+    JournalEntry,
+    Phase,
+    Recipe,
+    RecordError,
+    RunDirError,
+    RunIdentity,
+    RunStateRecord,
+    ShardRecord,
+    SubmittedBatches,
+    dump_line,
+    parse_record,
+)
+
+__all__ = ["STATE_DIR", "RunDirError", "RunState", "ShardRecord", "atomic_write"]
+
+STATE_DIR = ".judge-run"
+_START_OVER = "start over with --overwrite"
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write ``data`` to ``path`` under a temporary name in the same folder, then rename."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class RunState:
+    """The run state folder of one run (see the module docstring)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.state_path = folder / "state.json"
+        self.partial_path = folder / "results.partial"
+        self.shards_path = folder / "shards.jsonl"
+        self.decisions_path = folder / "decisions.jsonl"
+        self._record: RunStateRecord | None = None
+        self._held: BinaryIO | None = None  # the open lock file while this process works on the run
+
+    @property
+    def record(self) -> RunStateRecord:
+        """The state as started, loaded or last checkpointed by this process."""
+        if self._record is None:
+            raise RuntimeError("RunState.record: the state was neither started nor read")
+        return self._record
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def start(self, identity: RunIdentity, started_at: str, recipe: Recipe | None = None) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for path in (self.partial_path, self.shards_path, self.decisions_path):
+            path.write_bytes(b"")
+        self._record = RunStateRecord(identity=identity, recipe=recipe, started_at=started_at)
+        self.save()
+
+    def hold(self) -> None:
+        """Make this process the only one working on the run (an exclusive lock on ``lock`` in the
+        folder, held until the process ends or the state is removed): two resumes of one run at
+        once would truncate each other's checkpoints and send a round's batches twice."""
+        import fcntl
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        handle = open(self.folder / "lock", "a+b")  # noqa: SIM115  (kept open: the lock lives as long as the handle)
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise RunDirError(f"{self.folder.parent}: another process is working on this run right now; wait for it to end") from None
+        self._held = handle
+
+    def release(self) -> None:
+        if self._held is not None:
+            self._held.close()
+            self._held = None
+
+    def peek(self) -> RunStateRecord:
+        """The state as last checkpointed, read without touching any file (safe while another
+        process works on the run)."""
+        self._record = self._read("the run's state cannot be used")
+        return self._record
+
+    def load(self) -> RunStateRecord:
+        """The state of the interrupted run, its files cut back to the last checkpoint."""
+        self._record = record = self._read("the interrupted run's state cannot be used")
+        # drop whatever was written after the last checkpoint
+        for path, size in ((self.partial_path, record.partial_bytes), (self.shards_path, record.shards_bytes), (self.decisions_path, record.decisions_bytes)):
+            with open(path, "ab") as fh:
+                fh.truncate(size)
+        return record
+
+    def _read(self, what: str) -> RunStateRecord:
+        try:
+            data = self.state_path.read_bytes()
+        except OSError as exc:
+            raise RunDirError(f"{self.state_path}: {what} ({exc.strerror or exc}); {_START_OVER}") from exc
+        advice = _START_OVER
+        try:
+            if orjson.loads(data).get("version") == 1:  # shard records as pickles: never read
+                advice = f"it was written by an earlier trajectory-judge, whose shard records (shards.pkl) are pickles and are never read; {_START_OVER}"
+        except (orjson.JSONDecodeError, AttributeError):
+            pass
+        return parse_record(RunStateRecord, data, str(self.state_path), STATE_VERSION, advice)
+
+    def save(self) -> None:
+        atomic_write(self.state_path, orjson.dumps(self.record.model_dump(mode="json"), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+
+    def remove(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self.release()
+
+    # -- grading checkpoints --------------------------------------------------------------------
+    def append_shard(self, rows: bytes, record: ShardRecord, progress: InputProgress) -> None:
+        """Rows and record of one merged shard, then the checkpoint that makes them count."""
+        state = self.record
+        with open(self.partial_path, "ab") as fh:
+            fh.write(rows)
+            fh.flush()
+            os.fsync(fh.fileno())
+            state.partial_bytes = fh.tell()
+        with open(self.shards_path, "ab") as fh:
+            fh.write(dump_line(record))
+            fh.flush()
+            os.fsync(fh.fileno())
+            state.shards_bytes = fh.tell()
+        state.trajectories = progress
+        self.save()
+
+    def shard_records(self) -> Iterator[ShardRecord]:
+        for number, line in _lines(self.shards_path, -1):
+            yield parse_record(ShardRecord, line, f"{self.shards_path}:{number}", SHARD_RECORD_VERSION, _START_OVER)
+
+    # -- escalation checkpoints -----------------------------------------------------------------
+    def append_round(self, entry: JournalEntry) -> None:
+        state = self.record
+        with open(self.decisions_path, "ab") as fh:
+            fh.write(dump_line(entry))
+            fh.flush()
+            os.fsync(fh.fileno())
+            state.decisions_bytes = fh.tell()
+        state.rounds += 1
+        self.save()
+
+    def rounds(self) -> list[JournalEntry]:
+        """The journal up to the last checkpoint."""
+        size = self._record.decisions_bytes if self._record is not None else -1
+        entries: list[JournalEntry] = []
+        for number, line in _lines(self.decisions_path, size):
+            where = f"{self.decisions_path}:{number}"
+            try:
+                kind = orjson.loads(line).get("kind")
+            except (orjson.JSONDecodeError, AttributeError):
+                kind = None
+            model: type[DecidedRound] | type[SubmittedBatches] = SubmittedBatches if kind == "batches" else DecidedRound
+            entries.append(parse_record(model, line, where, JOURNAL_VERSION, _START_OVER))
+        return entries
+
+    def waiting_batches(self) -> list[dict]:
+        """The provider batches of the round in progress: journaled after the last decided round."""
+        waiting: list[dict] = []
+        for entry in self.rounds():
+            waiting = waiting + entry.batches if isinstance(entry, SubmittedBatches) else []
+        return waiting
+
+    def set_phase(self, phase: Phase) -> None:
+        self.record.phase = phase
+        self.save()
+
+
+def _lines(path: Path, size: int) -> Iterator[tuple[int, bytes]]:
+    """The non-blank lines of ``path`` (its first ``size`` bytes; -1: all), numbered from 1. Split
+    on ``\n`` only: a record is one JSON line, whatever line separators its strings hold."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(size)
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot be read ({exc.strerror or exc}); {_START_OVER}") from exc
+    for number, line in enumerate(data.split(b"\n"), 1):
+        if line.strip():
+            yield number, line
