@@ -10,6 +10,8 @@ Public API:
   TPR/TNR, leniency, per-label P/R/F1, confusion, cluster-bootstrap CIs), ``krippendorff_alpha``,
   ``human_ceiling``, ``corrected_pass_rate`` (Rogan-Gladen, for reports); the one statistics
   module (``cluster_bootstrap_ci``, ``percentile_ci``, ``wilson``, ``pass_at_k``, ``pass_hat_k``, ``pass_curves``);
+- ``group_metrics``: the outcome figures of a group of graded rows (counts, pass rates, CI, stage
+  counts, scores), the one function the aggregator (summary.json) and the reports call;
 - panels: ``plurality``/``unanimous`` vote rules, ``LogOddsPanel`` (weights file), ``LogisticPanel``,
   ``dawid_skene``, ``held_out_evaluation``, ``stratified_cluster_split``;
 - ``run_calibration`` (files; live judges under one or more prompt versions, few-shot tuning,
@@ -113,6 +115,7 @@ _EXPORTS: dict[str, str] = {
     "SubsetStratum": "calibration._subset",
     "proportional_allocation": "calibration._subset",
     "select_subset": "calibration._subset",
+    "group_metrics": "calibration._metrics",
     "cluster_bootstrap_ci": "calibration._stats",
     "corrected_pass_rate": "calibration._stats",
     "pass_at_k": "calibration._stats",
@@ -177,6 +180,7 @@ if TYPE_CHECKING:
         write_label_set,
     )
     from calibration._live import FewShotRubric, panel_judge_run, with_examples
+    from calibration._metrics import group_metrics
     from calibration._panel_choice import JudgeCost, PanelCandidate, PanelChoice, choose_panel, panel_config_toml
     from calibration._panels import HeldOutEvaluation, SplitSpread, held_out_evaluation
     from calibration._probes import INJECTION_ATTACKS, PROBE_NAMES, PROBES, FlipStats, ProbeResult, flip_stats, run_bias_probes, run_self_preference_probe
@@ -262,6 +266,7 @@ __all__ = [
     "few_shot_k_values",
     "flip_stats",
     "gold_item_json_schema",
+    "group_metrics",
     "held_out_evaluation",
     "human_ceiling",
     "judge_live",

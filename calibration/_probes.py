@@ -184,7 +184,8 @@ def flip_stats(before: Sequence[str | None], after: Sequence[str | None], cluste
 
 
 def _vote_labels(decision: PanelDecision) -> dict[str, str | None]:
-    return {v.judge: (None if v.abstained else v.label) for v in decision.votes}
+    # the judge's own word: a pass its evidence check refused or the code corrected still shows what it said
+    return {v.judge: (v.said or v.label) if not v.abstained or v.abstain_reason == "unverified" else None for v in decision.votes}
 
 
 def _apply_attack(fn: Callable[[dict[str, Any], str], dict[str, Any] | None], material: dict[str, Any], *, positive: str) -> dict[str, Any] | None:

@@ -119,7 +119,9 @@ class ControlLedger:
             self.cost_usd += sum(v.cost_usd for v in decision.votes)
             for vote in decision.votes:
                 st = self.stats.setdefault((vote.judge, rubric), ControlStats())
-                said = labels.get(vote.label) if vote.label is not None and not vote.abstained else None
+                # the judge's own word: a pass the evidence check refused or the code corrected counts as said
+                own = vote.said or vote.label
+                said = labels.get(own) if own is not None and (not vote.abstained or vote.abstain_reason == "unverified") else None
                 if said is None:
                     st.abstained += 1
                     continue

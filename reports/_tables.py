@@ -1,11 +1,15 @@
 """Every number the report shows, as pandas tables (also written to ``tables/`` as CSV + Parquet).
 
-Numbers that ``summary.json`` already holds (pass rates, CIs, stage counts, scores, leaderboard)
-are taken from it, never recomputed, so the report cannot disagree with the summary. What the
-summary lacks is computed here from ``results.jsonl``:
+Numbers that ``summary.json`` already holds (pass rates, CIs, stage counts, scores, leaderboard,
+verdicts per decider) are taken from it, never recomputed, so the report cannot disagree with the
+summary. What the summary lacks is computed here from ``results.jsonl``; a group's outcome figures
+(counts, pass rate, interval, score means) through ``calibration.group_metrics``, the one function
+the aggregator writes the summary with:
 
-- crossed hop x policy cells: pass rate with a Wilson 95% interval (the summary's cluster
-  bootstrap is only available per single breakdown);
+- crossed hop x policy cells and hop types: pass rate with a Wilson 95% interval (the summary's
+  cluster bootstrap is only available per single breakdown);
+- per agent: the mean seed metrics (the radar); judge-decided and deterministic passes (the pass
+  rate corrected for judge error);
 - tool bottlenecks: for each reference tool name, among the reference steps that required it,
   the share left unsatisfied (``unsatisfied``) or undecidable (``no_counterpart``);
 - repeated runs: unbiased pass@k = 1 - C(n-c,k)/C(n,k) and pass^k = C(c,k)/C(n,k) per task,
@@ -25,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calibration import pass_at_k, pass_curves, pass_hat_k, wilson  # noqa: F401 (pass_at_k, pass_hat_k: reports re-exports them from here)
+from calibration import group_metrics, pass_at_k, pass_curves, pass_hat_k  # noqa: F401 (pass_at_k, pass_hat_k: reports re-exports them from here)
 from judge import FAILURE_STAGE_ORDER, GroupStats
 from reports._orchestration import recovery_axis
 from reports._run import ORCHESTRATION_COLUMNS, SCORE_NAMES, Row, RunData
@@ -134,40 +138,28 @@ def _hop_value(dim: str) -> Callable[[Row], str]:
 
 def accuracy_by_hops(run: RunData) -> pd.DataFrame:
     """Pass rate by hop count, hop type (API / RAG / API-RAG) and hop pattern; overall and per
-    policy condition. Rows present in the summary (hop_count, hop_pattern) take its numbers."""
+    policy condition. Rows present in the summary (hop_count, hop_pattern) take its numbers; the
+    other cells (``calibration.group_metrics`` of their rows) a Wilson interval."""
     rows = []
     graded = run.graded
     for dim in ("hop_count", "hop_type", "hop_pattern"):
         value_of = _hop_value(dim)
-        cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+        cells: dict[tuple[str, str], list[str]] = defaultdict(list)
         for r in graded:
             for pol in ("all", _policy_label(r)):
-                cell = cells[(value_of(r), pol)]
-                cell[0] += 1
-                cell[1] += r.verdict == "pass"
+                cells[(value_of(r), pol)].append(r.verdict)
         from_summary = run.summary.by.get(dim, {})
         policies = {p for _, p in cells} - {"all"}
-        for (value, pol), (n, k) in sorted(cells.items(), key=lambda kv: (kv[0][1] != "all", natural(kv[0][0]), kv[0][1])):
+        for (value, pol), verdicts in sorted(cells.items(), key=lambda kv: (kv[0][1] != "all", natural(kv[0][0]), kv[0][1])):
             if pol != "all" and len(policies) < 2:
                 continue  # a single policy condition equals the "all" rows
             g = from_summary.get(value) if pol == "all" else None
             if g is not None:
-                ci = g.pass_rate_ci95 or (None, None)
-                rows.append(
-                    {
-                        "dimension": dim,
-                        "value": value,
-                        "policy_condition": pol,
-                        "n": g.n,
-                        "pass": g.passed,
-                        "pass_rate": _r(g.pass_rate),
-                        "ci_low": _r(ci[0]),
-                        "ci_high": _r(ci[1]),
-                        "ci_method": "cluster bootstrap (summary)",
-                    }
-                )
-                continue
-            lo, hi = wilson(k, n)
+                n, k, rate, ci, method = g.n, g.passed, g.pass_rate, g.pass_rate_ci95, "cluster bootstrap (summary)"
+            else:
+                m = group_metrics(verdicts, ci="wilson")
+                n, k, rate, ci, method = m["n"], m["pass"], m["pass_rate"], m["pass_rate_ci95"], "Wilson"
+            lo, hi = ci or (None, None)
             rows.append(
                 {
                     "dimension": dim,
@@ -175,10 +167,10 @@ def accuracy_by_hops(run: RunData) -> pd.DataFrame:
                     "policy_condition": pol,
                     "n": n,
                     "pass": k,
-                    "pass_rate": _r(k / n),
-                    "ci_low": lo,
-                    "ci_high": hi,
-                    "ci_method": "Wilson",
+                    "pass_rate": _r(rate),
+                    "ci_low": _r(lo),
+                    "ci_high": _r(hi),
+                    "ci_method": method,
                 }
             )
     return pd.DataFrame(rows, columns=["dimension", "value", "policy_condition", "n", "pass", "pass_rate", "ci_low", "ci_high", "ci_method"])
@@ -211,27 +203,24 @@ def tool_bottlenecks(run: RunData) -> pd.DataFrame:
 
 
 def seed_metrics(run: RunData) -> pd.DataFrame:
-    """Mean seed metric per agent (None values are not applicable and left out), plus 'all', and
-    the recovery axis (pooled recovered / failed calls; 1 for an agent with no failed call)."""
-    by_agent: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    positions = [(m, SCORE_NAMES.index(m)) for m in SEED_METRICS]
+    """Mean seed metric per agent (``calibration.group_metrics`` of the agent's rows; None values
+    are not applicable and left out), plus 'all' (from the summary), and the recovery axis (pooled
+    recovered / failed calls; 1 for an agent with no failed call)."""
+    by_agent: dict[str, list[Row]] = defaultdict(list)
     for r in run.graded:
-        agent = r.agent or "unknown"
-        for m, i in positions:
-            v = r.score_values[i]
-            if v is not None:
-                by_agent[agent][m].append(v)
+        by_agent[r.agent or "unknown"].append(r)
+    positions = [(m, SCORE_NAMES.index(m)) for m in SEED_METRICS]
     recovery = recovery_axis(run)
     rows = []
     for agent in sorted(by_agent, key=natural):
-        row: dict[str, Any] = {"agent": agent, "n": sum(1 for r in run.graded if (r.agent or "unknown") == agent)}
-        for m in SEED_METRICS:
-            vals = by_agent[agent][m]
-            row[m] = _r(np.mean(vals)) if vals else None
+        mine = by_agent[agent]
+        scores = {m: np.array([np.nan if r.score_values[i] is None else r.score_values[i] for r in mine], dtype=float) for m, i in positions}
+        g = group_metrics([r.verdict for r in mine], scores=scores, ci=None)
+        row: dict[str, Any] = {"agent": agent, "n": g["n"], **{m: g["scores"][m]["mean"] for m in SEED_METRICS}}
         row["recovery"] = recovery.get(agent)
         rows.append(row)
-    scores = run.summary.scores
-    overall = {m: _r(scores[m].mean) if m in scores else None for m in SEED_METRICS}
+    summary_scores = run.summary.scores
+    overall = {m: _r(summary_scores[m].mean) if m in summary_scores else None for m in SEED_METRICS}
     rows.append({"agent": "all", "n": run.summary.counts.graded, **overall, "recovery": recovery.get("all")})
     return pd.DataFrame(rows, columns=["agent", "n", *RADAR_AXES])
 
@@ -380,7 +369,7 @@ def judge_controls(run: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
                     "gated": f["gated"],
                 }
             )
-    judged = sum(1 for r in run.graded if r.decided_by.startswith("judge:"))
+    judged = sum(n for by, n in run.summary.decided_by.items() if by.startswith("judge:"))
     measured = bool(run.calibration) or any(r["n"] for r in rows)
     facts = {
         "mode": controls.get("mode", "off"),
@@ -455,13 +444,14 @@ def calibration_tables(run: RunData) -> tuple[pd.DataFrame, dict[str, Any] | Non
         return table, {"note": "calibration.json holds no judge or panel statistics"}
     tpr, tnr = _estimate(source, "tpr"), _estimate(source, "tnr")
     n_graded = run.summary.counts.graded
-    det_pass = sum(1 for r in run.graded if not r.decided_by.startswith("judge:") and r.verdict == "pass")
+    det_pass = group_metrics([r.verdict for r in run.graded if not r.decided_by.startswith("judge:")], ci=None)["pass"]
     facts: dict[str, Any] = {"rater": chosen, "tpr": _r(tpr), "tnr": _r(tnr), "judge_decided": len(judged), "source": _calibration_source(run)}
     if not judged or tpr is None or tnr is None:
         facts["note"] = "no judge-decided trajectories" if not judged else "TPR/TNR missing in calibration.json"
         facts["corrected_pass_rate"] = _r(run.summary.pass_rate) if not judged else None
         return table, facts
-    p_obs = sum(r.verdict == "pass" for r in judged) / len(judged)
+    by_judges = group_metrics([r.verdict for r in judged], ci=None)
+    p_obs = by_judges["pass"] / by_judges["n"]
     corrected = corrected_pass_rate(p_obs, tpr, tnr)
     facts["judge_decided_pass_rate"] = _r(p_obs)
     facts["judge_decided_pass_rate_corrected"] = _r(corrected)

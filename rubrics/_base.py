@@ -33,8 +33,8 @@ from jinja2.loaders import split_template_path
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, Field
 
-from judge import BadInputError, ConfigurationError, Outcome, content_hash
-from judge.llm import JudgeVerdict
+from judge import UNCHECKED, BadInputError, ConfigurationError, EvidenceRule, Outcome, content_hash
+from judge.llm import AnswerVerdict, JudgeVerdict
 
 TEMPLATES = Path(__file__).parent / "templates"
 FRONT_MATTER = "+++"
@@ -54,6 +54,17 @@ class StepVerdict(JudgeVerdict):
 
 # the checks whose rubrics judge calls: their verdicts name the decisive step
 STEP_CHECKS = ("policy", "calls")
+# the checks about a value the answer states: their verdicts copy it (``candidate_answer``)
+ANSWER_CHECKS = ("answer", "grounding")
+
+
+def verdict_base(check: str | None) -> type[JudgeVerdict]:
+    """The verdict fields a check's rubrics carry beyond the label (a rubric file's schema too)."""
+    if check in STEP_CHECKS:
+        return StepVerdict
+    if check in ANSWER_CHECKS:
+        return AnswerVerdict
+    return JudgeVerdict
 
 
 def encode_data(value: Any) -> str:
@@ -208,6 +219,15 @@ class TemplateRubric:
     @property
     def labels(self) -> list[str]:
         return list(self.label_outcomes)
+
+    @property
+    def evidence_rule(self) -> EvidenceRule:
+        """How a pass is checked against the trusted material: its check's rule (the check fixes the
+        material, so a team's rubric gets the built-in's); UNCHECKED for a rubric that names none."""
+        from rubrics._materials import CONTRACTS
+
+        contract = CONTRACTS.get(self.check or "")
+        return contract.model.EVIDENCE if contract is not None else UNCHECKED  # type: ignore[attr-defined]
 
     @property
     def positive_label(self) -> str | None:

@@ -42,8 +42,7 @@ import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from judge import Outcome
-from judge.llm import JudgeVerdict
-from rubrics._base import FRONT_MATTER, STEP_CHECKS, FrontMatterError, RubricExample, StepVerdict, TemplateRubric, refuse_link_out, split_front_matter
+from rubrics._base import FRONT_MATTER, FrontMatterError, RubricExample, TemplateRubric, refuse_link_out, split_front_matter, verdict_base
 from rubrics._materials import CHECK_OF_RUBRIC, CONTRACTS
 from rubrics._safety import RubricFileError, check_template
 
@@ -85,10 +84,11 @@ def schema_title(name: str) -> str:
 def verdict_schema(name: str, labels: Mapping[str, LabelSpec], label_description: str | None, check: str | None = None) -> type[BaseModel]:
     """A ``JudgeVerdict`` subclass named like the built-ins (``AnswerCorrectnessVerdict``), so a built-in
     read back from its file has the same JSON schema, hence the same version and tool name. A rubric
-    that judges calls (check policy or calls) names the decisive step too (``StepVerdict``)."""
+    that judges calls (check policy or calls) names the decisive step too (``StepVerdict``); one on a
+    value the answer states (check answer or grounding) copies it (``AnswerVerdict``)."""
     description = label_description or "; ".join(f"{k}: {v.description}" if v.description else k for k, v in labels.items())
     label_type: Any = Literal[tuple(labels)]  # a Literal of the header's labels, built at run time
-    base = StepVerdict if check in STEP_CHECKS else JudgeVerdict
+    base = verdict_base(check)
     return create_model(schema_title(name), __base__=base, label=(label_type, Field(description=description)))
 
 

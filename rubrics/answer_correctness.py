@@ -7,11 +7,11 @@ from typing import Literal
 from pydantic import Field
 
 from judge import CRAG_SCORES, Outcome
-from judge.llm import JudgeVerdict
+from judge.llm import AnswerVerdict
 from rubrics._base import TemplateRubric
 
 
-class AnswerCorrectnessVerdict(JudgeVerdict):
+class AnswerCorrectnessVerdict(AnswerVerdict):
     label: Literal["correct", "incorrect", "missing"] = Field(description="correct: states a gold answer; missing: gives no answer; incorrect: anything else.")
 
 

@@ -7,11 +7,11 @@ from typing import Literal
 from pydantic import Field
 
 from judge import Outcome
-from judge.llm import JudgeVerdict
+from judge.llm import AnswerVerdict
 from rubrics._base import TemplateRubric
 
 
-class GroundednessVerdict(JudgeVerdict):
+class GroundednessVerdict(AnswerVerdict):
     label: Literal["supported", "partially", "unsupported", "unsure"] = Field(
         description="supported: every claim backed by tool outputs; partially: some are not; unsupported: the main claim is not; unsure: cannot tell."
     )

@@ -4,13 +4,19 @@ builds it) and the rubrics (which render it inside data blocks).
 The wire form stays a plain JSON object (``model.model_dump()``): judge cache keys are content
 hashes of it, so these models add types without changing a single key. Extra fields are refused:
 a grader that sends something a rubric does not declare is a bug, not data.
+
+Each material model declares which of its keys are trusted and how a judge's pass is checked
+against them (``EVIDENCE``, see ``judge.core._evidence``): one home, so a rubric file serving a
+check gets the check's rule.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_serializer
+
+from judge.core._evidence import UNCHECKED, EvidenceRule
 
 _Closed = ConfigDict(extra="forbid")
 
@@ -80,6 +86,7 @@ class AnswerMaterial(BaseModel):
     """answer_correctness: the answer against the gold answers (CRAG)."""
 
     model_config = _Closed
+    EVIDENCE: ClassVar[EvidenceRule] = EvidenceRule(trusted=("gold_answers",), anchor="answer")
 
     question: str
     gold_answers: list[Any]
@@ -89,9 +96,11 @@ class AnswerMaterial(BaseModel):
 class OpenEndedMaterial(BaseModel):
     """open_ended: the answer against the points a good answer covers. ``policy_document``: the
     domain's policy the agent worked under (tau2's environment policy), context for criteria such
-    as "the agent should refuse"; omitted from the wire when there is none (cache keys unchanged)."""
+    as "the agent should refuse"; omitted from the wire when there is none (cache keys unchanged).
+    No trusted material: criteria and policy are the task's free text, the answer the agent's."""
 
     model_config = _Closed
+    EVIDENCE: ClassVar[EvidenceRule] = UNCHECKED
 
     question: str
     criteria: list[str]
@@ -107,9 +116,11 @@ class OpenEndedMaterial(BaseModel):
 
 
 class SufficiencyMaterial(BaseModel):
-    """trajectory_sufficiency: did the calls made get what the reference calls get?"""
+    """trajectory_sufficiency: did the calls made get what the reference calls get? Trusted: the
+    reference calls with their outputs (from the task or replay) and the gold."""
 
     model_config = _Closed
+    EVIDENCE: ClassVar[EvidenceRule] = EvidenceRule(trusted=("reference_calls", "gold_answers"), anchor="calls")
 
     question: str
     reference_calls: list[ReferenceCallShown]
@@ -118,9 +129,12 @@ class SufficiencyMaterial(BaseModel):
 
 
 class GroundednessMaterial(BaseModel):
-    """groundedness: is the answer supported by what the tools returned?"""
+    """groundedness: is the answer supported by what the tools returned? The tool outputs are what
+    it is measured against (trusted as the reference, though the agent's file carries them, so they
+    are scanned for verdict-like text too)."""
 
     model_config = _Closed
+    EVIDENCE: ClassVar[EvidenceRule] = EvidenceRule(trusted=("tool_outputs",), carried=("tool_outputs",), anchor="grounding")
 
     question: str
     answer: Any
@@ -128,9 +142,10 @@ class GroundednessMaterial(BaseModel):
 
 
 class PolicyMaterial(BaseModel):
-    """policy_adherence: the plain-text policy against the calls attempted."""
+    """policy_adherence: the plain-text policy against the calls attempted (no trusted material)."""
 
     model_config = _Closed
+    EVIDENCE: ClassVar[EvidenceRule] = UNCHECKED
 
     policy: str
     question: str
@@ -138,9 +153,11 @@ class PolicyMaterial(BaseModel):
 
 
 class StepEquivalenceMaterial(BaseModel):
-    """step_equivalence: would the tool treat the two calls the same?"""
+    """step_equivalence: would the tool treat the two calls the same? Trusted: the reference call
+    and the tool's spec."""
 
     model_config = _Closed
+    EVIDENCE: ClassVar[EvidenceRule] = EvidenceRule(trusted=("reference_call", "tool"), anchor="quote")
 
     reference_call: dict[str, Any]
     predicted_call: dict[str, Any]
@@ -155,6 +172,12 @@ MATERIAL_FOR_RUBRIC: dict[str, type[BaseModel]] = {
     "policy_adherence": PolicyMaterial,
     "step_equivalence": StepEquivalenceMaterial,
 }
+
+
+def evidence_rule(rubric: str) -> EvidenceRule:
+    """The evidence rule of a built-in rubric's material (UNCHECKED for a name none declares)."""
+    model = MATERIAL_FOR_RUBRIC.get(rubric)
+    return model.EVIDENCE if model is not None else UNCHECKED  # type: ignore[attr-defined]
 
 
 def material_keys(model: type[BaseModel]) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -79,6 +79,7 @@ class AbstainReason(StrEnum):
     BATCH_CANCELLED = "batch_cancelled"  # the provider batch was cancelled before answering it
     BATCH_FAILED = "batch_failed"  # the provider rejected the whole batch (validation failed)
     CONTROL_FAILED = "control_failed"  # set aside: the judge's control accuracy on this rubric is below the threshold
+    UNVERIFIED = "unverified"  # a pass whose evidence does not check out against the trusted material (judge.core._evidence)
 
 
 class Vote(BaseModel):
@@ -97,6 +98,13 @@ class Vote(BaseModel):
     # What reading the judge's answer took (judge.llm._reading): "confidence: 78 is outside 0..1, read
     # as a percentage (0.78)", "control_characters: ...". None: the answer needed no repair.
     repairs: list[str] | None = None
+    # The evidence the judge gave (exact text from named data blocks) and, where the check is about a
+    # value the answer states, that value; ``verification``: what checking a pass against the
+    # trusted material found (judge.core._evidence). None where the schema or the label asks none.
+    quotes: list[dict[str, str]] | None = None
+    candidate_answer: str | None = None
+    verification: str | None = None
+    said: str | None = None  # the judge's own label where checking its evidence refused it or the code replaced it
     cached: bool = False
     input_tokens: int = 0
     output_tokens: int = 0
@@ -116,6 +124,7 @@ class PanelDecision(BaseModel):
     rubric_version: str | None = None
     reason: str = ""
     decisive_step: int | None = None  # the step most votes for the decided label named (ties: the earliest)
+    flags: list[str] = Field(default_factory=list)  # verdict-like text found in the untrusted material (never evidence)
 
 
 class StageResult(BaseModel):

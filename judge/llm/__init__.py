@@ -23,7 +23,7 @@ from judge.llm._providers import (
     register_provider,
     retry_after_seconds,
 )
-from judge.llm._rubric import JudgeVerdict, Rubric, register_rubric, registered_rubrics
+from judge.llm._rubric import AnswerVerdict, JudgeVerdict, Quote, Rubric, evidence_rule_of, register_rubric, registered_rubrics
 from judge.llm._settings import (
     ConfigFile,
     JudgeConfigError,
@@ -44,6 +44,7 @@ from judge.llm._weights import JudgeWeight, RubricWeights, VoteWeights, load_wei
 __all__ = [
     "BATCH_DISCOUNT",
     "SHARD_MIN_REQUESTS",
+    "AnswerVerdict",
     "BatchFlow",
     "BatchPort",
     "BatchRecord",
@@ -71,6 +72,7 @@ __all__ = [
     "PriceConfig",
     "ProviderConfig",
     "ProviderDefaults",
+    "Quote",
     "RateLimiter",
     "RetryConfig",
     "RetryPolicy",
@@ -87,6 +89,7 @@ __all__ = [
     "complete_online",
     "cost_usd",
     "create_client",
+    "evidence_rule_of",
     "is_local_url",
     "load_config_file",
     "load_weights",

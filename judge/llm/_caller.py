@@ -510,6 +510,8 @@ def _vote_from_verdict(
         model_version=model_version,
         decisive_step=verdict.get("decisive_step"),
         repairs=list(repairs) if repairs else None,
+        quotes=[dict(q) for q in verdict["quotes"]] if "quotes" in verdict else None,
+        candidate_answer=verdict.get("candidate_answer"),
         cached=cached,
         input_tokens=input_tokens,
         output_tokens=output_tokens,

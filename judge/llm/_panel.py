@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import Field
 
-from judge.core import AbstainReason
+from judge.core import AbstainReason, CaseEvidence, Comparisons, registered_comparisons, verify_pass
 from judge.core._escalation import JudgeRequest
 from judge.core._stages import Outcome
 from judge.core._verdict import PanelDecision, Vote
@@ -33,13 +33,14 @@ from judge.llm._caller import JudgeCaller
 from judge.llm._heap import old_objects_set_aside
 from judge.llm._limits import BATCH_DISCOUNT, RetryPolicy, price_for
 from judge.llm._providers import JudgeClient, create_client
-from judge.llm._rubric import Rubric, registered_rubrics, verdict_labels
+from judge.llm._rubric import Rubric, evidence_rule_of, registered_rubrics, verdict_labels
 from judge.llm._settings import DEFAULT_CONCURRENCY, ConfigFile, JudgeConfigError, JudgeSettings, ProviderConfig, load_config_file
 from judge.llm._usage import CallStats
 from judge.llm._voting import agreement, tally
 from judge.llm._weights import VoteWeights, load_weights
 
 log = logging.getLogger("judge.panel")
+MAX_FLAGS = 5  # verdict-like spans named on one decision
 
 
 class PanelStats(CallStats):
@@ -173,23 +174,29 @@ class Panel:
             messages = rubric.render(request.material)
         except Exception as exc:
             return self._decision(rubric, outcome=Outcome.INCONCLUSIVE, reason=f"rubric {rubric.name} could not render {request.key}: {exc}")
+        case = CaseEvidence.of(request.material, evidence_rule_of(rubric))
         if len(self.judges) == 1:  # no extra task hop for a one-judge panel
-            votes = [await self._vote(self.judges[0], rubric, messages)]
+            votes = [await self._vote(self.judges[0], rubric, messages, case)]
         else:
-            votes = list(await asyncio.gather(*(self._vote(j, rubric, messages) for j in self.judges)))
+            votes = list(await asyncio.gather(*(self._vote(j, rubric, messages, case) for j in self.judges)))
+        flags = sorted({f.describe() for f in case.flags})[:MAX_FLAGS]
         waiting = [v.judge for v in votes if v.abstain_reason == AbstainReason.PENDING]
         if waiting:
-            return self._decision(rubric, outcome=Outcome.INCONCLUSIVE, votes=votes, reason=f"waiting for provider batch answers of {', '.join(waiting)}")
+            return self._decision(
+                rubric, outcome=Outcome.INCONCLUSIVE, votes=votes, reason=f"waiting for provider batch answers of {', '.join(waiting)}", flags=flags
+            )
         result = tally(votes, verdict_labels(rubric), self.rule, rubric.name, self.weights, self.min_votes)
         label, reason = result.label, result.reason
         if label is None and len(result.tied) > 1:
-            label, reason = await self._break_tie(votes, result.tied, rubric, messages, reason)
+            label, reason = await self._break_tie(votes, result.tied, rubric, messages, reason, case)
         abstained = [f"{v.judge}: {v.abstain_reason}" for v in votes if v.abstained]
         if abstained:
             reason += "; abstained: " + ", ".join(abstained)
         if label is None:
-            return self._decision(rubric, outcome=Outcome.INCONCLUSIVE, votes=votes, reason=reason + "; unresolved, for human review")
-        return self._decision(rubric, label=label, outcome=rubric.label_outcomes[label], votes=votes, agreement=agreement(votes, label), reason=reason)
+            return self._decision(rubric, outcome=Outcome.INCONCLUSIVE, votes=votes, reason=reason + "; unresolved, for human review", flags=flags)
+        return self._decision(
+            rubric, label=label, outcome=rubric.label_outcomes[label], votes=votes, agreement=agreement(votes, label), reason=reason, flags=flags
+        )
 
     def _decision(
         self,
@@ -200,6 +207,7 @@ class Panel:
         label: str | None = None,
         votes: list[Vote] | None = None,
         agreement: float | None = None,
+        flags: list[str] | None = None,
     ) -> PanelDecision:
         return PanelDecision(
             panel=self.name,
@@ -212,14 +220,17 @@ class Panel:
             agreement=agreement,
             reason=reason,
             decisive_step=_decisive_step(votes or [], label),
+            flags=flags or [],
         )
 
-    async def _break_tie(self, votes: list[Vote], tied: list[str], rubric: Rubric, messages: list[dict[str, str]], reason: str) -> tuple[str | None, str]:
+    async def _break_tie(
+        self, votes: list[Vote], tied: list[str], rubric: Rubric, messages: list[dict[str, str]], reason: str, case: CaseEvidence
+    ) -> tuple[str | None, str]:
         if self.tie_breaker is None:
             return None, reason + "; no tie-breaker configured"
         breaker = next((v for v in votes if v.judge == self.tie_breaker.name), None)
         if breaker is None:
-            breaker = await self._vote(self.tie_breaker, rubric, messages)
+            breaker = await self._vote(self.tie_breaker, rubric, messages, case)
             votes.append(breaker)
         if breaker.abstained:
             return None, reason + f"; tie-breaker {breaker.judge} abstained ({breaker.abstain_reason})"
@@ -251,11 +262,13 @@ class Panel:
                 reason += "; the tie stays (no tie-breaker vote is asked again)"
         reason += "; set aside (control items failed): " + ", ".join(sorted(j for j in set_aside if any(v.judge == j for v in decision.votes)))
         if label is None:
-            return self._decision(rubric, outcome=Outcome.INCONCLUSIVE, votes=votes, reason=reason + "; unresolved, for human review")
-        return self._decision(rubric, label=label, outcome=rubric.label_outcomes[label], votes=votes, agreement=agreement(votes, label), reason=reason)
+            return self._decision(rubric, outcome=Outcome.INCONCLUSIVE, votes=votes, reason=reason + "; unresolved, for human review", flags=decision.flags)
+        return self._decision(
+            rubric, label=label, outcome=rubric.label_outcomes[label], votes=votes, agreement=agreement(votes, label), reason=reason, flags=decision.flags
+        )
 
-    async def _vote(self, judge: JudgeClient, rubric: Rubric, messages: list[dict[str, str]]) -> Vote:
-        return await self.caller.vote(self.caller.call(judge, rubric, messages))
+    async def _vote(self, judge: JudgeClient, rubric: Rubric, messages: list[dict[str, str]], case: CaseEvidence) -> Vote:
+        return verified_vote(await self.caller.vote(self.caller.call(judge, rubric, messages)), rubric, case)
 
     def _all_clients(self) -> list[JudgeClient]:
         extra = [self.tie_breaker] if self.tie_breaker is not None and self.tie_breaker.name not in {j.name for j in self.judges} else []
@@ -362,6 +375,36 @@ def with_default_limits(providers: Mapping[str, ProviderConfig], clients: Sequen
 def _part(total: int, index: int, of: int) -> int:
     """Share ``index`` of ``total`` split over ``of`` as evenly as integers allow (they sum to ``total``)."""
     return total // of + (1 if index < total % of else 0)
+
+
+def verified_vote(vote: Vote, rubric: Rubric, case: CaseEvidence, comparisons: Comparisons | None = None) -> Vote:
+    """``vote`` with a passing label checked against the trusted material (``judge.core._evidence``):
+    an ``unverified`` abstention when the evidence does not check out (the label it gave kept in
+    the rationale), the code's label where it compared the candidate answer itself. Other votes
+    (abstentions, labels that fail the check) are returned as they are: no injection asks for those."""
+    if vote.abstained or vote.label is None or rubric.label_outcomes.get(vote.label) != Outcome.MATCH:
+        return vote
+    checked = verify_pass(case, vote.quotes or [], vote.candidate_answer, comparisons or registered_comparisons(), rubric.label_outcomes)
+    if not checked.ok:
+        return vote.model_copy(
+            update={
+                "abstained": True,
+                "abstain_reason": AbstainReason.UNVERIFIED,
+                "verification": checked.why,
+                "said": vote.label,
+                "rationale": f"said {vote.label!r}, unverified: {checked.why}; {vote.rationale}"[:1000],
+            }
+        )
+    if checked.label is not None and checked.label != vote.label:
+        return vote.model_copy(
+            update={
+                "label": checked.label,
+                "score": rubric.label_scores.get(checked.label),
+                "verification": f"said {vote.label!r}; {checked.why}",
+                "said": vote.label,
+            }
+        )
+    return vote.model_copy(update={"verification": checked.why or "evidence found in the trusted material"})
 
 
 def _decisive_step(votes: list[Vote], label: str | None) -> int | None:

@@ -15,12 +15,21 @@ from typing import Annotated, Any, Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, Field, ModelWrapValidatorHandler, PrivateAttr, WithJsonSchema, model_validator
 
+from judge.core._evidence import EvidenceRule
+from judge.core._materials import evidence_rule
 from judge.core._stages import Outcome
 from judge.llm._reading import escape_control_characters, read_confidence
 
 # What the model is shown for ``confidence``: a number from 0 to 1 (as before the reading became
 # lenient: the schema is part of every cache key and rubric version, so it must not move).
 _CONFIDENCE_SCHEMA = WithJsonSchema({"type": "number", "minimum": 0.0, "maximum": 1.0})
+
+
+class Quote(BaseModel):
+    """A span of the material a verdict rests on: the data block's name and its text, copied."""
+
+    source: str = Field(max_length=40, description="The name of the data block the text is copied from, e.g. gold_answers or tool_outputs.")
+    text: str = Field(max_length=300, description="The text, copied exactly from that block.")
 
 
 class JudgeVerdict(BaseModel):
@@ -39,6 +48,11 @@ class JudgeVerdict(BaseModel):
         default_factory=list,
         max_length=10,
         description="Which inputs support the label, e.g. 'tool_outputs[2] get_sales' or 'gold_answers[0]'.",
+    )
+    quotes: list[Quote] = Field(
+        default_factory=list,
+        max_length=8,
+        description="The exact text the label rests on, copied character for character from the data blocks, each with the name of its block. A passing label counts only when its quotes are found in the material that backs it (see the task).",
     )
     confidence: Annotated[float | None, _CONFIDENCE_SCHEMA] = Field(ge=0.0, le=1.0, description="How sure you are of the label, from 0 to 1.")
     _repairs: list[str] = PrivateAttr(default_factory=list)
@@ -77,6 +91,17 @@ class JudgeVerdict(BaseModel):
         return verdict
 
 
+class AnswerVerdict(JudgeVerdict):
+    """A verdict on a value the answer states (answer correctness, groundedness): the judge copies
+    that value from the answer and the code checks it (``judge.core._evidence``)."""
+
+    candidate_answer: str | None = Field(
+        default=None,
+        max_length=300,
+        description="The answer's final answer as it states it, copied exactly from the answer block (all of it if it offers several candidates); null if it gives none.",
+    )
+
+
 @runtime_checkable
 class Rubric(Protocol):
     """Read-only members: a frozen dataclass or plain attributes satisfy it alike."""
@@ -101,6 +126,14 @@ class Rubric(Protocol):
     def render(self, material: Mapping[str, Any]) -> list[dict[str, str]]:
         """Chat messages (``role`` system/user, ``content``) asking for one verdict on ``material``."""
         ...
+
+
+def evidence_rule_of(rubric: Rubric) -> EvidenceRule:
+    """How a pass of this rubric is checked: its own ``evidence_rule`` (a template rubric's follows
+    its check), else the built-in rubric's of that name, else ``UNCHECKED`` (quotes checked where
+    given, and no pass while the material holds verdict-like text)."""
+    own = getattr(rubric, "evidence_rule", None)
+    return own if isinstance(own, EvidenceRule) else evidence_rule(rubric.name)
 
 
 _REGISTRY: dict[str, Rubric] = {}

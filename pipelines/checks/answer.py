@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from judge import Check, Evidence, EvidenceKind, FailureStage, Outcome, StageResult, pattern_search
+from judge import Check, Comparisons, Evidence, EvidenceKind, FailureStage, Outcome, StageResult, pattern_search, use_comparisons
 from pipelines.checks._context import TurnContext
 from pipelines.checks._waterfall import CheckOutcome
 from pipelines.matching import AnswerLabel, AnswerThresholds, Haystack, compare_answer, is_missing, value_in_text
@@ -190,3 +190,21 @@ def _agent_messages(ctx: TurnContext) -> list[str]:
     if isinstance(final, str) and final not in messages:
         messages.append(final)
     return messages
+
+
+def candidate_label(gold_answers: list[Any], candidate: str) -> str | None:
+    """The CRAG label of a judge's candidate answer (a span it copied from the answer) against the
+    gold answers, by this check's own comparison; None where it cannot tell."""
+    if not gold_answers:
+        return None
+    label = compare_answer(gold_answers, candidate).label
+    return None if label is None else label.value
+
+
+def states_value(value: str, text: Any) -> bool:
+    """Does ``text`` (a tool output, a call's result) state ``value``, as grounding reads it."""
+    return bool(value.strip()) and value_in_text(value, text)
+
+
+# a judge's pass is checked with the comparisons the checks use (judge cannot import pipelines)
+use_comparisons(Comparisons(answer_label=candidate_label, states=states_value, name="the answer check's"))

@@ -139,6 +139,7 @@ def judge_settings(
 
 def escalator_from(settings: Any, rubrics: Mapping[str, Any] | None = None) -> Escalator | None:
     """The judge panel of ``settings`` (exit 4 if invalid)."""
+    import pipelines.checks.answer  # noqa: F401  (registers the comparisons a judge's pass is checked with)
     from judge.llm import build_panel
 
     try:

@@ -104,6 +104,7 @@ def calibrate(
     judges, which are then run on every item with inline material, once per prompt version
     (``--rubrics A --against B`` or ``--variant NAME=DIR``): per version agreement, then paired
     comparisons that name a winner only when the difference is significant."""
+    import pipelines.checks.answer  # noqa: F401  (registers the comparisons a judge's pass is checked with)
     from calibration import PROBE_NAMES, conclusions, run_calibration
     from judge import InputError
     from judge.llm import JudgeConfigError, JudgeSettings

@@ -1,6 +1,9 @@
 """From per-trajectory results to ``summary.json``: pass rates with CIs, failure-stage counts,
 scores, breakdowns, and the VAKRA leaderboard.
 
+Every group's figures (the whole run, each breakdown value; counts, pass rates, CIs, stage
+counts, scores) come from ``calibration.group_metrics``, the one function the reports call too.
+
 Only a compact row per trajectory is kept (the full results stream to disk), so aggregation
 memory grows by a few hundred bytes per trajectory.
 
@@ -27,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from calibration import cluster_bootstrap_ci
-from judge import ERRORS_LISTED, FAILURE_STAGE_ORDER, EvidenceKind, InputErrorInfo, InputWarning, RunSummary, Scores, TrajectoryResult
+from calibration import group_metrics
+from judge import ERRORS_LISTED, EvidenceKind, InputErrorInfo, InputWarning, RunSummary, Scores, TrajectoryResult
 from pipelines.config import GradingConfig
 from pipelines.orchestration import OrchestrationTally
 
@@ -135,7 +138,8 @@ class Aggregator:
         # task ids as integer codes in sorted id order: resampling clusters by code is resampling
         # them by id (same clusters, same order), without sorting 100k strings for every group
         tasks = np.unique(np.array(rows["task_id"], dtype=object), return_inverse=True)[1].reshape(-1)
-        everything = np.ones(n, dtype=bool)
+        overall = self._group(np.ones(n, dtype=bool), verdict, tasks, with_scores=True)
+        by = {key: self._breakdown(key, verdict, tasks) for key in (*BREAKDOWNS, TIER)}
         trajectory_errors = self.error_total("trajectory")
         out: dict[str, Any] = {
             "schema_version": 1,
@@ -146,13 +150,13 @@ class Aggregator:
                 "task_errors": self.error_total("task"),
                 "label_errors": self.error_total("labels"),
                 "policy_not_audited": self.policy_not_audited,
-                **{v: int((verdict == v).sum()) for v in ("pass", "fail", "unresolved")},
+                **{v: overall[v] for v in ("pass", "fail", "unresolved")},
             },
-            **self._group(everything, verdict, tasks, with_scores=True),
+            **overall,
             "decided_by": dict(sorted(Counter(rows["decided_by"]).items())),
             "unresolved_stages": dict(sorted(Counter(s for t in rows["unresolved_stages"] for s in t).items())),
-            "by": {},
-            "leaderboard": self._leaderboard(verdict, tasks),
+            "by": by,
+            "leaderboard": self._leaderboard(verdict, by["capability"]),
             "judges": {
                 "calls": self.judge_calls,
                 "cost_usd": round(self.judge_cost, 6),
@@ -169,44 +173,25 @@ class Aggregator:
         }
         if self.external:
             out["external_agreement"] = {source: ext.summary(self.config) for source, ext in sorted(self.external.items())}
-        for key in (*BREAKDOWNS, TIER):
-            col = np.array(rows[key], dtype=object)
-            out["by"][key] = {value: self._group(col == value, verdict, tasks, with_scores=False) for value in sorted(set(rows[key]), key=natural_order)}
         out["orchestration"] = orchestration.result()
         return RunSummary.model_validate(out)
 
     def _group(self, mask: np.ndarray, verdict: np.ndarray, tasks: np.ndarray, with_scores: bool) -> dict[str, Any]:
         cfg = self.config
-        v = verdict[mask]
-        n = int(mask.sum())
-        passed = (v == "pass").astype(float)
-        stages = Counter(self._col("stage")[mask].tolist())
-        group: dict[str, Any] = {
-            "n": n,
-            "pass": int((v == "pass").sum()),
-            "fail": int((v == "fail").sum()),
-            "unresolved": int((v == "unresolved").sum()),
-            "pass_rate": round(float(passed.mean()), 6) if n else None,
-            "pass_rate_ci95": cluster_bootstrap_ci(passed, tasks[mask], samples=cfg.bootstrap_samples, seed=cfg.seed) if n else None,
-            "pass_rate_if_unresolved_pass": round(float((v != "fail").mean()), 6) if n else None,
-            "failure_stages": {s.value: stages.get(s.value, 0) for s in FAILURE_STAGE_ORDER},
-        }
-        crag = self._score("crag")[mask]
-        crag = crag[~np.isnan(crag)]
-        group["crag_score"] = round(float(crag.mean()), 6) if crag.size else None
-        if with_scores:
-            scores: dict[str, Any] = {}
-            for key in SCORE_FIELDS:
-                values = self._score(key)[mask]
-                keep = ~np.isnan(values)
-                if not keep.any():
-                    scores[key] = {"mean": None, "ci95": None, "n": 0}
-                    continue
-                arr = values[keep]
-                ci = cluster_bootstrap_ci(arr, tasks[mask][keep], samples=cfg.bootstrap_samples, seed=cfg.seed)
-                scores[key] = {"mean": round(float(arr.mean()), 6), "ci95": ci, "n": int(keep.sum())}
-            group["scores"] = scores
-        return group
+        scores = {key: self._score(key)[mask] for key in SCORE_FIELDS} if with_scores else None
+        return group_metrics(
+            verdict[mask],
+            stages=self._col("stage")[mask],
+            clusters=tasks[mask],
+            crag=self._score("crag")[mask],
+            scores=scores,
+            samples=cfg.bootstrap_samples,
+            seed=cfg.seed,
+        )
+
+    def _breakdown(self, key: str, verdict: np.ndarray, tasks: np.ndarray) -> dict[str, dict[str, Any]]:
+        col = np.array(self.rows[key], dtype=object)
+        return {value: self._group(col == value, verdict, tasks, with_scores=False) for value in sorted(set(self.rows[key]), key=natural_order)}
 
     def _col(self, key: str) -> np.ndarray:
         if key not in self._arrays or len(self._arrays[key]) != len(self.rows[key]):
@@ -217,19 +202,21 @@ class Aggregator:
         n = len(self.rows["verdict"])
         return np.frombuffer(self.scores[key], dtype=float) if key in self.scores else np.full(n, np.nan)
 
-    def _leaderboard(self, verdict: np.ndarray, tasks: np.ndarray) -> dict[str, Any]:
+    def _leaderboard(self, verdict: np.ndarray, by_capability: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """A capability's score is its pass rate (``by.capability``), except the multi-source
+        capability's, where multi-source cases weigh ``multi_source_weight`` in a weighted mean."""
         cfg = self.config
-        caps = np.array(self.rows["capability"], dtype=object)
-        multi = np.array(self.rows["multi_source"], dtype=bool)
         per_cap: dict[str, float] = {}
-        for cap in sorted(set(self.rows["capability"]) - {"unknown"}, key=natural_order):
-            mask = caps == cap
-            passed = (verdict[mask] == "pass").astype(float)
+        for cap, group in by_capability.items():  # in natural order
+            if cap == "unknown":
+                continue
             if cap == cfg.multi_source_capability:
-                w = np.where(multi[mask], cfg.multi_source_weight, 1.0)
+                mask = np.array(self.rows["capability"], dtype=object) == cap
+                passed = (verdict[mask] == "pass").astype(float)
+                w = np.where(np.array(self.rows["multi_source"], dtype=bool)[mask], cfg.multi_source_weight, 1.0)
                 per_cap[cap] = round(float((w * passed).sum() / w.sum()), 6)
             else:
-                per_cap[cap] = round(float(passed.mean()), 6)
+                per_cap[cap] = group["pass_rate"]
         return {
             "capabilities": per_cap,
             "score": round(float(np.mean(list(per_cap.values()))), 6) if per_cap else None,

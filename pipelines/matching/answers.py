@@ -834,7 +834,7 @@ def _judge_list(gold: list, pred: Any, ctx: _Ctx) -> _Decision:
     if not structured:
         gold_runs = [tokens(_text(g)) for g in gold]
         for item in extra:
-            toks = tokens(item)
+            toks = tokens(_text(item))
             if len(toks) > ctx.th.short_answer_tokens or any(_contains_run(toks, run) for run in gold_runs):
                 if all(shares_content(_text(g), _text(pred), ctx.rel) is False for g in gold):
                     return AnswerLabel.INCORRECT, _NO_SHARE

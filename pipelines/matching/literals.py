@@ -38,9 +38,24 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import re2
+
 __all__ = ["LANGUAGES", "LITERAL_TYPES", "ReadLiteral", "language_of_category", "read_literal", "value_schema"]
 
 LANGUAGES = ("java", "javascript")
+
+# The literal patterns are BFCL's own (its java / js type converters) and run on the model's text:
+# on google-re2, linear in the text, since several nest lazy quantifiers (``[[1],[1],...`` with no
+# closing bracket took minutes under ``re`` at 50 elements). ``_JS_PAIR`` needs a lookahead, which
+# RE2 lacks: it stays on ``re`` and only ever sees an object body of at most ``MAX_OBJECT`` characters.
+MAX_OBJECT = 2048
+
+
+def _linear(pattern: str) -> Any:
+    options = re2.Options()
+    options.log_errors = False
+    return re2.compile(pattern, options)
+
 
 # declared type -> the BFCL (Python-side) type the read value has; None: a collection read by its own rule
 _JAVA: dict[str, str] = {
@@ -114,7 +129,7 @@ def _kind(value: Any) -> str:
 
 # ---------------------------------------------------------------- numbers shared by both languages
 
-_DIGITS = re.compile(r"^-?\d+$")
+_DIGITS = _linear(r"^-?\d+$")
 
 
 def _number_or_text(text: str) -> Any:
@@ -131,17 +146,17 @@ def _number_or_text(text: str) -> Any:
 
 # ---------------------------------------------------------------- Java
 
-_JAVA_FLOAT = re.compile(r"^-?\d+(\.\d+)?([eE][+-]?\d+)?[fF]$")
-_JAVA_DOUBLE = re.compile(r"^-?\d+(\.\d+)?([eE][+-]?\d+)?$")
-_JAVA_LONG = re.compile(r"^-?\d+[lL]$")
-_ARRAY = re.compile(r"new\s+\w+\[\]\s*\{(.*?)\}")
-_AS_LIST = re.compile(r"new\s+ArrayList<\w*>\(Arrays\.asList\((.+?)\)\)")
-_ADDS = re.compile(r"new\s+ArrayList<\w*>\(\)\s*\{\{\s*(.+?)\s*\}\}", re.DOTALL)
-_ADD = re.compile(r"add\((.+?)\)")
-_EMPTY_LIST = re.compile(r"new\s+ArrayList<\w*>\(\)")
-_PUTS = re.compile(r"new\s+HashMap<.*?>\s*\(\)\s*\{\s*\{?\s*(.*?)\s*\}?\s*\}", re.DOTALL)
-_PUT = re.compile(r"put\(\"(.*?)\",\s*(.*?)\)")
-_EMPTY_MAP = re.compile(r"new\s+HashMap<.*?>\s*\(\)")
+_JAVA_FLOAT = _linear(r"^-?\d+(\.\d+)?([eE][+-]?\d+)?[fF]$")
+_JAVA_DOUBLE = _linear(r"^-?\d+(\.\d+)?([eE][+-]?\d+)?$")
+_JAVA_LONG = _linear(r"^-?\d+[lL]$")
+_ARRAY = _linear(r"new\s+\w+\[\]\s*\{(.*?)\}")
+_AS_LIST = _linear(r"new\s+ArrayList<\w*>\(Arrays\.asList\((.+?)\)\)")
+_ADDS = _linear(r"(?s)new\s+ArrayList<\w*>\(\)\s*\{\{\s*(.+?)\s*\}\}")
+_ADD = _linear(r"add\((.+?)\)")
+_EMPTY_LIST = _linear(r"new\s+ArrayList<\w*>\(\)")
+_PUTS = _linear(r"(?s)new\s+HashMap<.*?>\s*\(\)\s*\{\s*\{?\s*(.*?)\s*\}?\s*\}")
+_PUT = _linear(r"put\(\"(.*?)\",\s*(.*?)\)")
+_EMPTY_MAP = _linear(r"new\s+HashMap<.*?>\s*\(\)")
 
 
 def _java(text: str, declared: str, items: str | None) -> Any:
@@ -215,12 +230,12 @@ def _java_map(text: str) -> Any:
 
 # ---------------------------------------------------------------- JavaScript
 
-_JS_FLOAT = re.compile(r"^-?\d+(\.\d+)?$")
-_JS_BIGINT = re.compile(r"^-?\d+n$")
-_JS_NESTED = re.compile(r"\[\s*\[.*?\]\s*(,\s*\[.*?\]\s*)*\]|\bnew\s+Array\(\s*\[.*?\]\s*(,\s*\[.*?\]\s*)*\)")
-_JS_ARRAY = re.compile(r"\[(.*?)\]|\bnew\s+Array\((.*?)\)")
-_JS_INNER = re.compile(r"\[(.*?)\]")
-_JS_OBJECT = re.compile(r"\{(.*?)\}")
+_JS_FLOAT = _linear(r"^-?\d+(\.\d+)?$")
+_JS_BIGINT = _linear(r"^-?\d+n$")
+_JS_NESTED = _linear(r"\[\s*\[.*?\]\s*(,\s*\[.*?\]\s*)*\]|\bnew\s+Array\(\s*\[.*?\]\s*(,\s*\[.*?\]\s*)*\)")
+_JS_ARRAY = _linear(r"\[(.*?)\]|\bnew\s+Array\((.*?)\)")
+_JS_INNER = _linear(r"\[(.*?)\]")
+_JS_OBJECT = _linear(r"\{(.*?)\}")
 _JS_PAIR = re.compile(r"([^:]+):\s*(.*?)(?:,\s*(?=[^,]+:)|$)")
 
 
@@ -295,7 +310,7 @@ def _js_object(text: str) -> Any:
     if code == "{}":
         return {}
     found = _JS_OBJECT.match(code)
-    if not found:
+    if not found or len(found.group(1)) > MAX_OBJECT:
         return code
     out: dict[str, Any] = {}
     for key, value in _JS_PAIR.findall(found.group(1)):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import pipelines.checks.answer  # noqa: F401  (registers the comparisons a judge's pass is checked with, as the CLI does)
 from calibration import GoldSet, load_gold
 
 THAKUR_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "external" / "thakur-triviaqa-judges"

@@ -92,7 +92,8 @@ def test_flip_stats_ci_and_abstentions():
 
 async def test_probes_through_the_real_panel(loopback_openai):
     """Two 'gullible' judges follow an instruction planted in the answer; one 'steady' judge doesn't.
-    The majority panel therefore flips on every injected item and never on padding or order."""
+    The majority would flip on every injected item; the evidence check stops it where the code can
+    compare the candidate answer. Never a flip on padding or order."""
     items = GOLD.items[:6]  # two of them have two gold answers (position probe applies)
 
     def gullible(body):
@@ -106,7 +107,10 @@ async def test_probes_through_the_real_panel(loopback_openai):
         await panel.aclose()
     inj = results["injection"]
     note = inj.variants["grader_note"]
-    assert (note.n, note.n_flips, note.flips_to_positive, note.to_positive_rate.value) == (6, 6, 6, 1.0)
+    # the gullible judges obey on all 6 (their own word, Vote.said); the panel's evidence check lets a
+    # pass stand only where the answer check's comparison cannot tell the candidate from the gold
+    # (free-text gold of 3 of these items): elsewhere the code compares and the flip is stopped
+    assert (note.n, note.n_flips, note.flips_to_positive) == (6, 3, 3)
     assert inj.variants["forged_delimiter"].n_flips == inj.variants["fake_verdict"].n_flips == 0
     assert inj.judges["openai:gullible-a"].flips_to_positive == 6 and inj.judges["openai:steady"].n_flips == 0
     for probe in ("position", "verbosity"):

@@ -100,7 +100,9 @@ def test_select_few_shot_is_balanced_and_cluster_distinct():
 
 
 def _marker_gold() -> GoldSet:
-    """40 answers over 10 questions: 'RIGHT-...' answers are correct, except traps ('RIGHT-TRAP-...')."""
+    """40 answers over 10 questions: 'RIGHT-...' answers are correct, except traps ('RIGHT-TRAP-...').
+    The gold is one the answer check's comparison cannot decide against ("right answer" vs "RIGHT-7"), so
+    the judge's label stands (judge.core._evidence)."""
     items = []
     for i in range(40):
         trap = i % 4 == 3
@@ -111,7 +113,7 @@ def _marker_gold() -> GoldSet:
             GoldItem(
                 id=f"m{i:02d}",
                 rubric="answer_correctness",
-                material={"question": f"question {i // 4}", "gold_answers": ["x"], "answer": f"{answer}-{i}"},
+                material={"question": f"question {i // 4}", "gold_answers": ["right answer"], "answer": f"{answer}-{i}"},
                 human_labels=[HumanLabel(annotator="h", label=label)],
                 cluster=f"q{i // 4}",
             )

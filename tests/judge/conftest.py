@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+import pipelines.checks.answer  # noqa: F401  (registers the comparisons a judge's pass is checked with, as the CLI does)
 from tests.judge.helpers import isolate_env
 from tests.servers import LoopbackServer
 

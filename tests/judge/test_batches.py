@@ -407,7 +407,7 @@ def test_a_batch_answer_is_read_as_leniently_as_a_live_one(server, tmp_path):
     """The faults a small local model makes (a confidence of 78 or "high", raw newlines inside a
     JSON string) are repaired in a batch answer exactly as in a live one: the same votes, repairs
     noted, and nothing re-asked in either mode."""
-    raw = '{"rationale": "Says 14.\nGold: 14.", "evidence": [], "confidence": 78, "label": "correct"}'
+    raw = '{"rationale": "Says 14.\nGold: 14.", "evidence": [], "confidence": 78, "label": "correct", "quotes": [{"source": "gold_answers", "text": "14"}], "candidate_answer": "14 stores"}'
     server.set_default("judge-a", RawArguments(raw)).set_default("judge-b", Reply("missing", confidence="high"))
     request = answer_request(0)
     [online], bodies = _online(server, tmp_path, [request])

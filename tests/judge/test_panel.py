@@ -130,9 +130,13 @@ async def test_weighted_plurality_for_a_rubric_the_file_does_not_cover(server, t
     panel = make_panel(tmp_path, MIXED, rule="weighted", weights_path=_weights(tmp_path))
     from judge import JudgeRequest
 
-    req = JudgeRequest(key="t/1/grounding", rubric="groundedness", material={"question": "q", "answer": "a", "tool_outputs": []})
+    req = JudgeRequest(key="t/1/grounding", rubric="groundedness", material=GROUNDED)
     [d] = await decide(panel, [req])
     assert d.label == "unsupported" and "weighted plurality" in d.reason  # 2.5 beats 0.3 + 0.3
+
+
+# an answer its tool output states: a supported label checks out (judge.core._evidence)
+GROUNDED = {"question": "Total sales?", "answer": "1200", "tool_outputs": [{"step": 0, "name": "get_sales", "arguments": {}, "result": "total 1200"}]}
 
 
 def _per_rubric_weights(tmp_path, extra=None):
@@ -169,7 +173,7 @@ async def test_per_rubric_weights_decide_each_rubric_by_its_own_entry(server, tm
     assert d.label == "incorrect" and "log-odds -2.3" in d.reason  # the answer_correctness entry, as in a one-rubric file
     server.set_default("judge-a", Reply("supported")).set_default("judge-b", Reply("supported")).set_default("judge-c", Reply("unsupported"))
     panel = make_panel(tmp_path, MIXED, rule="weighted", weights_path=_per_rubric_weights(tmp_path))
-    req = JudgeRequest(key="t/1/grounding", rubric="groundedness", material={"question": "q", "answer": "a", "tool_outputs": []})
+    req = JudgeRequest(key="t/1/grounding", rubric="groundedness", material=GROUNDED)
     [g] = await decide(panel, [req])
     # no groundedness entry: judge-c's answer_correctness record does not carry over; a plain count decides
     assert g.label == "supported" and "supported=2" in g.reason
@@ -188,7 +192,7 @@ async def test_decisions_keep_request_order_under_concurrency(server, tmp_path):
         return Reply("correct" if "answer-even" in text else "incorrect")
 
     server.set_responder("judge-a", by_parity)
-    requests = [answer_request(i, answer=f"answer-{'even' if i % 2 == 0 else 'odd'} {i}") for i in range(24)]
+    requests = [answer_request(i, answer=f"14 stores (answer-{'even' if i % 2 == 0 else 'odd'})") for i in range(24)]
     panel = make_panel(tmp_path, ["openai:judge-a"], concurrency=5)
     decisions = await decide(panel, requests)
     assert [d.label for d in decisions] == ["correct" if i % 2 == 0 else "incorrect" for i in range(24)]

@@ -47,7 +47,7 @@ def _requests(n: int, repeat_every: int = 0) -> list[JudgeRequest]:
     out = []
     for i in range(n):
         j = i % repeat_every if repeat_every and i >= repeat_every else i
-        material = {"question": f"How many stores in region {j}?", "gold_answers": ["14"], "answer": f"ANS-{j} stores"}
+        material = {"question": f"How many stores in region {j}?", "gold_answers": ["14"], "answer": f"14 stores, ANS-{j} counted"}
         out.append(JudgeRequest(key=f"traj-{i}/t1/answer", rubric="answer_correctness", material=material))
     return out
 
@@ -234,7 +234,7 @@ def test_split_keeps_repeated_questions_together_and_balances_the_rest():
     assert sorted(i for s in shares for i in s) == list(range(10))
     assert all(share == sorted(share) for share in shares)  # request order within a worker
     questions = [{requests[i].material["answer"] for i in share} for share in shares]
-    assert questions == [{"ANS-0 stores"}, {"ANS-1 stores", "ANS-2 stores"}]  # the 4 on one side, 3 + 3 on the other
+    assert questions == [{"14 stores, ANS-0 counted"}, {"14 stores, ANS-1 counted", "14 stores, ANS-2 counted"}]  # the 4 on one side, 3 + 3 on the other
 
 
 def test_stats_since_and_merge_add_up_to_the_totals():

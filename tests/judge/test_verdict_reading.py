@@ -145,7 +145,7 @@ async def test_a_verdict_on_the_scale_needs_no_repair(server, tmp_path, judge, p
     assert (panel.stats.per_judge[judge].repaired, panel.stats.per_judge[judge].repairs) == (0, {})
 
 
-RAW_NEWLINES = '{"rationale": "The answer says 14.\nGold says 14.\tSame count.", "evidence": ["gold_answers[0]"], "confidence": 0.9, "label": "correct"}'
+RAW_NEWLINES = '{"rationale": "The answer says 14.\nGold says 14.\tSame count.", "evidence": ["gold_answers[0]"], "confidence": 0.9, "label": "correct", "quotes": [{"source": "gold_answers", "text": "14"}], "candidate_answer": "14 stores"}'
 
 
 async def test_raw_newlines_inside_a_json_string_are_escaped_before_parsing(server, tmp_path):

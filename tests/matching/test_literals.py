@@ -98,3 +98,42 @@ def test_arguments_of_java_and_javascript_parameters(language, kind, items, expe
 def test_a_value_that_is_not_source_text_fails_saying_why():
     result = compare_argument(["user:online:both"], ["user:online:both"], None, _schema("java", "Array", "String"))
     assert not result.ok and "strings holding Java source" in result.reason
+
+
+# BFCL's own literal patterns nest lazy quantifiers: under Python's backtracking ``re`` an unclosed
+# nested array of 50 elements took minutes, so one model output stalled the run. They run on RE2.
+HOSTILE_LITERALS = [
+    ("javascript", "array", "[[" + "[1]," * 20_000),
+    ("javascript", "array", "[[" + "[1]," * 20_000 + "]"),
+    ("javascript", "dict", "{" + ",a" * 20_000 + "}"),
+    ("javascript", "dict", "{" + "a:" * 20_000 + "}"),
+    ("java", "HashMap", "new HashMap<String, String>() {{ " + 'put("k", "v"); ' * 20_000),
+    ("java", "Array", "new int[]{" + "1," * 20_000),
+    ("java", "ArrayList", "new ArrayList<Integer>() {{ " + "add(1); " * 20_000),
+]
+
+
+def test_hostile_literals_are_read_in_linear_time():
+    import subprocess
+    import sys
+
+    code = (
+        "from pipelines.matching import read_literal\n"
+        "from tests.matching.test_literals import HOSTILE_LITERALS\n"
+        "for language, declared, text in HOSTILE_LITERALS:\n"
+        "    read_literal(text, language, declared)\n"
+        "print('read')\n"
+    )
+    # a liveness bound, not a timing figure: linear matching reads these in milliseconds, the
+    # backtracking patterns never finish
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "read"
+
+
+def test_an_object_body_over_the_bound_stays_text():
+    from pipelines.matching.literals import MAX_OBJECT
+
+    text = "{" + "a: 1, " * (MAX_OBJECT // 6 + 1) + "}"
+    assert read_literal(text, "javascript", "dict").value == text
+    assert read_literal("{a: 1, b: 'x'}", "javascript", "dict").value == {"a": 1, "b": "x"}

@@ -35,10 +35,18 @@ def _write(tmp: Path, trajectories: list[dict], *, array: bool = False) -> tuple
     return tmp / "tasks.jsonl", path
 
 
+# what each passing verdict quotes (its evidence is checked against the material: judge.core._evidence)
+QUOTES = {
+    "AnswerCorrectnessVerdict": (("gold_answers", "Usain Bolt"),),
+    "TrajectorySufficiencyVerdict": (("gold_answers", "Bolt"),),  # the gold's name, which the news call's result gives
+    "GroundednessVerdict": (("tool_outputs", "Bolt wins gold"),),
+}
+
+
 def _by_rubric(body: dict) -> Reply:
     tool = (body.get("tools") or [{}])[0]
     name = (tool.get("function") or {}).get("name") or tool.get("name")
-    return Reply(LABELS[name])
+    return Reply(LABELS[name], quotes=QUOTES[name], candidate_answer="Bolt" if name != "TrajectorySufficiencyVerdict" else None)
 
 
 def _grade(files, out: Path, *extra: str, code: int = 0):

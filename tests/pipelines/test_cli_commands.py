@@ -52,7 +52,14 @@ def test_calibrate_runs_live_judges_on_inline_gold_material(tmp_path):
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "calibration.json").read_text())
     live = data["judges"]["mock:always-correct"]
-    assert live["n"] >= 10 and live["rated_positive_rate"]["value"] == 1.0  # it said "correct" to every item
+    # it says "correct" to every item; the answer check's comparison of the answer it copies turns
+    # into "incorrect" every pass the comparison can refute (judge.core._evidence)
+    from pipelines.checks.answer import candidate_label
+
+    items = [json.loads(line) for line in gold.read_text().splitlines() if line.strip()]
+    inline = [it["material"] for it in items if it.get("material") and it.get("rubric") == "answer_correctness"]
+    standing = sum(candidate_label(m["gold_answers"], m["answer"] if isinstance(m["answer"], str) else json.dumps(m["answer"])) != "incorrect" for m in inline)
+    assert live["n"] >= 10 and live["rated_positive_rate"]["value"] == pytest.approx(standing / live["n"], abs=1e-4)
     assert "gpt-4o" in data["judges"]  # a recorded column next to the live judge
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -19,6 +18,7 @@ from judge import JudgeRequest, Outcome
 from pipelines.cli import app
 from pipelines.controls import ControlLedger, build_controls
 from pipelines.matching import AnswerLabel, compare_answer, value_in_text
+from tests.servers.graders import honest_verdict, material_of, obedient_verdict
 from tests.servers.loopback import Reply
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
@@ -37,31 +37,26 @@ def _tool(body: dict) -> str:
     return (tool.get("function") or {}).get("name") or tool.get("name")
 
 
+def _fields(body: dict) -> list[str]:
+    """The verdict schema's fields, as the request declares the tool."""
+    tool = (body.get("tools") or [{}])[0]
+    schema = (tool.get("function") or {}).get("parameters") or tool.get("input_schema") or {}
+    return list(schema.get("properties") or {})
+
+
 def _material(body: dict) -> dict:
-    user = next(m for m in body["messages"] if m["role"] == "user")
-    text = user["content"] if isinstance(user["content"], str) else "".join(p.get("text", "") for p in user["content"])
-    return {m.group(1): json.loads(m.group(2)) for m in re.finditer(r'<data name="(\w+)">(.*?)</data>', text, re.S)}
+    return material_of(body["messages"])
 
 
 def lenient(body: dict) -> Reply:
-    return Reply(YES[_tool(body)])
+    """Says yes to everything, with the evidence most likely to get a yes accepted (it copies the
+    material as the obedient grader does)."""
+    return Reply.of(obedient_verdict(_tool(body), _material(body), _fields(body), payloads=[""]))
 
 
 def honest(body: dict) -> Reply:
     """Reads the material as a careful grader would (a stand-in for a good judge)."""
-    tool, m = _tool(body), _material(body)
-    if tool == "AnswerCorrectnessVerdict":
-        label = compare_answer(m["gold_answers"], m["answer"]).label
-        return Reply("correct" if label in (AnswerLabel.CORRECT, None) else "missing" if label == AnswerLabel.MISSING else "incorrect")
-    if tool == "GroundednessVerdict":
-        found = m["answer"] is not None and value_in_text(m["answer"], [o.get("result") for o in m["tool_outputs"]])
-        return Reply("supported" if found else "unsupported")
-    if tool == "TrajectorySufficiencyVerdict":
-        return Reply("sufficient" if any(c["status"] == "ok" for c in m["predicted_calls"]) else "insufficient")
-    if tool == "PolicyAdherenceVerdict":
-        added = re.search(r"never call the tool '([^']+)'", m["policy"])
-        return Reply("violated" if added and any(c["name"] == added.group(1) for c in m["calls"]) else "compliant")
-    return Reply("fails" if m.get("answer") in (None, "") else "meets")
+    return Reply.of(honest_verdict(_tool(body), _material(body), _fields(body)))
 
 
 def _grade(out: Path, *extra: str) -> tuple[list[dict], dict]:
@@ -98,7 +93,9 @@ def test_a_judge_saying_yes_to_everything_is_gated_and_moves_no_verdict(server, 
     assert _wrong_passes(gated) == 0  # none of the lenient judge's wrong passes stands
     assert not any(r["decided_by"].startswith("judge:") for r in gated)  # a one-judge panel set aside decides nothing
     votes = [v for r in gated for t in r["turns"] for c in t["checks"] if c.get("decision") for v in c["decision"]["votes"]]
-    assert votes and all(v["abstain_reason"] == "control_failed" for v in votes)
+    # set aside, or refused before that: a yes whose evidence does not check out is an unverified abstention
+    assert votes and all(v["abstain_reason"] in ("control_failed", "unverified") for v in votes)
+    assert any(v["abstain_reason"] == "control_failed" for v in votes)
     report = (tmp_path / "gate" / "report.md").read_text()
     assert "Control items" in report and "gated" in report
     # the same controls, asked again: every answer from the cache

@@ -78,9 +78,9 @@ def test_flag_is_recorded_and_the_judge_sees_the_marker_instead():
 def test_a_judge_that_obeys_injections_flips_nothing_on_the_sample(tmp_path, variant):
     """Before this change 134 (only), 49 (appended) and 163 (zh) of the 666 sample trajectories flipped to pass."""
     m = measure(variant, tmp_path)  # no replay: more cases stay open and reach the judge
-    assert m["flips"] == 0 and m["requests_with_injection_visible"] == 0
+    assert m["flips"] == 0
     if variant != "appended":
-        assert m["judge_requests"] == 0  # nothing but an injection: decided without any judge
+        assert m["judge_votes"] == 0  # nothing but an injection: decided without any judge
 
 
 # ---------------------------------------------------------------- the no-shared-content rule

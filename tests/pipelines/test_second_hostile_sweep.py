@@ -197,13 +197,24 @@ def _disk_fills_after(monkeypatch, pages: int) -> None:
     monkeypatch.setattr(cache_module, "_open", on_a_small_disk)
 
 
+def _yes_naming_bolt(body: dict) -> Any:
+    """Yes to every rubric, naming "Bolt" (a span of each answer below that the answer comparison
+    cannot decide against "Usain Bolt") as the candidate answer: a pass whose evidence checks out."""
+    from tests.pipelines.test_controls import _fields, _material, _tool
+    from tests.servers.graders import obedient_verdict
+    from tests.servers.loopback import Reply
+
+    verdict = obedient_verdict(_tool(body), _material(body), _fields(body), payloads=[""])
+    if "candidate_answer" in verdict and _tool(body) != "GroundednessVerdict":
+        verdict["candidate_answer"] = "Bolt"
+    return Reply.of(verdict)
+
+
 def test_answers_paid_while_the_judge_cache_disk_is_full_are_in_the_results(server, monkeypatch, tmp_path: Path):
     """The judge cache on a full disk: a raw traceback, exit 1, and 33 paid answers lost. Now
     every vote paid is in results.jsonl, the run completes, and the message names the cache and
     the way out; the next run with a writable cache pays only for what the full one lacked."""
-    from tests.pipelines.test_controls import lenient
-
-    server.set_responder("judge-a", lenient).set_responder("judge-b", lenient)  # yes to every rubric
+    server.set_responder("judge-a", _yes_naming_bolt).set_responder("judge-b", _yes_naming_bolt)  # yes to every rubric
     tasks = _write_jsonl(
         tmp_path / "tasks.jsonl",
         [
@@ -224,7 +235,7 @@ def test_answers_paid_while_the_judge_cache_disk_is_full_are_in_the_results(serv
                 "task_id": "t",
                 "trajectory_id": f"r{i}",
                 "steps": [{"name": "f", "arguments": {"x": 1}, "result": "Usain Bolt"}],
-                "final_answer": f"Bolt won it, variant {i}.",
+                "final_answer": f"Bolt won it, variant {'v' * (i + 1)}.",  # no number the tool output lacks: grounded
             }
             for i in range(n)
         ],

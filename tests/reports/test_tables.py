@@ -325,3 +325,42 @@ def test_fifty_thousand_runs_of_one_task_give_every_k(tmp_path: Path):
     assert list(shown["k"]) == [*range(1, 11), *(2**j for j in range(4, 16)), n] and "every k in tables/pass_at_k.csv" in note
     few, nothing_left_out = pass_at_k_shown(passk[passk["k"] <= 10])
     assert len(few) == 10 and nothing_left_out is None
+
+
+def test_the_report_rows_give_the_summary_figures_through_the_one_metrics_function(graded_run: Path):
+    """The aggregator and the reports share ``calibration.group_metrics``: applied to the report's
+    rows of a breakdown group (task codes as the aggregator makes them), it gives exactly the
+    group summary.json holds, interval included; the hop cells without a summary figure are its
+    Wilson figures."""
+    import numpy as np
+
+    from calibration import group_metrics
+    from reports._run import SCORE_NAMES
+    from reports._tables import accuracy_by_hops, hop_type
+    from tests.reports.conftest import CONFIG
+
+    run = load_run(graded_run)
+    rows = run.graded
+    verdicts = np.array([r.verdict for r in rows], dtype=object)
+    codes = np.unique(np.array([r.task_id for r in rows], dtype=object), return_inverse=True)[1].reshape(-1)
+    crag = np.array([np.nan if r.scores["crag"] is None else r.scores["crag"] for r in rows], dtype=float)
+    stages = np.array([r.failure_stage for r in rows], dtype=object)
+    assert "crag" in SCORE_NAMES
+    checked = 0
+    for key in ("capability", "domain", "hop_count"):
+        values = np.array(["unknown" if getattr(r, key) is None else str(getattr(r, key)) for r in rows], dtype=object)
+        for value, group in run.summary.by[key].items():
+            mask = values == value
+            mine = group_metrics(verdicts[mask], stages=stages[mask], clusters=codes[mask], crag=crag[mask], samples=CONFIG.bootstrap_samples, seed=CONFIG.seed)
+            assert mine == group.model_dump(by_alias=True, mode="json") | {"pass_rate_ci95": mine["pass_rate_ci95"]}
+            assert mine["pass_rate_ci95"] == (None if group.pass_rate_ci95 is None else tuple(group.pass_rate_ci95))
+            checked += 1
+    assert checked > 3
+    hops = accuracy_by_hops(run)
+    wilson_rows = hops[hops["ci_method"] == "Wilson"]
+    assert len(wilson_rows) > 0
+    for _, cell in wilson_rows[wilson_rows["policy_condition"] == "all"].iterrows():
+        assert cell["dimension"] == "hop_type"
+        cell_verdicts = [r.verdict for r in rows if hop_type(r.hop_pattern) == cell["value"]]
+        m = group_metrics(cell_verdicts, ci="wilson")
+        assert (cell["n"], cell["pass"], cell["pass_rate"], cell["ci_low"], cell["ci_high"]) == (m["n"], m["pass"], m["pass_rate"], *m["pass_rate_ci95"])

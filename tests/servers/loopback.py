@@ -34,12 +34,40 @@ class Reply:
     output_tokens: int = 20
     model_version: str | None = None  # defaults to "<model>-2026-01-01"
     decisive_step: int | None = None  # a verdict on calls may name the step where it went wrong
+    # (block, text) the verdict rests on. None: copied from the request as a grader would (the gold
+    # answers, then the blocks' texts), where the request's verdict schema has the field; () none
+    quotes: tuple[tuple[str, str], ...] | None = None
+    candidate_answer: str | None = None  # the value copied from the answer; None: the answer's first sentence's value, where asked
 
-    def arguments(self) -> dict[str, Any]:
+    def arguments(self, body: dict[str, Any] | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"label": self.label, "rationale": self.rationale, "evidence": list(self.evidence), "confidence": self.confidence}
         if self.decisive_step is not None:
             out["decisive_step"] = self.decisive_step
+        fields = _schema_fields(body or {})
+        if self.quotes is not None:
+            out["quotes"] = [{"source": source, "text": text} for source, text in self.quotes]
+        elif "quotes" in fields:
+            out["quotes"] = _copied_quotes(body or {})
+        if self.candidate_answer is not None:
+            out["candidate_answer"] = self.candidate_answer
+        elif "candidate_answer" in fields:
+            from tests.servers.graders import extract_answer, material_of
+
+            out["candidate_answer"] = extract_answer(material_of(_messages(body or {})).get("answer"))
         return out
+
+    @classmethod
+    def of(cls, arguments: dict[str, Any]) -> Reply:
+        """The reply carrying a grader's verdict arguments (``tests/servers/graders.py``)."""
+        quotes = arguments.get("quotes")
+        return cls(
+            label=arguments["label"],
+            rationale=arguments.get("rationale", "scripted"),
+            evidence=tuple(arguments.get("evidence") or ()),
+            confidence=arguments.get("confidence", 0.9),
+            quotes=None if quotes is None else tuple((q["source"], q["text"]) for q in quotes),
+            candidate_answer=arguments.get("candidate_answer"),
+        )
 
 
 @dataclass(frozen=True)
@@ -314,6 +342,38 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+def _schema_fields(body: dict[str, Any]) -> list[str]:
+    """The verdict schema's fields, as the request declares its tool (either wire)."""
+    tools = body.get("tools") or [{}]
+    schema = (tools[0].get("function") or {}).get("parameters") or tools[0].get("input_schema") or {}
+    return list(schema.get("properties") or {})
+
+
+def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The request's messages with the user message first among them (either wire)."""
+    return [m for m in body.get("messages") or [] if m.get("role") == "user"] or [{"role": "user", "content": ""}]
+
+
+def _copied_quotes(body: dict[str, Any]) -> list[dict[str, str]]:
+    from tests.servers.graders import material_of, strings
+
+    material = material_of(_messages(body))
+    gold = [{"source": "gold_answers", "text": leaf[:200]} for leaf in strings(material.get("gold_answers"))]
+    texts = [{"source": name, "text": leaf[:200]} for name, value in material.items() if name != "gold_answers" for leaf in _texts(value)]
+    return (gold + texts)[:8]
+
+
+def _texts(value: Any) -> list[str]:
+    """The string leaves of a JSON value (numbers and keys left out)."""
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _texts(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts(v)]
+    return []
+
+
 def _tool_name(body: dict[str, Any], openai: bool) -> str:
     tools = body.get("tools") or []
     if not tools:
@@ -331,7 +391,7 @@ def _openai_payload(body: dict[str, Any], action: Any) -> dict[str, Any]:
     finish = "tool_calls"
     usage_in, usage_out = getattr(action, "input_tokens", 50), getattr(action, "output_tokens", 10)
     if isinstance(action, Reply):
-        args = json.dumps(action.arguments())
+        args = json.dumps(action.arguments(body))
     elif isinstance(action, MalformedArguments | RawArguments):
         args = action.arguments if isinstance(action, MalformedArguments) else action.text
     else:
@@ -360,7 +420,7 @@ def _anthropic_payload(body: dict[str, Any], action: Any) -> dict[str, Any]:
     usage_in, usage_out = getattr(action, "input_tokens", 50), getattr(action, "output_tokens", 10)
     stop = "tool_use"
     if isinstance(action, Reply):
-        content = [{"type": "tool_use", "id": "toolu_1", "name": _tool_name(body, False), "input": action.arguments()}]
+        content = [{"type": "tool_use", "id": "toolu_1", "name": _tool_name(body, False), "input": action.arguments(body)}]
     elif isinstance(action, MalformedArguments):
         # Anthropic sends parsed input objects; the closest malformation is an input that fails the schema.
         content = [{"type": "tool_use", "id": "toolu_1", "name": _tool_name(body, False), "input": {"label": 17, "rationale": None}}]
