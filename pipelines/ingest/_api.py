@@ -282,6 +282,12 @@ class _Lookahead:
         self._back.append(raw)
 
 
+# Unreadable items before the first object that names the format are held (so that a file whose
+# format cannot be detected is a usage error before any row); past this many they go out as the
+# error rows they are, whatever the format turns out to be: memory bounded by it, not by the file.
+HELD_BEFORE_DETECTION = 1000
+
+
 class _Stream:
     """The items of a streaming-format file, one ``Loaded`` each.
 
@@ -301,7 +307,7 @@ class _Stream:
         self.tasks = tasks
         self.undetected: str | None = None  # message when the first object matched no format
         self.seen: dict[tuple[str, str], int | None] = {}
-        self._held: list[RawItem] = []  # unreadable items before the format was detected
+        self._held: list[RawItem] = []  # unreadable items before the format was detected (at most HELD_BEFORE_DETECTION)
         self._absorbed = 0  # raw items read into a bare list beyond its first: rows number one per list
 
     def items(self) -> Iterator[Loaded]:
@@ -382,6 +388,12 @@ class _Stream:
                 yield from self._detected(detected)
             else:
                 self._held.append(raw)
+                if len(self._held) >= HELD_BEFORE_DETECTION:
+                    # their rows do not depend on the format (each is an error row whatever it is):
+                    # out in order, so memory stays bounded however many precede the first object
+                    held, self._held = self._held, []
+                    for earlier in held:
+                        yield self._load(earlier)
                 return
         yield self._load(raw)
 

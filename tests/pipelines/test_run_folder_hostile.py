@@ -270,3 +270,19 @@ def test_memory_per_invalid_line_is_constant(generated, tmp_path):
     assert listed == 2 * n and summary["errors_file"] == "errors.jsonl"
     with open(out / "tables" / "trajectories.csv", encoding="utf-8") as fh:  # the report's table still has every row, errors included
         assert sum(1 for _ in fh) == 1 + 5 + 2 * n
+
+
+def test_memory_is_flat_when_no_line_names_the_format(generated, tmp_path):
+    """A file of nothing but invalid lines: the format is never detected, and the reader used to
+    hold every unreadable item until the end (~900 bytes a line, the whole input). Past
+    HELD_BEFORE_DETECTION they go out as the error rows they are: twice the lines, the same peak."""
+    from pipelines.ingest._api import HELD_BEFORE_DETECTION
+
+    tasks, _ = generated
+    _traced_peak(tasks, b"x\n" * 200, tmp_path / "warm")
+    n = 8 * HELD_BEFORE_DETECTION  # below ~10^4 lines the peak is set by the rest of the run
+    peaks = [_traced_peak(tasks, b"x\n" * k, tmp_path / f"bad{k}") for k in (n, 2 * n)]
+    assert (peaks[1] - peaks[0]) / n < 150, peaks  # ~900 bytes a line before
+    rows = _rows(tmp_path / f"bad{2 * n}")
+    assert len(rows) == 2 * n and all(r["verdict"] == "error" for r in rows)
+    assert [r["source"]["line"] for r in rows] == list(range(1, 2 * n + 1))  # in input order, none lost
