@@ -182,26 +182,20 @@ def _convert(item: Any, ctx: ItemContext) -> Trajectory:
                     builder.start(text, f"{path}.content")
             elif text:
                 system.append(text)
-        elif kind == "function_call":
+        elif kind in ("function_call", "mcp_call"):
             response.model_item()
             response.calls += 1
             name = entry.get("name")
+            article = "a" if kind == "function_call" else "an"
             if not isinstance(name, str) or not name:
-                raise ItemError("invalid_field", f"a function_call needs a name, got {short(name)}", f"{path}.name")
-            call_id = expect(entry.get("call_id"), str, f"{path}.call_id", "call_id")
-            arguments, error = parse_arguments(entry.get("arguments"))
-            builder.add_call(name, arguments, call_id, path, error)
-        elif kind == "mcp_call":
-            response.model_item()
-            response.calls += 1
-            name = entry.get("name")
-            if not isinstance(name, str) or not name:
-                raise ItemError("invalid_field", f"an mcp_call needs a name, got {short(name)}", f"{path}.name")
-            call_id = expect(entry.get("id"), str, f"{path}.id", "an mcp_call's id")
+                raise ItemError("invalid_field", f"{article} {kind} needs a name, got {short(name)}", f"{path}.name")
+            # a function_call's result comes in a later function_call_output; an mcp_call carries its own
+            id_key, what = ("call_id", "call_id") if kind == "function_call" else ("id", "an mcp_call's id")
+            call_id = expect(entry.get(id_key), str, f"{path}.{id_key}", what)
             arguments, error = parse_arguments(entry.get("arguments"))
             builder.add_call(name, arguments, call_id, path, error)
             failure = entry.get("error")
-            if failure is not None or "output" in entry:
+            if kind == "mcp_call" and (failure is not None or "output" in entry):
                 message = failure if isinstance(failure, str) or failure is None else short(failure, 500)
                 builder.add_result(call_id, _output(entry.get("output"), f"{path}.output"), "error" if failure else None, path, "id", error=message)
         elif kind == "function_call_output":

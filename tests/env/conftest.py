@@ -1,13 +1,18 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+import uvicorn
 
 from data.build._toolkit import Domain, Table, endpoint, retriever, slot_family, write, write_domain
 from judge import Task, Trajectory
 from pipelines.env import load_environment
+from tests.servers.mcp_http import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "data" / "sample"
@@ -69,3 +74,31 @@ def sample_tasks() -> dict[str, Task]:
 @pytest.fixture(scope="session")
 def sample_trajectories() -> list[Trajectory]:
     return [Trajectory.model_validate(json.loads(line)) for line in (SAMPLE / "trajectories.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture
+def mcp_server():
+    """``start(host, **options)``: the flights domain's MCP HTTP app (``http_app``) served by uvicorn in
+    a thread on ``host``; gives the app (to look at its session states), its URL and its port."""
+    started: list = []
+
+    def start(host: str = "127.0.0.1", **options: Any):
+        from pipelines.env._mcp import http_app
+
+        port = free_port()
+        app = http_app(load_environment("flights"), host=host, **options)
+        srv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+        thread = threading.Thread(target=srv.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not srv.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                pytest.fail("server did not start")
+            time.sleep(0.05)
+        started.append((srv, thread))
+        return app, f"http://{host}:{port}/mcp", port
+
+    yield start
+    for srv, thread in started:
+        srv.should_exit = True
+        thread.join(timeout=10)

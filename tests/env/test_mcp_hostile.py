@@ -9,16 +9,11 @@ first, with a cap per client, never refused.
 
 from __future__ import annotations
 
-import threading
-import time
-
 import httpx2
 import pytest
-import uvicorn
 
 from pipelines.env import load_environment
-from pipelines.env._mcp import SessionGate, SessionStates, allowed_hosts, http_app
-from tests.servers.mcp_http import free_port
+from pipelines.env._mcp import SessionGate, SessionStates, allowed_hosts
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -29,32 +24,8 @@ INITIALIZE = {
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
-@pytest.fixture
-def serve():
-    started: list = []
-
-    def start(host: str, **limits):
-        port = free_port()
-        app = http_app(load_environment("flights"), host=host, **limits)
-        srv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
-        thread = threading.Thread(target=srv.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 30
-        while not srv.started:
-            if time.monotonic() > deadline or not thread.is_alive():
-                pytest.fail("server did not start")
-            time.sleep(0.05)
-        started.append((srv, thread))
-        return app, f"http://{host}:{port}/mcp", port
-
-    yield start
-    for srv, thread in started:
-        srv.should_exit = True
-        thread.join(timeout=10)
-
-
-def test_a_server_on_127_0_0_2_refuses_a_foreign_host_or_origin(serve):
-    _app, url, port = serve("127.0.0.2")
+def test_a_server_on_127_0_0_2_refuses_a_foreign_host_or_origin(mcp_server):
+    _app, url, port = mcp_server("127.0.0.2")
     with httpx2.Client(timeout=10) as http:
         assert http.post(url, json=INITIALIZE, headers=HEADERS).status_code == 200  # its own address
         assert http.post(url, json=INITIALIZE, headers={**HEADERS, "host": f"localhost:{port}"}).status_code == 200
@@ -114,8 +85,8 @@ def _alive(http: httpx2.Client, url: str, session: str) -> int:
     ).status_code
 
 
-def test_one_client_opening_many_sessions_evicts_its_own_oldest_and_never_locks_others_out(serve):
-    app, url, _port = serve("127.0.0.1", max_sessions=4, max_sessions_per_client=2)
+def test_one_client_opening_many_sessions_evicts_its_own_oldest_and_never_locks_others_out(mcp_server):
+    app, url, _port = mcp_server("127.0.0.1", max_sessions=4, max_sessions_per_client=2)
     clients = {ip: httpx2.Client(timeout=10, transport=httpx2.HTTPTransport(local_address=ip)) for ip in ("127.0.0.1", "127.0.0.2", "127.0.0.3")}
     try:
         flood = []

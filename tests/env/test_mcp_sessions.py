@@ -7,13 +7,11 @@ each sees only its own writes, and a session's state is dropped when the session
 from __future__ import annotations
 
 import json
-import threading
 import time
 
 import anyio
 import httpx2
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from typer.testing import CliRunner
@@ -21,35 +19,9 @@ from typer.testing import CliRunner
 from pipelines.cli import app as cli
 from pipelines.env import load_environment
 from pipelines.env._mcp import SessionStates, http_app, is_loopback
-from tests.servers.mcp_http import free_port
 
 BOOKING = "B0002"  # confirmed, economy, in the bundled flights domain
 TOKEN = "s3cret-token"
-
-
-@pytest.fixture
-def server():
-    """The HTTP app served by uvicorn in a thread, so the test can look at its session states."""
-
-    def start(token: str | None = None):
-        port = free_port()
-        app = http_app(load_environment("flights"), token=token)
-        srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-        thread = threading.Thread(target=srv.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 30
-        while not srv.started:
-            if time.monotonic() > deadline or not thread.is_alive():
-                pytest.fail("server did not start")
-            time.sleep(0.05)
-        started.append((srv, thread))
-        return app, f"http://127.0.0.1:{port}/mcp"
-
-    started: list = []
-    yield start
-    for srv, thread in started:
-        srv.should_exit = True
-        thread.join(timeout=10)
 
 
 def client(url: str, token: str | None = None) -> Client:
@@ -63,8 +35,8 @@ async def booking(c: Client) -> dict:
     return json.loads(result.content[0].text)
 
 
-def test_two_concurrent_sessions_never_see_each_others_writes(server):
-    app, url = server()
+def test_two_concurrent_sessions_never_see_each_others_writes(mcp_server):
+    app, url, _port = mcp_server()
     a_changed, b_checked, a_done = anyio.Event(), anyio.Event(), anyio.Event()
     seen: dict[str, object] = {}
 
@@ -110,8 +82,8 @@ def test_two_concurrent_sessions_never_see_each_others_writes(server):
     anyio.run(fresh)  # a new session starts from the domain's own state
 
 
-def test_token_is_required_on_every_request(server):
-    _app, url = server(token=TOKEN)
+def test_token_is_required_on_every_request(mcp_server):
+    _app, url, _port = mcp_server(token=TOKEN)
 
     async def with_token() -> None:
         async with client(url, TOKEN) as c:
