@@ -67,6 +67,10 @@ def inputs() -> list[dict]:
         out.append({"name": f"BFCL v3 {category}", "trajectories": result, **common})
         fc = FIXTURES / "bfcl_fc" / f"BFCL_v3_{category}_result.json"
         out.append({"name": f"BFCL v3 {category}, FC API names (derived)", "trajectories": fc, **common})
+    # multi-turn: replayed in BFCL's own environment classes (bfcl-eval; trees before it: input errors)
+    multi = {"tasks": v3_data / "BFCL_v3_multi_turn_base.json", "reference": v3_data / "possible_answer" / "BFCL_v3_multi_turn_base.json", "labels": score}
+    result = bfcl3 / "result" / "Salesforce_Llama-xLAM-2-8b-fc-r" / "BFCL_v3_multi_turn_base_result.json"
+    out.append({"name": "BFCL v3 multi_turn_base", "trajectories": result, "replay": True, **multi})
     return [i for i in out if all(Path(v).exists() for k, v in i.items() if k in ("tasks", "trajectories", "reference", "labels"))]
 
 
@@ -89,8 +93,12 @@ class CountingPanel:
 
 def measure() -> list[dict]:
     """Grade every input offline and with the counting panel; the figures per input."""
-    from pipelines.grade import Replayer
-    from pipelines.run import GradeOptions, run_grading
+    try:
+        from pipelines.grade import Replayer
+        from pipelines.run import GradeOptions, run_grading
+    except ImportError:  # a --baseline tree from before pipelines/ was split into grade/ and run/
+        from pipelines.grade_run import GradeOptions, run_grading  # type: ignore[no-redef]
+        from pipelines.replay import Replayer  # type: ignore[no-redef]
 
     replayer = Replayer()
     rows = []
