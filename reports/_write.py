@@ -20,7 +20,7 @@ from reports._analysis import RunReport, analyse
 from reports._escape import csv_safe
 from reports._html import render_html
 from reports._markdown import render_markdown
-from reports._run import DRILL_EXTRA_FAILURES, DRILL_FIRST, ORCHESTRATION_COLUMNS, SCORE_NAMES, Row, RunData, load_run
+from reports._run import ORCHESTRATION_COLUMNS, SCORE_NAMES, Row, RunData, load_run
 
 
 def _generated() -> str:
@@ -120,7 +120,7 @@ def write_reports(summary: RunSummary, out: Path, calibration: Path | None = Non
 
 
 def build_report(
-    run_dirs: list[Path], out: Path, calibration: Path | None = None, drill_first: int = DRILL_FIRST, drill_extra_failures: int = DRILL_EXTRA_FAILURES
+    run_dirs: list[Path], out: Path, calibration: Path | None = None, drill_first: int | None = None, drill_extra_failures: int | None = None
 ) -> list[Path]:
     """Report for one or more run directories; with several, a side-by-side comparison first.
 
