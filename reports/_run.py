@@ -13,7 +13,7 @@ Memory: results stream once into compact ``Row`` facts (a few hundred bytes each
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,7 +192,7 @@ class RunData:
     full: dict[int, TrajectoryResult]  # the drill-down rows as full results
     calibration: dict[str, Any] | None = None
     calibration_path: Path | None = None
-    trajectories: dict[int, Trajectory] = field(default_factory=dict)  # steps, drill-down rows only
+    trajectories: Mapping[int, Trajectory] = field(default_factory=dict)  # steps, drill-down rows only (reports._steps: read one at a time)
     steps_note: str = ""
 
     @property

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import codecs
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -33,6 +33,7 @@ __all__ = [
     "DRILL_STEPS",
     "DRILL_STEPS_VERSION",
     "DrillStepsHeader",
+    "KeptSteps",
     "KeptTrajectory",
     "attach_trajectories",
     "drill_picks",
@@ -42,7 +43,6 @@ __all__ = [
     "later_failure",
     "may_pick",
     "more_failures_wanted",
-    "read_kept",
     "reread_sources",
 ]
 
@@ -129,36 +129,56 @@ def header_line(kept: int) -> bytes:
     return DrillStepsHeader(first=DRILL_FIRST, extra_failures=DRILL_EXTRA_FAILURES, kept=kept).model_dump_json().encode() + b"\n"
 
 
-def read_kept(path: Path, wanted: dict[int, str | None]) -> tuple[DrillStepsHeader, dict[int, Trajectory]]:
-    """The header of ``drill_steps.jsonl`` and the trajectories of its lines whose index is
-    wanted and whose trajectory id is the result's; a line that is not a record is an error
-    naming file, line and field."""
-    from reports._run import ReportInputError
+class KeptSteps(Mapping[int, Trajectory]):
+    """The trajectories of ``drill_steps.jsonl`` for the wanted results, read one at a time: the
+    file is checked once (every wanted line validated, its trajectory id the result's) and only
+    the byte offsets are held, so the report holds one trajectory at a time, not the 2,000 the
+    drill-down may show (a long conversation each)."""
 
-    found: dict[int, Trajectory] = {}
-    with open(path, "rb") as fh:
-        try:
-            header = DrillStepsHeader.model_validate_json(fh.readline())
-        except ValidationError as exc:
-            err = exc.errors(include_url=False)[0]
-            raise ReportInputError(f"{path}:1: field {field_path(err['loc']) or '<root>'}: {err['msg']} (is this a {DRILL_STEPS}?)") from None
-        if header.version != DRILL_STEPS_VERSION:
-            raise ReportInputError(f"{path}:1: field version: {header.version} is not {DRILL_STEPS_VERSION}, the version this trajectory-judge reads")
-        for lineno, line in enumerate(fh, 2):
+    def __init__(self, path: Path, wanted: dict[int, str | None]):
+        from reports._run import ReportInputError
+
+        self.path = path
+        self._offsets: dict[int, int] = {}
+        with open(path, "rb") as fh:
+            head = fh.readline()
             try:
-                index = kept_index(line)
-            except ValueError:
-                raise ReportInputError(f'{path}:{lineno}: field index: a line must start with {{"index": N (is this a {DRILL_STEPS}?)') from None
-            if index not in wanted:
-                continue
-            try:
-                kept = KeptTrajectory.model_validate_json(line)
+                self.header = DrillStepsHeader.model_validate_json(head)
             except ValidationError as exc:
                 err = exc.errors(include_url=False)[0]
-                raise ReportInputError(f"{path}:{lineno}: field {field_path(err['loc']) or '<root>'}: {err['msg']}") from None
-            if kept.trajectory.trajectory_id == wanted[index]:
-                found[index] = kept.trajectory
-    return header, found
+                raise ReportInputError(f"{path}:1: field {field_path(err['loc']) or '<root>'}: {err['msg']} (is this a {DRILL_STEPS}?)") from None
+            if self.header.version != DRILL_STEPS_VERSION:
+                raise ReportInputError(f"{path}:1: field version: {self.header.version} is not {DRILL_STEPS_VERSION}, the version this trajectory-judge reads")
+            offset = len(head)
+            for lineno, line in enumerate(fh, 2):
+                start, offset = offset, offset + len(line)
+                try:
+                    index = kept_index(line)
+                except ValueError:
+                    raise ReportInputError(f'{path}:{lineno}: field index: a line must start with {{"index": N (is this a {DRILL_STEPS}?)') from None
+                if index not in wanted:
+                    continue
+                try:
+                    kept = KeptTrajectory.model_validate_json(line)
+                except ValidationError as exc:
+                    err = exc.errors(include_url=False)[0]
+                    raise ReportInputError(f"{path}:{lineno}: field {field_path(err['loc']) or '<root>'}: {err['msg']}") from None
+                if kept.trajectory.trajectory_id == wanted[index]:
+                    self._offsets[index] = start
+
+    def __getitem__(self, index: int) -> Trajectory:
+        with open(self.path, "rb") as fh:
+            fh.seek(self._offsets[index])
+            return KeptTrajectory.model_validate_json(fh.readline()).trajectory
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._offsets)
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def __contains__(self, index: object) -> bool:
+        return index in self._offsets
 
 
 def attach_trajectories(run: RunData) -> None:
@@ -168,15 +188,15 @@ def attach_trajectories(run: RunData) -> None:
     if not path.is_file():
         reread_sources(run)
         return
-    header, found = read_kept(path, {i: run.full[i].trajectory_id for i in run.drill})
-    run.trajectories.update(found)
+    kept = KeptSteps(path, {i: run.full[i].trajectory_id for i in run.drill})
+    run.trajectories = kept
     graded = [i for i in run.drill if run.full[i].verdict.value != "error"]
-    missing = sum(1 for i in graded if i not in found)
+    missing = sum(1 for i in graded if i not in kept)
     run.steps_note = (
         ""
         if not missing
         else f"{missing} of {len(graded)} shown graded trajectories have no steps here: the run kept the steps of those its own drill-down "
-        f"showed (the first {header.first}, plus up to {header.extra_failures} later non-passing ones; {DRILL_STEPS}); "
+        f"showed (the first {kept.header.first}, plus up to {kept.header.extra_failures} later non-passing ones; {DRILL_STEPS}); "
         "evidence, verdicts, votes and scores are shown."
     )
 
@@ -201,6 +221,8 @@ def reread_sources(run: RunData) -> None:
             continue
         wanted.setdefault(path, {}).setdefault(src.line, []).append(i)
     found = 0
+    shown: dict[int, Trajectory] = {}
+    run.trajectories = shown
     for path, lines in sorted(wanted.items()):
         try:
             fh = open(path, "rb")  # noqa: SIM115 (bytes: a line that is not UTF-8 just has no steps here; closed below)
@@ -222,7 +244,7 @@ def reread_sources(run: RunData) -> None:
                     continue
                 for i in lines[lineno]:
                     if traj.trajectory_id == run.full[i].trajectory_id:
-                        run.trajectories[i] = traj
+                        shown[i] = traj
                         found += 1
     missing = len(indices) - found
     run.steps_note = (
