@@ -183,3 +183,15 @@ def test_workers_and_resume_give_the_drill_down_of_one_worker(small_drill, tmp_p
     assert record["two"] == record["one"] == record["resumed"]
     html = {name: _html_without_timestamp(run / "report.html") for name, run in runs.items()}
     assert html["two"] == html["one"] == html["resumed"]
+
+
+def test_a_compressed_input_shows_its_steps(tmp_path):
+    """A gzipped OpenAI chat export: graded as the text it holds, and its steps are in the drill-down
+    (re-reading the source line, as the report once did, could not read a compressed file)."""
+    import gzip
+
+    packed = tmp_path / "openai_trajectories.jsonl.gz"
+    packed.write_bytes(gzip.compress((FORMATS / "openai_trajectories.jsonl").read_bytes(), mtime=0))
+    out = tmp_path / "run"
+    _grade(FORMATS / "native_tasks.jsonl", packed, out)
+    assert _with_steps((out / "report.html").read_text(encoding="utf-8")) == 2
