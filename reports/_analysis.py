@@ -9,7 +9,8 @@ import pandas as pd
 
 from reports import _orchestration as O
 from reports import _tables as T
-from reports._run import RunData, attach_trajectories
+from reports._run import RunData
+from reports._steps import attach_trajectories
 
 
 @dataclass

@@ -9,6 +9,7 @@ Deterministic: the same runs give the same bytes except the single line holding
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from html import escape
 from typing import Any
 
@@ -291,7 +292,7 @@ def _steps_table(turns: list[TrajectoryTurn], episode: bool, mark: DecisiveStep 
     )
 
 
-def _drilldown(rep: RunReport, anchor: str = "") -> str:
+def _drilldown_chunks(rep: RunReport, anchor: str = "") -> Iterator[str]:
     run = rep.run
     picked = [run.full[i] for i in run.drill]
     options = {
@@ -308,14 +309,22 @@ def _drilldown(rep: RunReport, anchor: str = "") -> str:
         opts = '<option value="">all</option>' + "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in values)
         sel.append(f'<label>{labels[name]} <select name="{name}">{opts}</select></label>')
     prefix = anchor or "run"
-    items = "\n".join(_drill_item(run.full[i], run.trajectories.get(i), f"{prefix}-t{i}") for i in run.drill)
-    return (
+    head = (
         f'<div class="drill"><p class="note">Shown here: {escape(run.drill_note)}. Click a row for steps, arguments, tool outputs, matching evidence and votes.</p>'
-        f'<div class="filters">{"".join(sel)} <span class="shown"></span> shown</div>\n{items}\n</div>'
+        f'<div class="filters">{"".join(sel)} <span class="shown"></span> shown</div>\n'
     )
+    yield head
+    for n, i in enumerate(run.drill):  # one item at a time: a long conversation's steps are held only while written
+        yield ("\n" if n else "") + _drill_item(run.full[i], run.trajectories.get(i), f"{prefix}-t{i}")
+    yield "\n</div>"
 
 
-def render_run(rep: RunReport, anchor: str) -> str:
+def _drilldown(rep: RunReport, anchor: str = "") -> str:
+    return "".join(_drilldown_chunks(rep, anchor))
+
+
+def render_run_chunks(rep: RunReport, anchor: str) -> Iterator[str]:
+    """One run's sections, in pieces: the drill-down item by item (``render_run`` joins them)."""
     t = rep.tables
     s = rep.run.summary
     wf = t["failure_stages"]
@@ -445,8 +454,14 @@ def render_run(rep: RunReport, anchor: str) -> str:
         parts.append(f'<section id="{anchor}-errors"><h2>Input errors (listed, not graded)</h2>' + _table(err) + "</section>")
     if rep.notes:
         parts.append(f'<section id="{anchor}-notes"><h2>Notes</h2><ul>' + "".join(f"<li>{escape(n)}</li>" for n in rep.notes) + "</ul></section>")
-    parts.append(f'<section id="{anchor}-drill"><h2>Trajectories (drill-down)</h2>{_drilldown(rep, anchor)}</section>')
-    return "\n".join(p for p in parts if p)
+    yield "\n".join(p for p in parts if p) + ("\n" if any(parts) else "")
+    yield f'<section id="{anchor}-drill"><h2>Trajectories (drill-down)</h2>'
+    yield from _drilldown_chunks(rep, anchor)
+    yield "</section>"
+
+
+def render_run(rep: RunReport, anchor: str) -> str:
+    return "".join(render_run_chunks(rep, anchor))
 
 
 def _comparison(reports: list[RunReport], comparison: dict[str, pd.DataFrame]) -> str:
@@ -469,7 +484,8 @@ def _comparison(reports: list[RunReport], comparison: dict[str, pd.DataFrame]) -
     return "\n".join(out)
 
 
-def render_html(reports: list[RunReport], comparison: dict[str, pd.DataFrame] | None, generated: str) -> str:
+def html_chunks(reports: list[RunReport], comparison: dict[str, pd.DataFrame] | None, generated: str) -> Iterator[str]:
+    """report.html in pieces, in order (``render_html`` joins them; the writer streams them)."""
     multi = len(reports) > 1
     anchors = [f"run{i + 1}" for i in range(len(reports))]
     nav = []
@@ -494,19 +510,28 @@ def render_html(reports: list[RunReport], comparison: dict[str, pd.DataFrame] | 
             )
         ]
     title = "trajectory-judge report: " + ", ".join(rep.run.name for rep in reports)
-    body = []
-    if multi:
-        assert comparison is not None
-        body.append(_comparison(reports, comparison))
-    for a, rep in zip(anchors, reports):
-        if multi:
-            body.append(f'<h2 id="{a}">Run {escape(rep.run.name)}</h2>')
-        body.append(render_run(rep, a))
-    return (
+    yield (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
         f"<title>{escape(title)}</title>\n<style>{CSS}</style></head><body>\n"
         f"<header><h1>{escape(title)}</h1>\n"
         f'<p class="generated">Generated {escape(generated)}</p>\n'
-        f"</header><nav>{''.join(nav)}</nav><main>\n" + "\n".join(body) + f"\n</main><script>{JS}</script></body></html>\n"
+        f"</header><nav>{''.join(nav)}</nav><main>\n"
     )
+    first = True
+    if multi:
+        assert comparison is not None
+        yield _comparison(reports, comparison)
+        first = False
+    for a, rep in zip(anchors, reports):
+        if multi:
+            yield ("" if first else "\n") + f'<h2 id="{a}">Run {escape(rep.run.name)}</h2>'
+            first = False
+        yield "" if first else "\n"
+        first = False
+        yield from render_run_chunks(rep, a)
+    yield f"\n</main><script>{JS}</script></body></html>\n"
+
+
+def render_html(reports: list[RunReport], comparison: dict[str, pd.DataFrame] | None, generated: str) -> str:
+    return "".join(html_chunks(reports, comparison, generated))

@@ -1,5 +1,5 @@
 """One graded run as the report sees it: summary, per-trajectory results, optional calibration,
-and (where the input was native JSONL) the trajectories' steps for the drill-down.
+and the trajectories' steps for the drill-down (what grading kept: ``reports._steps``).
 
 Why read ``results.jsonl`` at all: ``summary.json`` is aggregate-only, while the tool bottlenecks,
 the crossed hop x policy tables, the per-agent radar, the judge votes, repeated-run estimators
@@ -12,9 +12,8 @@ Memory: results stream once into compact ``Row`` facts (a few hundred bytes each
 
 from __future__ import annotations
 
-import codecs
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,9 +21,22 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge import BadInputError, RunSummary, Scores, Trajectory, TrajectoryResult, field_path
+from reports import _steps
+from reports._steps import DRILL_EXTRA_FAILURES, DRILL_FIRST, drill_picks
 
-DRILL_FIRST = 1000  # the first N trajectories of the file are always in the drill-down
-DRILL_EXTRA_FAILURES = 1000  # plus up to this many later non-passing ones
+__all__ = [
+    "DRILL_EXTRA_FAILURES",
+    "DRILL_FIRST",
+    "ORCHESTRATION_COLUMNS",
+    "SCORE_NAMES",
+    "ReportInputError",
+    "Row",
+    "RunData",
+    "load_run",
+    "read_summary",
+    "reference_tool",
+    "to_row",
+]
 MATCHED_KINDS = ("matched_structural", "matched_response")
 
 SUMMARY, RESULTS, CALIBRATION = "summary.json", "results.jsonl", "calibration.json"
@@ -180,7 +192,7 @@ class RunData:
     full: dict[int, TrajectoryResult]  # the drill-down rows as full results
     calibration: dict[str, Any] | None = None
     calibration_path: Path | None = None
-    trajectories: dict[int, Trajectory] = field(default_factory=dict)  # steps, drill-down rows only
+    trajectories: Mapping[int, Trajectory] = field(default_factory=dict)  # steps, drill-down rows only (reports._steps: read one at a time)
     steps_note: str = ""
 
     @property
@@ -194,25 +206,28 @@ def load_run(
     summary: RunSummary | None = None,
     calibration: Path | None = None,
     name: str | None = None,
-    drill_first: int = DRILL_FIRST,
-    drill_extra_failures: int = DRILL_EXTRA_FAILURES,
+    drill_first: int | None = None,
+    drill_extra_failures: int | None = None,
     rows: Sequence[Row] | None = None,
 ) -> RunData:
     """Read one run directory. ``summary`` may be passed in (the grading run has it in memory).
 
     Drill-down: the first ``drill_first`` results in file order, plus up to ``drill_extra_failures``
-    later non-passing ones; the note says how many were left out.
+    later non-passing ones (default: ``DRILL_FIRST`` and ``DRILL_EXTRA_FAILURES``, the rule the
+    grading run keeps steps for); the note says how many were left out.
     ``rows`` (``to_row`` of every result, in file order) may be passed in too: the grading run's
     workers make them as they grade, and only the drill-down's results are then read back.
     """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise ReportInputError(f"{run_dir}: not a run directory")
+    drill_first = _steps.DRILL_FIRST if drill_first is None else drill_first
+    drill_extra_failures = _steps.DRILL_EXTRA_FAILURES if drill_extra_failures is None else drill_extra_failures
     if summary is None:
         summary = read_summary(run_dir / SUMMARY)
     full: dict[int, TrajectoryResult] = {}
     later_failures = 0
-    if rows is None:
+    if rows is None:  # every result read once: its row, and the full result when it is picked (the rule of drill_picks)
         rows = built = []
         pool: dict[Any, Any] = {}
         for i, r in enumerate(_read_results(run_dir / RESULTS)):
@@ -224,15 +239,8 @@ def load_run(
                 if later_failures <= drill_extra_failures:
                     full[i] = r
     else:
-        picked: set[int] = set()
-        for i, row in enumerate(rows):
-            if i < drill_first:
-                picked.add(i)
-            elif row.verdict != "pass":
-                later_failures += 1
-                if later_failures <= drill_extra_failures:
-                    picked.add(i)
-        full = dict(_read_results(run_dir / RESULTS, picked))
+        picked, later_failures = drill_picks((row.verdict for row in rows), drill_first, drill_extra_failures)
+        full = dict(_read_results(run_dir / RESULTS, set(picked)))
     n = len(rows)
     if n <= drill_first:
         note = f"all {n} trajectories"
@@ -286,99 +294,3 @@ def _read_results(path: Path, only: set[int] | None = None):
             except ValidationError as exc:
                 err = exc.errors()[0]
                 raise ReportInputError(f"{path}:{lineno}: field {field_path(err['loc']) or '<root>'}: {err['msg']}") from exc
-
-
-def attach_trajectories(run: RunData) -> None:
-    """Read the steps of the picked results from their source file when it is native JSONL.
-
-    Each result carries ``source`` (file, line). A line that does not parse as a native
-    ``Trajectory`` (another input format) leaves that row without steps; the report says how many.
-    An item that starts on its line but spans several (pretty-printed JSON lines, ``jq .``) is
-    read from that line on (``_spanning_item``).
-    """
-    indices = run.drill
-    wanted: dict[Path, dict[int, list[int]]] = {}
-    for i in indices:
-        src = run.full[i].source
-        if src is None or src.line is None or src.file is None:
-            continue
-        path = _resolve(Path(src.file), run.path)
-        if path is None:
-            continue
-        wanted.setdefault(path, {}).setdefault(src.line, []).append(i)
-    found = 0
-    for path, lines in sorted(wanted.items()):
-        try:
-            fh = open(path, "rb")  # noqa: SIM115 (bytes: a line that is not UTF-8 just has no steps here; closed below)
-        except OSError:
-            continue
-        with fh:
-            offset = 0
-            for lineno, raw in enumerate(fh, 1):
-                start, offset = offset, offset + len(raw)
-                if lineno not in lines:
-                    continue
-                try:
-                    traj = Trajectory.model_validate_json(raw)
-                except ValidationError as exc:
-                    if exc.errors()[0]["type"] != "json_invalid" or (spanning := _spanning_item(path, start)) is None:
-                        continue
-                    traj = spanning
-                except ValueError:
-                    continue
-                for i in lines[lineno]:
-                    if traj.trajectory_id == run.full[i].trajectory_id:
-                        run.trajectories[i] = traj
-                        found += 1
-    missing = len(indices) - found
-    run.steps_note = (
-        ""
-        if not missing
-        else f"{missing} of {len(indices)} shown trajectories have no steps here: their source file is missing or not native JSONL "
-        "(evidence, verdicts, votes and scores are shown)."
-    )
-
-
-_SPAN_FIRST_READ = 64 << 10
-_SPAN_LIMIT = 32 << 20  # the reader's own limit on an item's size
-
-
-def _spanning_item(path: Path, offset: int) -> Trajectory | None:
-    """The native trajectory whose JSON text starts at byte ``offset`` of ``path`` and spans
-    lines, read in doubling chunks until its value ends (None: not one within the limit). For
-    display only: grading read the item with the full reader, and the caller checks its id."""
-    decoder = json.JSONDecoder()
-    with open(path, "rb") as fh:
-        fh.seek(offset)
-        text, utf8, size, read = "", codecs.getincrementaldecoder("utf-8")(), _SPAN_FIRST_READ, 0
-        while read < _SPAN_LIMIT:
-            chunk = fh.read(size - read)
-            read += len(chunk)
-            try:
-                text += utf8.decode(chunk, final=not chunk)
-            except UnicodeDecodeError:
-                return None
-            body = text.lstrip(" \t\r\n")
-            if chunk:  # whole lines only: a JSON string never spans lines, so an error before their end is final
-                body = body[: body.rfind("\n") + 1]
-            try:
-                _, end = decoder.raw_decode(body)
-            except json.JSONDecodeError as err:
-                if not chunk or err.pos < len(body.rstrip(" \t\r\n")):  # the end of the file, or an error more text cannot mend
-                    return None
-                size *= 2
-                continue
-            except (ValueError, RecursionError):  # an integer past Python's digit limit, nesting past the stack: not shown
-                return None
-            try:
-                return Trajectory.model_validate_json(body[:end])
-            except ValidationError:
-                return None
-    return None
-
-
-def _resolve(path: Path, run_dir: Path) -> Path | None:
-    for candidate in (path, run_dir / path, run_dir.parent / path):
-        if candidate.is_file():
-            return candidate
-    return None

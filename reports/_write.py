@@ -18,9 +18,9 @@ from judge import RunSummary
 from reports import _tables as T
 from reports._analysis import RunReport, analyse
 from reports._escape import csv_safe
-from reports._html import render_html
+from reports._html import html_chunks
 from reports._markdown import render_markdown
-from reports._run import DRILL_EXTRA_FAILURES, DRILL_FIRST, ORCHESTRATION_COLUMNS, SCORE_NAMES, Row, RunData, load_run
+from reports._run import ORCHESTRATION_COLUMNS, SCORE_NAMES, Row, RunData, load_run
 
 
 def _generated() -> str:
@@ -98,7 +98,8 @@ def render(reports: list[RunReport], out: Path, generated: str | None = None) ->
     md = out / "report.md"
     md.write_text(render_markdown(reports, comparison), encoding="utf-8")
     html = out / "report.html"
-    html.write_text(render_html(reports, comparison, generated or _generated()), encoding="utf-8")
+    with open(html, "w", encoding="utf-8") as fh:  # in pieces: the drill-down's items are written one at a time
+        fh.writelines(html_chunks(reports, comparison, generated or _generated()))
     files += [md, html]
     tables = out / "tables"
     for rep in reports:
@@ -120,7 +121,7 @@ def write_reports(summary: RunSummary, out: Path, calibration: Path | None = Non
 
 
 def build_report(
-    run_dirs: list[Path], out: Path, calibration: Path | None = None, drill_first: int = DRILL_FIRST, drill_extra_failures: int = DRILL_EXTRA_FAILURES
+    run_dirs: list[Path], out: Path, calibration: Path | None = None, drill_first: int | None = None, drill_extra_failures: int | None = None
 ) -> list[Path]:
     """Report for one or more run directories; with several, a side-by-side comparison first.
 

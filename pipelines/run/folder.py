@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pipelines.run.records import RecordError, read_manifest
 from pipelines.run.state import STATE_DIR, RunDirError, RunState, atomic_write
+from reports import DRILL_STEPS
 
 __all__ = [
     "ERRORS",
@@ -37,7 +38,7 @@ __all__ = [
 
 RESULTS, SUMMARY, REPORT_MD, REPORT_HTML, MANIFEST, TABLES = "results.jsonl", "summary.json", "report.md", "report.html", "manifest.json", "tables"
 ERRORS = "errors.jsonl"  # every input error, when there are more than summary.json lists (pipelines.grade.aggregate)
-OUTPUTS = (RESULTS, SUMMARY, REPORT_MD, REPORT_HTML, MANIFEST, TABLES, ERRORS)
+OUTPUTS = (RESULTS, SUMMARY, REPORT_MD, REPORT_HTML, MANIFEST, TABLES, ERRORS, DRILL_STEPS)  # DRILL_STEPS: the drill-down's trajectories
 
 
 class RunDirectory:

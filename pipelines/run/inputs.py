@@ -48,18 +48,19 @@ class RunInputs:
         opts = self.opts
         spool_dir = Path(self._stack.enter_context(tempfile.TemporaryDirectory(prefix="judge-inputs-")))
         self.trajectories = self._open(opts.trajectories, spool_dir)
-        self.fmt, self.whole = _trajectory_mode(self.trajectories.path, opts.trajectory_format, opts.limits)
-        if opts.task_key is not None:
-            check_task_key(trajectory_format(opts.trajectory_format or detect_trajectory_format(self.trajectories.path)))
+        self.fmt, self.whole, detected = _trajectory_mode(self.trajectories.path, opts.trajectory_format, opts.limits)
+        if opts.task_key is not None:  # the format detected once (detected again only to raise its error)
+            check_task_key(trajectory_format(opts.trajectory_format or detected or detect_trajectory_format(self.trajectories.path)))
         if opts.tasks is not None:  # given tasks win over tasks the trajectory file carries
             tasks = self._open(opts.tasks, spool_dir)
             reference = self._open(opts.reference, spool_dir) if opts.reference is not None else None
-            if reference is None and _tasks_in_shards(tasks.path, opts):
+            task_fmt = opts.task_format or _detected_task_format(tasks.path)  # detected once, for both loaders
+            if reference is None and _tasks_in_shards(tasks.path, task_fmt, opts):
                 from pipelines.run.task_shards import load_tasks_in_shards
 
                 self.taskset, tasks.sha256 = load_tasks_in_shards(tasks.path, opts.limits, opts.workers, opts.shard_lines, opts.shard_bytes, strict=opts.strict)
             else:
-                self.taskset = load_tasks(tasks.path, opts.task_format, None if reference is None else reference.path, opts.limits, strict=opts.strict)
+                self.taskset = load_tasks(tasks.path, task_fmt, None if reference is None else reference.path, opts.limits, strict=opts.strict)
             self.digests = {"tasks": tasks.hash(), "reference": None if reference is None else reference.hash()}
         else:
             bundle = read_trajectories(self.trajectories.path, opts.trajectory_format, opts.limits, strict=opts.strict, task_key=opts.task_key)
@@ -106,33 +107,39 @@ class RunInputs:
         self._stack.close()
 
 
-def _trajectory_mode(path: Path, fmt: str | None, limits: Limits) -> tuple[str | None, bool]:
-    """(streaming format, whole): whole=True when the input is read as one stream (a bundle read
-    as a whole file, a JSON array, or no recognisable format), else it is cut into shards."""
+def _trajectory_mode(path: Path, fmt: str | None, limits: Limits) -> tuple[str | None, bool, str | None]:
+    """(streaming format, whole, the format detected): whole=True when the input is read as one
+    stream (a bundle read as a whole file, a JSON array, or no recognisable format), else it is
+    cut into shards; the detected name is None when ``fmt`` was given or nothing was detected."""
     if fmt is not None:
         if isinstance(trajectory_format(fmt), BundleFormat):
-            return None, True
+            return None, True, None
         name = fmt
+        detected = None
     else:
         try:
-            name = detect_trajectory_format(path)
+            name = detected = detect_trajectory_format(path)
         except ValueError:
-            return None, True  # every item will say why, as the reader of the whole file reports it
+            return None, True, None  # every item will say why, as the reader of the whole file reports it
         if isinstance(trajectory_format(name), BundleFormat):
-            return None, True
-    return (None, True) if starts_array(path) else (name, False)
+            return None, True, detected
+    return (None, True, detected) if starts_array(path) else (name, False, detected)
 
 
-def _tasks_in_shards(path: Path, opts: GradeOptions) -> bool:
+def _detected_task_format(path: Path) -> str | None:
+    """The task format of ``path``, or None when it cannot be told (the loader then says why)."""
+    try:
+        return detect_task_format(path)
+    except ValueError:
+        return None
+
+
+def _tasks_in_shards(path: Path, fmt: str | None, opts: GradeOptions) -> bool:
     """Worker processes load the tasks too: a native JSONL tasks file, local workers that fork."""
     import multiprocessing
 
     if opts.workers <= 1 or opts.ray or "fork" not in multiprocessing.get_all_start_methods():
         return False
-    try:
-        fmt = opts.task_format or detect_task_format(path)
-    except ValueError:
-        return False  # the serial loader says why, as usual
     return fmt == "native" and not starts_array(path)
 
 

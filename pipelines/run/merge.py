@@ -63,6 +63,7 @@ class Merger:
         self.report_rows: list[Row | None] = []  # the report's row of every graded result, in order (None: pending)
         self.error_rows = 0  # rows that are input errors: their report rows are read back from results.jsonl (report_rows)
         self.pending_rows: dict[tuple[int, int], int] = {}  # pending case -> its position in report_rows
+        self.later_failures = 0  # final rows past the drill-down's first ones that did not pass (reports.may_pick)
         self.sha256: str | None = None
         self.ctx: GradingContext | None = None
         self.executor: Executor | None = None
@@ -107,7 +108,7 @@ class Merger:
         for raw in raws:
             end = guess + self.counter(raw)
             self.guesses[raw.index] = end
-            yield Shard(raw, first_item=guess + self.correction)
+            yield Shard(raw, first_item=guess + self.correction, drill_failures=self._drill_failures())
             guess = end
 
     def _settle(self, shard: Shard, result: ShardResult, results: Iterator[tuple[Shard, ShardResult]]) -> tuple[Shard, ShardResult]:
@@ -138,8 +139,18 @@ class Merger:
     def _merge(self, shard: Shard, result: ShardResult) -> None:
         if result.first_error is not None:
             raise InputErrorsFound(result.first_error)
+        from reports import kept_line, may_pick
+
         rows = bytearray()
-        for row, report_row in zip(result.rows, result.report_rows, strict=True):
+        steps = bytearray()
+        kept = dict(result.steps)
+        for position, (row, report_row) in enumerate(zip(result.rows, result.report_rows, strict=True)):
+            index = len(self.report_rows) + self.error_rows  # the row's position in results.jsonl
+            verdict = None if report_row is None else report_row.verdict
+            trajectory = kept.get(position)
+            if trajectory is not None and may_pick(index, verdict, self.later_failures):
+                steps += kept_line(index, trajectory)
+            self._count_failure(index, verdict)
             if isinstance(row, int):
                 ref = (result.index, row)
                 self.pending[ref] = result.pending[row]
@@ -177,9 +188,20 @@ class Merger:
             warnings=[WarningTally(kind=kind, field_pattern=pattern, **entry) for (kind, pattern), entry in result.aggregate.warnings.items()],
         )
         progress = InputProgress(bytes=self.bytes, lines=self.lines, items=self.items, shards=self.shards)
-        self.state.append_shard(bytes(rows), record, progress)
+        self.state.append_shard(bytes(rows), record, progress, bytes(steps))
         if self.shards % 8 == 0:
             trim_heap()  # a shard's transient objects are gone: give their pages back before the next ones
+
+    def _count_failure(self, index: int, verdict: str | None) -> None:
+        from reports import later_failure
+
+        self.later_failures += later_failure(index, verdict)
+
+    def _drill_failures(self) -> bool:
+        """Whether a later non-passing row may still be in the drill-down (``reports.may_pick``)."""
+        from reports import more_failures_wanted
+
+        return more_failures_wanted(self.later_failures)
 
     def _tally(self, replay: dict[str, Any], labels_used: set[str] | list[str]) -> None:
         self.replay_versions.update(replay.get("versions", {}))
@@ -200,6 +222,7 @@ class Merger:
                 break
             if grader.items >= self.opts.shard_lines:
                 self._merge(_batch_shard(grader.index, grader.first_item), grader.result())
+                grader.drill_failures = self._drill_failures()
                 if progress is not None:
                     progress(self.items)
         self._merge(_batch_shard(grader.index, grader.first_item), grader.result())
@@ -250,6 +273,7 @@ class Merger:
             line = next(partial, None)
             if line is None:
                 raise RunDirError(f"--resume: {self.state.partial_path} holds fewer rows than the run state records; start over with --overwrite")
+            index = len(self.report_rows) + self.error_rows
             if line.startswith(marker):
                 pending_at.append(len(self.report_rows))
                 self.report_rows.append(None)
@@ -261,6 +285,7 @@ class Merger:
                     f"--resume: {self.state.partial_path}: a row is not a result ({exc.errors()[0]['msg']}); start over with --overwrite"
                 ) from None
             shard.add(result)
+            self._count_failure(index, result.verdict.value)
             if result.verdict.value == "error":
                 self.error_rows += 1
             else:

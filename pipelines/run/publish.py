@@ -9,6 +9,7 @@ import json
 import platform
 import shutil
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -88,7 +89,9 @@ class Publisher:
         self.merged.seen, self.merged.pending, judged = {}, {}, {}
         gc.collect()
         trim_heap()
-        _write_reports(summary, staging, ErrorRowsOnDisk(cast("list[Row]", self.merged.report_rows), self.merged.error_rows, staging / RESULTS))
+        rows = ErrorRowsOnDisk(cast("list[Row]", self.merged.report_rows), self.merged.error_rows, staging / RESULTS)
+        self._write_drill_steps(rows, staging)
+        _write_reports(summary, staging, rows)
         self.merged.report_rows = []
         rest = sorted(p.name for p in staging.iterdir() if p.name not in (RESULTS, SUMMARY))
         files = RunDirectory(out).publish(staging, [RESULTS, SUMMARY, *rest])
@@ -97,6 +100,24 @@ class Publisher:
         self.state.remove()
         files.insert(2, out / MANIFEST)
         return RunOutcome(summary=summary, out=out, files=files, resumed=self.resuming)
+
+    def _write_drill_steps(self, rows: Sequence[Row], staging: Path) -> None:
+        """``drill_steps.jsonl``: the trajectories of the results the drill-down shows (the report
+        reads them there, never the inputs), copied from the ones the merge kept as it went
+        (``steps.partial``, in row order), now that every verdict is known."""
+        from reports import DRILL_STEPS, drill_picks, header_line, kept_index
+
+        picked = set(drill_picks(row.verdict for row in rows)[0])
+        spool = self.state.steps_path
+        lines = 0
+        if spool.exists():  # read twice, streamed: the header counts the lines that follow it
+            with open(spool, "rb") as src:
+                lines = sum(1 for line in src if kept_index(line) in picked)
+        with open(staging / DRILL_STEPS, "wb") as out:
+            out.write(header_line(lines))
+            if lines:
+                with open(spool, "rb") as src:
+                    out.writelines(line for line in src if kept_index(line) in picked)
 
     def _write_errors(self, results: Path, path: Path) -> None:
         """Every error, one JSON line each, as summary.json lists its first ones: the tasks' and

@@ -188,6 +188,7 @@ class RunStateRecord(_Record):
     partial_bytes: int = 0
     shards_bytes: int = 0
     decisions_bytes: int = 0
+    steps_bytes: int = 0  # steps.partial: the trajectories the drill-down may show (a state written before it had none)
     rounds: int = 0
     whole_input: bool = False  # the trajectories were read as one stream (not cut into shards)
     whole_sha256: str | None = None

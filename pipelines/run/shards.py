@@ -21,10 +21,11 @@ one a single reader of the whole file writes:
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from judge import InputErrorInfo
+from judge import InputErrorInfo, Trajectory
 from pipelines.config import GradingConfig
 from pipelines.grade import Aggregator, GradedCase, Replayer, grade_loaded
 from pipelines.ingest import Limits, Loaded, TaskSet, read_trajectories
@@ -60,6 +61,7 @@ class Shard:
     first_item: int  # index of its first item in the whole input
     seen: dict[tuple[str, str], int | None] | None = None  # ids of earlier shards repeated in this one
     only: frozenset[int] | None = None  # grade only these items (item indices); read the others
+    drill_failures: bool = True  # keep the trajectories of non-passing rows past the first ones: the drill-down may still pick them
 
 
 @dataclass
@@ -78,12 +80,14 @@ class ShardResult:
     labels_used: set[str] = field(default_factory=set)  # external labels that labelled a trajectory here
     report_rows: list[Row | None] = field(default_factory=list)  # reports.to_row of each row (None for a pending case)
     sha256: str = ""  # of the bytes graded (``RawShard.sha256``; read by the worker when the shard is a range)
+    steps: list[tuple[int, bytes]] = field(default_factory=list)  # (row position, trajectory JSON) of the rows the drill-down may pick
 
 
 def grade_shard(ctx: GradingContext, shard: Shard) -> ShardResult:
     """Read and grade every item of ``shard``; see the module docstring for what is returned."""
     raw = shard.raw.load(ctx.limits.max_line_bytes)
     grader = ShardGrader(ctx, raw.index, shard.first_item)
+    grader.drill_failures = shard.drill_failures
     stream = ShardStream(raw, ctx.name)
     items = read_trajectories(
         cast("IO[bytes]", stream),
@@ -107,9 +111,14 @@ class ShardGrader:
     a whole input as one stream, flushed in batches)."""
 
     def __init__(self, ctx: GradingContext, index: int, first_item: int):
-        from reports import to_row  # the report's compact row, made here where the result is at hand
+        from reports import (  # the drill-down's rule, for the trajectories it may show
+            may_pick,
+            to_row,  # the report's compact row, made here where the result is at hand
+        )
 
         self._to_row = to_row
+        self._may_pick = may_pick
+        self.drill_failures = True  # False once the run knows no later non-passing row can be picked
         self.ctx = ctx
         self.index = index
         self.first_item = first_item
@@ -128,6 +137,7 @@ class ShardGrader:
         self.first_error: InputErrorInfo | None = None
         self.labels_used: set[str] = set()
         self.report_rows: list[Row | None] = []
+        self.steps: list[tuple[int, bytes]] = []
         self._pool: dict[Any, Any] = {}
 
     def add(self, loaded: Loaded, only: frozenset[int] | None = None) -> bool:
@@ -139,6 +149,7 @@ class ShardGrader:
         if only is not None and item not in only:
             return True
         self.agg.add_warnings(loaded.warnings)
+        read = loaded.trajectory if only is None else None  # as read, for the drill-down (a regrade for a judge keeps none: the run has it)
         labels = self.ctx.labels
         if labels is not None and loaded.trajectory is not None:
             before = len(labels.used)
@@ -148,6 +159,7 @@ class ShardGrader:
         outcome = grade_loaded(loaded, self.ctx.tasks, self.ctx.config, self.ctx.replayer)
         if isinstance(outcome, GradedCase):
             if self.ctx.escalating and outcome.next_escalation() is not None:
+                self._keep_steps(read, None)
                 self.rows.append(len(self.pending))
                 self.report_rows.append(None)
                 self.pending.append(outcome)
@@ -157,10 +169,22 @@ class ShardGrader:
         if outcome.error is not None and self.ctx.stop_at_error:
             self.first_error = outcome.error
             return False
+        self._keep_steps(read, outcome.verdict.value)
         self.rows.append(outcome.model_dump_json(exclude_none=True).encode("utf-8") + b"\n")
         self.report_rows.append(self._to_row(outcome, self._pool))
         self.agg.add(outcome)
         return True
+
+    def _keep_steps(self, trajectory: Trajectory | None, verdict: str | None) -> None:
+        """The trajectory of the row about to be added, when the drill-down may pick it (its
+        index: ``first_item`` plus the rows before it; ``verdict`` None: waits for a judge). Later
+        failures are kept while the run has not yet seen enough of them (``drill_failures``):
+        the run, merging in input order, keeps only those its count still allows."""
+        if trajectory is None:
+            return
+        position = len(self.rows)
+        if self._may_pick(self.first_item + position, verdict, 0 if self.drill_failures else sys.maxsize):
+            self.steps.append((position, trajectory.model_dump_json().encode("utf-8")))
 
     def result(self, overran: bool = False) -> ShardResult:
         """What was graded since the last result (the next one continues the numbering)."""
@@ -185,6 +209,7 @@ class ShardGrader:
             replay=replay,
             labels_used=self.labels_used,
             report_rows=self.report_rows,
+            steps=self.steps,
         )
         self.index += 1
         self.first_item += self.items

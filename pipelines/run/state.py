@@ -76,6 +76,7 @@ class RunState:
         self.partial_path = folder / "results.partial"
         self.shards_path = folder / "shards.jsonl"
         self.decisions_path = folder / "decisions.jsonl"
+        self.steps_path = folder / "steps.partial"  # the trajectories the drill-down may show (reports.kept_line), in row order
         self._record: RunStateRecord | None = None
         self._held: int | None = None  # the locked descriptor of the run folder while this process owns it
 
@@ -89,7 +90,7 @@ class RunState:
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self, identity: RunIdentity, started_at: str, recipe: Recipe | None = None) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        for path in (self.partial_path, self.shards_path, self.decisions_path):
+        for path in (self.partial_path, self.shards_path, self.decisions_path, self.steps_path):
             path.write_bytes(b"")
         self._record = RunStateRecord(identity=identity, recipe=recipe, started_at=started_at)
         self.save()
@@ -151,7 +152,12 @@ class RunState:
         """The state of the interrupted run, its files cut back to the last checkpoint."""
         self._record = record = self._read("the interrupted run's state cannot be used")
         # drop whatever was written after the last checkpoint
-        for path, size in ((self.partial_path, record.partial_bytes), (self.shards_path, record.shards_bytes), (self.decisions_path, record.decisions_bytes)):
+        for path, size in (
+            (self.partial_path, record.partial_bytes),
+            (self.shards_path, record.shards_bytes),
+            (self.decisions_path, record.decisions_bytes),
+            (self.steps_path, record.steps_bytes),
+        ):
             with open(path, "ab") as fh:
                 fh.truncate(size)
         return record
@@ -185,9 +191,15 @@ class RunState:
             shutil.rmtree(self.folder, ignore_errors=True)
 
     # -- grading checkpoints --------------------------------------------------------------------
-    def append_shard(self, rows: bytes, record: ShardRecord, progress: InputProgress) -> None:
-        """Rows and record of one merged shard, then the checkpoint that makes them count."""
+    def append_shard(self, rows: bytes, record: ShardRecord, progress: InputProgress, steps: bytes = b"") -> None:
+        """Rows, kept trajectories and record of one merged shard, then the checkpoint that makes them count."""
         state = self.record
+        if steps:
+            with open(self.steps_path, "ab") as fh:
+                fh.write(steps)
+                fh.flush()
+                os.fsync(fh.fileno())
+                state.steps_bytes = fh.tell()
         with open(self.partial_path, "ab") as fh:
             fh.write(rows)
             fh.flush()

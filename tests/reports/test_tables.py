@@ -193,7 +193,7 @@ def test_drilldown_shows_steps_of_pretty_printed_items(graded_run: Path, bench_i
 
 def test_an_item_spanning_lines_is_read_on_to_its_end_and_no_further(tmp_path: Path, monkeypatch):
     from reports import _run
-    from reports._run import _spanning_item
+    from reports._steps import _spanning_item
 
     read: list[int] = []
 
