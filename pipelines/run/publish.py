@@ -88,7 +88,9 @@ class Publisher:
         self.merged.seen, self.merged.pending, judged = {}, {}, {}
         gc.collect()
         trim_heap()
-        _write_reports(summary, staging, ErrorRowsOnDisk(cast("list[Row]", self.merged.report_rows), self.merged.error_rows, staging / RESULTS))
+        _write_reports(
+            summary, staging, ErrorRowsOnDisk(cast("list[Row]", self.merged.report_rows), self.merged.error_rows, staging / RESULTS), self.opts.parquet
+        )
         self.merged.report_rows = []
         rest = sorted(p.name for p in staging.iterdir() if p.name not in (RESULTS, SUMMARY))
         files = RunDirectory(out).publish(staging, [RESULTS, SUMMARY, *rest])
@@ -228,10 +230,10 @@ def _answers_note(votes: dict[str, int]) -> dict[str, Any]:
     }
 
 
-def _write_reports(summary: RunSummary, out: Path, rows: ErrorRowsOnDisk) -> list[Path]:
+def _write_reports(summary: RunSummary, out: Path, rows: ErrorRowsOnDisk, parquet: bool | None = None) -> list[Path]:
     from reports import write_reports
 
-    return write_reports(summary, out, rows=rows)
+    return write_reports(summary, out, rows=rows, parquet=parquet)
 
 
 def _versions() -> dict[str, str]:
