@@ -14,7 +14,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import rubrics
 from judge import RunSummary, TrajectoryResult
 from pipelines.controls import ControlLedger
 from pipelines.grade import Aggregator
@@ -256,6 +255,8 @@ def _describe(component: Any, rubric_table: Any = None) -> dict[str, Any]:
     out: dict[str, Any] = {"name": getattr(component, "name", type(component).__name__)}
     stats: Any = getattr(component, "stats", None)
     if hasattr(stats, "model_dump"):
+        import rubrics  # a panel's rubrics (jinja2 and judge.llm): only a run with judges loads them
+
         out["stats"] = stats.model_dump(mode="json")
         table = rubric_table or rubrics.RUBRICS
         out["rubrics"] = {name: rubric.version for name, rubric in sorted(table.items())}

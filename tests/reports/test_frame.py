@@ -22,7 +22,7 @@ from reports._write import CSV_EOL, PARQUET_FROM, TRAJECTORY_CHUNK
 from tests.reports.conftest import write_run
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("pandas", "numpy", "pyarrow", "scipy", "sklearn")
+HEAVY = ("pandas", "numpy", "pyarrow", "scipy", "sklearn", "jinja2", "judge.llm", "rubrics")
 ATOMS = [1, 2, 0.5, None, float("nan"), True, False, "x", "=1+1", "a\r\nb", (1,)]
 
 
@@ -117,8 +117,10 @@ def _grade(tmp_path: Path, *extra: str) -> tuple[Path, set[str]]:
 
 
 def test_one_trajectory_is_graded_without_pandas_pyarrow_scipy_or_sklearn(tmp_path: Path):
+    """Nor the judges' machinery (judge.llm, the rubrics and their jinja2 templates): a run without
+    judges records no rubric in its manifest. numpy still loads (the summary's figures)."""
     out, loaded = _grade(tmp_path)
-    assert not loaded & {"pandas", "pyarrow", "scipy", "sklearn"}, loaded
+    assert not loaded & {"pandas", "pyarrow", "scipy", "sklearn", "jinja2", "judge.llm", "rubrics"}, loaded
     tables = sorted(p.name for p in (out / "tables").iterdir())
     assert "trajectories.csv" in tables and not [t for t in tables if t.endswith(".parquet")]
     assert "Tables: `tables/*.csv`; per-trajectory drill-down" in (out / "report.md").read_text(encoding="utf-8")
