@@ -155,13 +155,24 @@ def requests(n: int) -> list[JudgeRequest]:
     ]
 
 
-async def baselines(base_url: str, n: int, concurrency: int) -> dict[str, float]:
-    """The same calls without the panel: the bare SDK, and bare instructor (what the panel adds to)."""
+SDK = "openai SDK alone"
+SDK_AIOHTTP = "openai SDK alone (aiohttp)"
+
+
+async def baselines(base_url: str, n: int, concurrency: int, only: str | None = None) -> dict[str, float]:
+    """The same calls without the panel: the bare SDK (its default httpx transport, and aiohttp
+    with a pool as large as the calls in flight, as the SDK documents for concurrency and as the
+    panel runs it), and bare instructor (what the panel adds to)."""
+    import httpx
     import instructor
     import openai
 
     rubric = rubrics.get_rubric("answer_correctness")
     client = openai.AsyncOpenAI(api_key="bench-key-not-real", base_url=base_url + "/v1", max_retries=0, timeout=30)
+    pool = httpx.Limits(max_connections=concurrency + 8, max_keepalive_connections=concurrency + 8)
+    aio = openai.AsyncOpenAI(
+        api_key="bench-key-not-real", base_url=base_url + "/v1", max_retries=0, http_client=openai.DefaultAioHttpClient(limits=pool, timeout=30)
+    )
     patched = instructor.from_openai(client, mode=instructor.Mode.TOOLS)
     tools: Any = [{"type": "function", "function": {"name": "Verdict", "parameters": rubric.verdict_schema.model_json_schema()}}]
     sem = asyncio.Semaphore(concurrency)
@@ -171,16 +182,23 @@ async def baselines(base_url: str, n: int, concurrency: int) -> dict[str, float]
         async with sem:
             await client.chat.completions.create(model="bench-judge", messages=m, tools=tools, temperature=0)
 
+    async def sdk_aiohttp(m: Any) -> None:
+        async with sem:
+            await aio.chat.completions.create(model="bench-judge", messages=m, tools=tools, temperature=0)
+
     async def bare_instructor(m: Any) -> None:
         async with sem:
             await patched.create_with_completion(model="bench-judge", messages=m, response_model=rubric.verdict_schema, max_retries=1, temperature=0)
 
     out = {}
-    for name, fn in (("openai SDK alone", sdk), ("instructor alone", bare_instructor)):
+    for name, fn in ((SDK, sdk), (SDK_AIOHTTP, sdk_aiohttp), ("instructor alone", bare_instructor)):
+        if only is not None and name != only:
+            continue
         start = time.perf_counter()
         await asyncio.gather(*(fn(m) for m in msgs))
         out[name] = time.perf_counter() - start
     await client.close()
+    await aio.close()
     return out
 
 
@@ -250,6 +268,38 @@ def run(n: int, latency: float, concurrency: int, with_baselines: bool = True, p
         if with_baselines:
             figures.baselines = asyncio.run(baselines(base_url, n, concurrency))
     return figures
+
+
+def versus_sdk(n: int, latency: float, concurrency: int, rounds: int = 2) -> dict[str, Any]:
+    """The panel (fresh cache each round) and the bare openai SDK on the same server, interleaved
+    (SDK with httpx, SDK with aiohttp, panel, again ...), so that a machine that gets busier or
+    quieter weighs on all alike: elapsed seconds of each round, and the panel's median over each
+    SDK median (issue 27's fan-out target reads the faster SDK set-up)."""
+    import statistics
+
+    seconds: dict[str, list[float]] = {"panel": [], SDK: [], SDK_AIOHTTP: []}
+    cpu: dict[str, list[float]] = {name: [] for name in seconds}
+    with server_process(latency) as (base_url, _), tempfile.TemporaryDirectory() as tmp:
+        reqs = requests(n)
+        for i in range(rounds):
+            for name in (SDK, SDK_AIOHTTP):
+                started = time.process_time()
+                seconds[name].append(asyncio.run(baselines(base_url, n, concurrency, only=name))[name])
+                cpu[name].append(time.process_time() - started)
+            panel = _panel(_settings(base_url, Path(tmp) / f"round-{i}.sqlite3", concurrency))
+            start, started = time.perf_counter(), time.process_time()
+            decided = asyncio.run(_decide(panel, reqs))
+            seconds["panel"].append(time.perf_counter() - start)
+            cpu["panel"].append(time.process_time() - started)
+            assert all(d.label == "correct" for d in decided), "bench run had abstentions"
+    med = {name: statistics.median(values) for name, values in seconds.items()}
+    return {
+        "calls": n,
+        "seconds": seconds,
+        "ratio": {name: med["panel"] / med[name] for name in (SDK, SDK_AIOHTTP)},
+        "cpu_ms_per_call": {name: statistics.median(values) / n * 1000 for name, values in cpu.items()},
+        "ideal_s": n * latency / concurrency,
+    }
 
 
 async def _two_rounds(escalator: ShardedPanel, first: list[JudgeRequest], second: list[JudgeRequest]) -> float:

@@ -11,8 +11,8 @@ Issue 27's figures first, each beside what it is read against, measured in this 
   trees alternately, beside ``python -c pass``, with the heavy libraries each imported;
 - **in-process grading for reward loops** (``bench_reward``): ``grade_trajectories`` against the
   CLI's CPU per trajectory on the same conversations (and in GRPO-style groups);
-- **judge fan-out** (``bench_judges``): the panel against the bare openai SDK, same loopback
-  server, same calls, 1 s latency, 256 in flight;
+- **judge fan-out** (``bench_judges.versus_sdk``): the panel against the bare openai SDK, same
+  loopback server, same calls, 1 s latency, 256 in flight, in interleaved rounds (SDK, panel, ...);
 - **``--workers 2`` vs 1** (``bench_workers``) at ``--workers-n`` conversations, outputs compared,
   with the load average over the run (the figure means something on a quiet machine only).
 Then the earlier headline rows (grading throughput and peak RSS, the floor, start-up) and the
@@ -152,17 +152,17 @@ def main() -> None:
             )
         )
     if "judges" not in skip:
-        from bench.bench_judges import run as judges
+        from bench.bench_judges import SDK, SDK_AIOHTTP, versus_sdk
 
-        j = judges(size["judge_calls"], 1.0, 256, with_baselines=True, processes=1)
-        sdk = j.baselines["openai SDK alone"]
+        j = versus_sdk(size["judge_calls"], 1.0, 256, rounds=size["rounds"])
+        s = j["seconds"]
         rows.append(
             _row(
-                f"judge fan-out, {j.calls:,} calls, 1 s latency, 256 in flight, loopback server",
+                f"judge fan-out, {j['calls']:,} calls, 1 s latency, 256 in flight, loopback server (interleaved rounds)",
                 "-",
-                f"panel {j.elapsed_s:.2f} s ({j.cpu_ms_per_call:.2f} ms CPU per call)",
-                f"bare openai SDK {sdk:.2f} s",
-                f"{j.elapsed_s / sdk:.3f}x the SDK",
+                f"panel {_rounds(s['panel'])} s ({j['cpu_ms_per_call']['panel']:.2f} ms CPU per call; ideal {j['ideal_s']:.2f} s)",
+                f"bare openai SDK {_rounds(s[SDK_AIOHTTP])} s with aiohttp ({j['cpu_ms_per_call'][SDK_AIOHTTP]:.2f} ms CPU per call), {_rounds(s[SDK])} s with httpx",
+                f"{j['ratio'][SDK_AIOHTTP]:.3f}x / {j['ratio'][SDK]:.3f}x the SDK (medians)",
                 "<= 1.10x",
             )
         )

@@ -71,7 +71,7 @@ def run_and_print(opts: GradeOptions) -> RunSummary:
     from rich.text import Text
 
     from judge import ExternalCallError
-    from pipelines.ingest import ToolSpecError, UsageError
+    from pipelines.ingest import ToolSpecError, UnreadableInput, UsageError
     from pipelines.run import BatchWait, InputChanged, InputErrorsFound, NoTasks, RunDirError, run_grading
 
     class Amount(ProgressColumn):
@@ -96,7 +96,7 @@ def run_and_print(opts: GradeOptions) -> RunSummary:
     except InputErrorsFound as exc:
         console.print(labelled("input error:", exc.info.render()))
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
-    except InputChanged as exc:
+    except (InputChanged, UnreadableInput) as exc:
         console.print(f"input error: {exc}", style="red", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
     except UsageError as exc:

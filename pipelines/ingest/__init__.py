@@ -23,6 +23,7 @@ from pipelines.ingest._api import (
 )
 from pipelines.ingest._base import Bundle, BundleFormat, ItemError, Limits, Loaded, TaskCollector, TaskSet
 from pipelines.ingest._bfcl_scores import BfclScoreLabels, read_bfcl_scores, sniff_bfcl_scores
+from pipelines.ingest._compressed import MAGIC_BYTES, UnreadableInput, compression_of, inflate, inner_name
 from pipelines.ingest._native import convert_task, read_task_item
 from pipelines.ingest._parallel import TaskShard, read_task_shard, replay_task_shard
 from pipelines.ingest._reader import reader_lines
@@ -32,6 +33,7 @@ from pipelines.ingest._tool_specs import ToolSpecError, load_tool_specs, with_to
 from pipelines.ingest._usage import UsageError
 
 __all__ = [
+    "MAGIC_BYTES",
     "TASK_FORMATS",
     "TRAJECTORY_FORMATS",
     "BfclScoreLabels",
@@ -44,14 +46,18 @@ __all__ = [
     "TaskSet",
     "TaskShard",
     "ToolSpecError",
+    "UnreadableInput",
     "UsageError",
     "check_task",
     "check_task_key",
+    "compression_of",
     "convert_task",
     "convert_trajectory",
     "detect_task_format",
     "detect_trajectory_format",
     "export_json_schemas",
+    "inflate",
+    "inner_name",
     "iter_trajectories",
     "load_tasks",
     "load_tool_specs",

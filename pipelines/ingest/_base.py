@@ -42,6 +42,7 @@ class Limits:
     max_string_bytes: int = 8 * 2**20  # any single string field larger -> too_large naming the field
     max_depth: int = MAX_DEPTH  # containers nested deeper -> too_deep (recursive walkers stay safe)
     max_archive_bytes: int = 2**30  # an archive (.eval) whose members inflate to more, together -> too_large naming the file
+    max_inflated_bytes: int = 8 * 2**30  # a compressed input (.gz, .bz2, .xz, .zst) that inflates to more -> refused naming the file
 
 
 @dataclass

@@ -84,7 +84,7 @@ class RunInputs:
         return self
 
     def _open(self, given: Path, spool_dir: Path) -> TaskInput:
-        opened = TaskInput.open(given, spool_dir)
+        opened = TaskInput.open(given, spool_dir, self.opts.limits.max_inflated_bytes)
         if opened.spooled:
             self.spools.append(opened)
         return opened

@@ -6,7 +6,9 @@ process substitution (``<(cmd)``) or standard input cannot be read twice: the se
 nothing and the run graded 0 rows. Tasks (and a reference file, labels, tool specs) are loaded by
 format readers that open a path and may read its head twice (detection, then the load): a path
 that is not a regular file is first spooled to a temporary file, hashed on the way
-(``TaskInput``), and removed after loading. The trajectories are cut into shards as they are read
+(``TaskInput``), and removed after loading. A compressed input (gzip, bzip2, xz, Zstandard: see
+``pipelines.ingest._compressed``) is inflated into the spool the same way, so the readers see its
+text. The trajectories are cut into shards as they are read
 (``pipelines.run.lines``).
 
 ``-`` names standard input (for one of the inputs).
@@ -14,6 +16,7 @@ that is not a regular file is first spooled to a temporary file, hashed on the w
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from judge import BadInputError
+from pipelines.ingest import MAGIC_BYTES, Limits, compression_of, inflate, inner_name
 
 __all__ = ["BLOCK", "STDIN", "InputChanged", "TaskInput", "display_name", "is_stdin", "open_stream", "sha256_of"]
 
@@ -98,18 +102,32 @@ class TaskInput:
         return display_name(self.given)
 
     @classmethod
-    def open(cls, given: str | os.PathLike, spool_dir: Path | None = None) -> TaskInput:
-        """Spool ``given`` when it is not a regular file (a pipe, standard input); a folder (BFCL's
-        data and result folders) is read where it is."""
-        if not is_stdin(given) and (_is_regular(given) or Path(given).is_dir()):
+    def open(cls, given: str | os.PathLike, spool_dir: Path | None = None, max_inflated: int = Limits().max_inflated_bytes) -> TaskInput:
+        """Spool ``given`` when it is not a regular file (a pipe, standard input) or when it is
+        compressed (inflated on the way, at most ``max_inflated`` bytes, see
+        ``pipelines.ingest._compressed``); a folder (BFCL's data and result folders) is read where it is."""
+        regular = not is_stdin(given) and _is_regular(given)
+        if not is_stdin(given) and Path(given).is_dir():
             return cls(given=str(given), path=Path(given), spooled=False)
-        handle, name = tempfile.mkstemp(prefix="judge-input-", suffix=".spool", dir=spool_dir)
-        digest = hashlib.sha256()
-        with os.fdopen(handle, "wb") as out, open_stream(given) as src:
-            for block in iter(lambda: src.read(BLOCK), b""):
-                digest.update(block)
-                out.write(block)
-        return cls(given=str(given), path=Path(name), spooled=True, sha256=digest.hexdigest())
+        with open_stream(given) as src:
+            head = _read_head(src) if not regular else b""
+            compression = compression_of(head) if not regular else _compression_of_file(given)
+            if regular and compression is None:
+                return cls(given=str(given), path=Path(given), spooled=False)
+            name = Path(str(given)).name if not is_stdin(given) else "stdin"
+            folder = Path(tempfile.mkdtemp(prefix="judge-input-", dir=spool_dir))
+            path = folder / (inner_name(name, compression) if compression else name + ".spool")
+            digest = hashlib.sha256()
+            with open(path, "wb") as out:
+                if compression is not None:
+                    inflate(src, head if not regular else b"", compression, out, max_inflated, display_name(given), digest.update)
+                else:
+                    digest.update(head)
+                    out.write(head)
+                    for block in iter(lambda: src.read(BLOCK), b""):
+                        digest.update(block)
+                        out.write(block)
+        return cls(given=str(given), path=path, spooled=True, sha256=digest.hexdigest())
 
     def hash(self) -> str:
         if self.sha256 is None:
@@ -119,3 +137,18 @@ class TaskInput:
     def close(self) -> None:
         if self.spooled:
             self.path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.path.parent.rmdir()
+
+
+def _read_head(src: BinaryIO) -> bytes:
+    """The first ``MAGIC_BYTES`` bytes of a stream (fewer only at its end)."""
+    head = b""
+    while len(head) < MAGIC_BYTES and (more := src.read(MAGIC_BYTES - len(head))):
+        head += more
+    return head
+
+
+def _compression_of_file(path: str | os.PathLike) -> str | None:
+    with open(path, "rb") as fh:
+        return compression_of(fh.read(MAGIC_BYTES))
