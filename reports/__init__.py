@@ -31,20 +31,20 @@ _EXPORTS: dict[str, str] = {
     "RunData": "reports._run",
     "load_run": "reports._run",
     "to_row": "reports._run",
-    "pass_at_k": "reports._tables",
-    "pass_hat_k": "reports._tables",
+    "pass_at_k": "calibration._stats",
+    "pass_hat_k": "calibration._stats",
     "build_report": "reports._write",
     "render": "reports._write",
     "write_reports": "reports._write",
 }
 
 if TYPE_CHECKING:
+    from calibration._stats import pass_at_k, pass_hat_k
     from reports._analysis import RunReport, analyse
     from reports._browser import dump_dom, find_chromium, screenshot
     from reports._html import render_html
     from reports._markdown import render_markdown
     from reports._run import ReportInputError, Row, RunData, load_run, to_row
-    from reports._tables import pass_at_k, pass_hat_k
     from reports._write import build_report, render, write_reports
 
 __all__ = [

@@ -26,9 +26,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
-from calibration import group_metrics, pass_at_k, pass_curves, pass_hat_k  # noqa: F401 (pass_at_k, pass_hat_k: reports re-exports them from here)
+from calibration import group_metrics
+from calibration._exact import np_mean
 from judge import FAILURE_STAGE_ORDER, GroupStats
 from reports._frame import Table
 from reports._orchestration import recovery_axis
@@ -213,7 +212,7 @@ def seed_metrics(run: RunData) -> Table:
     rows = []
     for agent in sorted(by_agent, key=natural):
         mine = by_agent[agent]
-        scores = {m: np.array([np.nan if r.score_values[i] is None else r.score_values[i] for r in mine], dtype=float) for m, i in positions}
+        scores = {m: [math.nan if (x := r.score_values[i]) is None else float(x) for r in mine] for m, i in positions}
         g = group_metrics([r.verdict for r in mine], scores=scores, ci=None)
         row: dict[str, Any] = {"agent": agent, "n": g["n"], **{m: g["scores"][m]["mean"] for m in SEED_METRICS}}
         row["recovery"] = recovery.get(agent)
@@ -336,7 +335,7 @@ def judge_votes(run: RunData) -> tuple[Table, dict[str, Any]]:
     facts = {
         "panel_decisions": decisions_n,
         "panel_inconclusive": inconclusive,
-        "mean_panel_agreement": _r(np.mean(agreements)) if agreements else None,
+        "mean_panel_agreement": _r(np_mean(agreements)) if agreements else None,
         "judge_calls": j.calls,
         "judge_cost_usd": j.cost_usd,
         "calls_per_100_trajectories": j.calls_per_100_trajectories,
@@ -470,6 +469,10 @@ def repeated_runs(run: RunData) -> tuple[Table, Table]:
     for (agent, _task), outs in sorted(item for item in outcomes.items() if len(item[1]) >= 2):  # only repeats count (sorting 100k single runs took 0.4 s)
         per_agent[agent].append(outs)
     krows, srows = [], []
+    if per_agent:  # numpy only for a run with repeats
+        import numpy as np
+
+        from calibration import pass_curves
     for agent in sorted(per_agent, key=natural):
         tasks = per_agent[agent]
         kmax = min(len(o) for o in tasks)
