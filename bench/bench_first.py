@@ -71,10 +71,12 @@ def first_trajectory(tree: Path, tasks: Path, trajectories: Path, out: Path) -> 
     return wall, cpu, [m for m in line[len("HEAVY=") :].split(",") if m]
 
 
-def timed(code: str, cwd: Path = ROOT) -> float:
+def timed(code: str, cwd: Path = ROOT) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``python -c code``."""
+    cpu = _child_cpu()
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], check=True, cwd=cwd, env=CHILD_ENV)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _child_cpu() - cpu
 
 
 def compare(runs: int = 7, baseline: str | None = None) -> dict:
@@ -87,12 +89,13 @@ def compare(runs: int = 7, baseline: str | None = None) -> dict:
     walls: dict[str, list[float]] = {name: [] for name in trees}
     cpus: dict[str, list[float]] = {name: [] for name in trees}
     heavy: dict[str, list[str]] = {}
-    python, floor = [], []
+    python: list[float] = []
+    floor: list[tuple[float, float]] = []
     outs = {name: ROOT / "bench" / "out" / f"first-{name.replace(' ', '-')}" for name in trees}
     for name, tree in trees.items():  # warm-up: writes each tree's .pyc files, not measured
         first_trajectory(tree, tasks, trajectories, outs[name])
     for _ in range(runs):
-        python.append(timed("pass"))
+        python.append(timed("pass")[0])
         floor.append(timed(_FLOOR))
         for name, tree in trees.items():
             wall, cpu, imported = first_trajectory(tree, tasks, trajectories, outs[name])
@@ -105,7 +108,8 @@ def compare(runs: int = 7, baseline: str | None = None) -> dict:
         "cpu_s": {k: statistics.median(v) for k, v in cpus.items()},
         "heavy": heavy,
         "python_s": statistics.median(python),
-        "floor_s": statistics.median(floor),
+        "floor_s": statistics.median(w for w, _ in floor),
+        "floor_cpu_s": statistics.median(c for _, c in floor),
     }
 
 
@@ -116,7 +120,9 @@ def main() -> None:
     args = parser.parse_args()
     r = compare(args.runs, args.baseline)
     print(f"load average {os.getloadavg()[0]:.2f}; children run with .pyc files (PYTHONDONTWRITEBYTECODE unset, one warm-up run per tree)")
-    print(f"python -c pass: {r['python_s']:.3f} s; floor (python + pydantic + typer + rich + judge.core imported): {r['floor_s']:.3f} s wall")
+    print(
+        f"python -c pass: {r['python_s']:.3f} s; floor (python + pydantic + typer + rich + judge.core imported): {r['floor_s']:.3f} s wall, {r['floor_cpu_s']:.3f} s CPU"
+    )
     for name, wall in r["median_s"].items():
         print(
             f"{name}: judge grade on one trajectory {wall:.3f} s wall, {r['cpu_s'][name]:.3f} s CPU, median of {r['runs']} (target <= {TARGET_S} s wall); "
