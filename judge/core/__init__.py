@@ -3,7 +3,18 @@
 Everything here is plain pydantic and standard library: importing it never pulls in an LLM SDK.
 """
 
-from judge.core._canonical import UNDECIDED, UNIQUE_KEYS, DuplicateKey, canonical_json, content_hash, loads_exact, loads_json, parse_json_text, response_key
+from judge.core._canonical import (
+    UNDECIDED,
+    UNIQUE_KEYS,
+    DuplicateKey,
+    SharedMembers,
+    canonical_json,
+    content_hash,
+    loads_exact,
+    loads_json,
+    parse_json_text,
+    response_key,
+)
 from judge.core._depth import MAX_DEPTH, TooDeep, json_lines, nesting_error, parse_json_bounded, text_nesting_error
 from judge.core._errors import (
     BadInputError,
@@ -176,6 +187,7 @@ __all__ = [
     "RunSummary",
     "ScoreStat",
     "Scores",
+    "SharedMembers",
     "SourceRef",
     "SourceRule",
     "StageResult",

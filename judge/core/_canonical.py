@@ -22,7 +22,18 @@ import orjson
 from judge.core._depth import MAX_DEPTH, TooDeep, parse_json_bounded, text_nesting_error
 from judge.core._errors import BadInputError
 
-__all__ = ["UNDECIDED", "UNIQUE_KEYS", "DuplicateKey", "canonical_json", "content_hash", "loads_exact", "loads_json", "parse_json_text", "response_key"]
+__all__ = [
+    "UNDECIDED",
+    "UNIQUE_KEYS",
+    "DuplicateKey",
+    "SharedMembers",
+    "canonical_json",
+    "content_hash",
+    "loads_exact",
+    "loads_json",
+    "parse_json_text",
+    "response_key",
+]
 
 
 def canonical_json(value: Any) -> str:
@@ -156,6 +167,94 @@ def loads_exact(text: str | bytes, *, unique_keys: bool = False) -> Any:
             if kept != colons:  # a key repeats
                 return UNDECIDED
     return value
+
+
+class SharedMembers:
+    """``loads_exact(line, unique_keys=True)`` for JSON Lines whose objects repeat some top-level
+    members byte for byte (converted logs write their deployment's tool specs on every task line:
+    ~85% of each line's bytes, parsed again on each). The line is split into its top-level members
+    (msgspec, reading each value as raw text without building it); a named member's text met
+    before gives the value parsed then, the same object (callers must not mutate it); every other
+    member is parsed by orjson as before. The same value as ``loads_exact`` for every line, and
+    ``UNDECIDED`` wherever ``loads_exact`` would return it or this path cannot tell:
+
+    - the line's own checks first (an integer run that may pass 64 bits, a ``\\u003`` escape that
+      hides colons) and more than ``MAX_OPENERS`` brackets (orjson's nesting limit stays the
+      whole line's);
+    - repeated keys, by the colon count of ``loads_exact`` taken per member: the line's colons are
+      the members' colons, one per top-level key and those inside top-level keys; a member's own
+      count is checked when it is parsed (a shared one once, when first met);
+    - a top-level key holding a lone surrogate (which orjson refuses), a line that is not one
+      object, anything msgspec or orjson cannot read.
+
+    At most ``MAX_KEPT`` member texts are kept (first in, first out), each at least ``MIN_BYTES``
+    long: memory stays bounded whatever the file."""
+
+    MAX_KEPT = 64
+    MIN_BYTES = 512
+    MAX_OPENERS = 1000  # well under orjson's 1,024 levels
+
+    def __init__(self, names: tuple[str, ...]):
+        import msgspec
+
+        self.names = frozenset(names)
+        self._split = msgspec.json.Decoder(dict[str, msgspec.Raw])
+        self._errors = (msgspec.DecodeError, msgspec.ValidationError)
+        self._kept: dict[bytes, tuple[Any, int]] = {}  # member text -> (value, its colons)
+
+    def loads(self, raw: bytes) -> Any:
+        if _has_long_digit_run(raw) or _ESCAPE_003 in raw or raw.count(b"[") + raw.count(b"{") > self.MAX_OPENERS:
+            return UNDECIDED
+        try:
+            members = self._split.decode(raw)
+        except self._errors:
+            return UNDECIDED
+        if not any(name in members for name in self.names):
+            return UNDECIDED
+        value: dict[str, Any] = {}
+        colons = len(members)
+        for key, member in members.items():
+            text = bytes(member)
+            if key in self.names and len(text) >= self.MIN_BYTES:
+                kept = self._kept.get(text)
+                if kept is None:
+                    kept = self._parse(text)
+                    if kept is None:
+                        return UNDECIDED
+                    if len(self._kept) >= self.MAX_KEPT:
+                        del self._kept[next(iter(self._kept))]
+                    self._kept[text] = kept
+                item, count = kept
+            else:
+                parsed = self._parse(text)
+                if parsed is None:
+                    return UNDECIDED
+                item, count = parsed
+            try:
+                key.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: orjson refuses the line
+                return UNDECIDED
+            value[key] = item
+            colons += count + key.count(":")
+        if colons != raw.count(b":"):  # a top-level key repeats (msgspec kept its last value)
+            return UNDECIDED
+        return value
+
+    @staticmethod
+    def _parse(text: bytes) -> tuple[Any, int] | None:
+        """(value, colons) of one member's text, None where ``loads_exact`` would not decide."""
+        try:
+            item = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return None
+        count = text.count(b":")
+        if count and isinstance(item, (dict, list)):
+            try:
+                if orjson.dumps(item).count(b":") != count:  # a key repeats inside it
+                    return None
+            except orjson.JSONEncodeError:
+                return None
+        return item, count
 
 
 def loads_json(text: str | bytes, limit: int = MAX_DEPTH) -> Any:

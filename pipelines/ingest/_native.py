@@ -174,7 +174,9 @@ def read_task_item(
 def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
     if reference is not None:
         raise ValueError("native tasks carry their own reference calls and gold answers; they take no reference file")
-    return load_task_items(read_items(path, limits), path, TaskCollector())
+    # task lines of converted logs repeat their deployment's tool specs: read once per distinct
+    # text (load_task_items and TaskCollector.prepare build new containers, never mutate them)
+    return load_task_items(read_items(path, limits, shared=("tools",)), path, TaskCollector())
 
 
 def load_task_items(items: Iterable[RawItem], path: str, collector: TaskCollector) -> TaskSet:

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from judge import UNDECIDED, UNIQUE_KEYS, DuplicateKey, InputErrorInfo, loads_exact, text_nesting_error
+from judge import UNDECIDED, UNIQUE_KEYS, DuplicateKey, InputErrorInfo, SharedMembers, loads_exact, text_nesting_error
 from pipelines.ingest._base import Limits
 
 Source = str | os.PathLike | IO[bytes]
@@ -97,18 +97,20 @@ def _open(source: Source) -> Iterator[IO[bytes]]:
         yield source
 
 
-def read_items(source: Source, limits: Limits = Limits(), start: tuple[int, int, int] = (1, 0, 0)) -> Iterator[RawItem]:
+def read_items(source: Source, limits: Limits = Limits(), start: tuple[int, int, int] = (1, 0, 0), shared: tuple[str, ...] = ()) -> Iterator[RawItem]:
     """Every item of ``source`` in order, lazily: consuming one item reads only the lines it needs.
 
     ``start`` = (line number, item index, byte offset) of the first byte of ``source``, for a
     shard cut from a larger JSONL file at a line boundary: its items are numbered, and its errors
-    located, as in the whole file.
+    located, as in the whole file. ``shared``: top-level members of JSONL objects that repeat byte
+    for byte from line to line, parsed once per distinct text and then shared between items
+    (``judge.SharedMembers``; only for callers that never mutate what they read).
     """
     name = source_name(source)
     with _open(source) as handle:
         lines = _Lines(handle, name, limits)
         lines.number, lines.offset = start[0] - 1, start[2]
-        reader = _Reader(lines, name, limits)
+        reader = _Reader(lines, name, limits, SharedMembers(shared) if shared else None)
         reader.index = start[1]
         yield from reader.items()
 
@@ -284,7 +286,8 @@ class _Bad(Exception):
 
 
 class _Reader:
-    def __init__(self, lines: _Lines, name: str, limits: Limits):
+    def __init__(self, lines: _Lines, name: str, limits: Limits, shared: SharedMembers | None = None):
+        self.shared = shared
         self.lines = lines
         self.name = name
         self.limits = limits
@@ -379,7 +382,9 @@ class _Reader:
                 yield self._error_item(self._too_large_info(line))
                 continue
             raw = line.raw[_bom(line) :]
-            value = loads_exact(raw, unique_keys=True)  # the common case at C speed
+            value = self.shared.loads(raw) if self.shared is not None else UNDECIDED
+            if value is UNDECIDED:
+                value = loads_exact(raw, unique_keys=True)  # the common case at C speed
             if value is not UNDECIDED:  # orjson read it: valid UTF-8, no lone surrogate, no repeated key
                 yield self._value(value, line.number, line.size, raw, surrogates=False)
                 continue

@@ -1,8 +1,7 @@
 """Failure-mode clustering in a child process (``python -m pipelines.orchestration._child``).
 
-Why: scikit-learn's import alone adds about 50 MB to a grading process (130 MB to a fresh one)
-and clustering a large run needs working memory; in a child both are returned to the system
-when it exits, the streaming grader's peak stays where it was, and the child works while the
+Why: clustering a large run needs working memory (numpy, scipy and the dense matrices); in a
+child it is returned to the system when it exits, the streaming grader's peak stays where it was, and the child works while the
 parent computes the rest of the summary. Same function, same inputs (JSON both ways, floats
 round-trip exactly): the same bytes as in process. If the child cannot run, the clustering runs
 in process, with a warning.

@@ -12,7 +12,8 @@ decisive check of its first failing turn (for an unresolved one: the first incon
 Each block is L2-normalised and weighted (``WEIGHTS``), so no block dominates by its width.
 
 Clustering (``cluster_failures``): identical feature rows are merged and weighted by their count;
-k-means (k-means++, ``N_INIT`` seeded inits, one thread) for k = 2, 3, ... up to ``max_k`` (and the
+k-means (k-means++, ``N_INIT`` seeded inits, one thread; scikit-learn's KMeans as computed by
+``_kmeans``, its numpy replica, bit for bit, without importing scikit-learn) for k = 2, 3, ... up to ``max_k`` (and the
 number of distinct rows); k is the one with the best silhouette, measured over distinct rows (a
 cluster of identical trajectories would otherwise score a perfect 1 and every split into
 identical groups would look best); the search stops after ``PATIENCE`` k without a gain; ties go
@@ -119,14 +120,14 @@ def _tfidf(texts: list[str], counts: Any) -> tuple[Any, list[str]]:
     must occur in ``MIN_DF`` trajectories (or all are kept in runs under 20 trajectories)."""
     import numpy as np
     from scipy import sparse
-    from sklearn.feature_extraction.text import CountVectorizer
 
-    vectorizer = CountVectorizer(token_pattern=_TOKEN, stop_words=sorted(ENGLISH_STOP_WORDS | set(_EXTRA_STOP_WORDS)), dtype=np.float64)
+    from pipelines.orchestration._kmeans import count_terms
+
     try:
-        tf = vectorizer.fit_transform(texts).tocsc()
+        counted, terms = count_terms(texts, _token_pattern(), _stop_words())
     except ValueError:  # no term at all
         return sparse.csr_matrix((len(texts), 1)), []
-    terms = vectorizer.get_feature_names_out()
+    tf = counted.tocsc()  # column order within rows now canonical, whatever order the counts were stored in
     total = float(counts.sum())
     df = np.asarray((tf > 0).T.astype(np.float64) @ counts).ravel()
     keep = np.flatnonzero(df >= (MIN_DF if total >= 20 else 1))
@@ -142,9 +143,9 @@ def _tfidf(texts: list[str], counts: Any) -> tuple[Any, list[str]]:
 
 
 def _l2(matrix: Any) -> Any:
-    from sklearn.preprocessing import normalize
+    from pipelines.orchestration._kmeans import l2_normalize
 
-    return normalize(matrix, norm="l2")
+    return l2_normalize(matrix)
 
 
 def cluster_failures(rows: list[FailureFeatures], members: list[Member], seed: int = 0, max_k: int = MAX_K) -> Clustering:
@@ -155,7 +156,7 @@ def cluster_failures(rows: list[FailureFeatures], members: list[Member], seed: i
     )
     if not members:
         return Clustering({"clustered": 0, "k": 0, "silhouette": None, "method": method, "clusters": []}, [])
-    if len(rows) == 1:  # one distinct row: one cluster, no k-means to run (and no numpy, scipy or scikit-learn to import)
+    if len(rows) == 1:  # one distinct row: one cluster, no k-means to run (and no numpy or scipy to import)
         return _one_row(rows[0], members, method)
     return _cluster_rows(rows, members, seed, max_k, method)
 
@@ -227,13 +228,12 @@ def _choose_k(X: Any, counts: Any, member_rows: list[int], seed: int, max_k: int
 
 def _best_k(X_fit: Any, weights: Any, X_sample: Any, n_sample: int, k_max: int, seed: int) -> tuple[float, int, Any] | None:
     """(silhouette, k, fitted model) of the best k in 2..k_max, stopping after PATIENCE k without gain."""
-    from sklearn.cluster import KMeans
-    from sklearn.metrics import silhouette_score
+    from pipelines.orchestration._kmeans import KMeans, silhouette_score
 
     best: tuple[float, int, Any] | None = None
     since_best = 0
     for k in range(2, k_max + 1):
-        model = KMeans(n_clusters=k, n_init=N_INIT, random_state=seed).fit(X_fit, sample_weight=weights)
+        model = KMeans(n_clusters=k, n_init=N_INIT, random_state=seed).fit(X_fit, weights)
         sample_labels = model.predict(X_sample)
         if not 2 <= len(set(sample_labels.tolist())) < n_sample:
             continue
@@ -343,10 +343,15 @@ def _token_pattern() -> re.Pattern[str]:
     return re.compile(_TOKEN)
 
 
+@functools.cache
+def _stop_words() -> frozenset[str]:
+    return frozenset(ENGLISH_STOP_WORDS | set(_EXTRA_STOP_WORDS))
+
+
 def _term_counts(text: str) -> Counter[str]:
     """What scikit-learn's ``CountVectorizer(token_pattern=_TOKEN, stop_words=...)`` counts in one
     document: lower-cased, the pattern's matches, stop words dropped."""
-    stop = ENGLISH_STOP_WORDS | set(_EXTRA_STOP_WORDS)
+    stop = _stop_words()
     return Counter(t for t in _token_pattern().findall(text.lower()) if t not in stop)
 
 

@@ -58,7 +58,7 @@ class FailureModes:
 
     def start(self, seed: int = 0, isolate: bool | None = None) -> PendingClustering:
         """Start clustering the members; from ``ISOLATE_FROM`` members on (or with ``isolate``) in
-        a child process, so scikit-learn's import and working memory never weigh on the streaming
+        a child process, so the clustering's imports and working memory never weigh on the streaming
         grader and the clustering overlaps the rest of the summary (same function, same inputs:
         the same bytes either way)."""
         rows, members = self.rows_and_members()
