@@ -122,7 +122,7 @@ _EXPORTS: dict[str, str] = {
     "pass_hat_k": "calibration._stats",
     "pass_curves": "calibration._stats",
     "percentile_ci": "calibration._stats",
-    "wilson": "calibration._stats",
+    "wilson": "calibration._exact",
     "GridPoint": "calibration._thresholds",
     "ThresholdChoice": "calibration._thresholds",
     "ThresholdItem": "calibration._thresholds",
@@ -153,6 +153,7 @@ _EXPORTS: dict[str, str] = {
 if TYPE_CHECKING:
     from calibration._agreement import AgreementStats, Estimate, HumanCeiling, LabelCoder, LabelScores, Resampler, agreement, human_ceiling, krippendorff_alpha
     from calibration._compare import RaterComparison, compare_raters
+    from calibration._exact import wilson
     from calibration._gold import POSITIVE_LABEL_FOR_RUBRIC, GoldItem, GoldSet, HumanLabel, MaterialRef, gold_item_json_schema
     from calibration._gold_io import (
         GOLD_FORMATS,
@@ -188,7 +189,7 @@ if TYPE_CHECKING:
     from calibration._report import CalibrationReport, HumanSummary, PerRubricReport, calibrate, calibrate_per_rubric, conclusions, render_html, render_markdown
     from calibration._self_preference import SelfPreference, model_family, self_preference
     from calibration._split import stratified_cluster_split
-    from calibration._stats import cluster_bootstrap_ci, corrected_pass_rate, pass_at_k, pass_curves, pass_hat_k, percentile_ci, wilson
+    from calibration._stats import cluster_bootstrap_ci, corrected_pass_rate, pass_at_k, pass_curves, pass_hat_k, percentile_ci
     from calibration._subset import GoldSubset, SubsetStratum, proportional_allocation, select_subset
     from calibration._thresholds import GridPoint, ThresholdChoice, ThresholdItem, threshold_items, tune_thresholds, write_threshold_config
     from calibration._versions import PromptVersionReport, SampleSize, VersionComparison, VersionStats, compare_prompt_versions, mcnemar_items_needed

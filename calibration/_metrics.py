@@ -22,62 +22,71 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-
-from calibration._stats import cluster_bootstrap_ci, wilson
+from calibration._exact import bootstrap_ci, np_mean, wilson
 from judge import FAILURE_STAGE_ORDER
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["group_metrics"]
 
 Interval = Literal["cluster_bootstrap", "wilson"]
 
 
+def _items(values: Any) -> list[Any]:
+    """A list of the values (numpy arrays as Python scalars, as before)."""
+    return values.tolist() if hasattr(values, "tolist") else list(values)
+
+
 def group_metrics(
     verdicts: Sequence[str] | np.ndarray,
     *,
     stages: Sequence[str | None] | np.ndarray | None = None,
-    clusters: np.ndarray | None = None,
-    crag: np.ndarray | None = None,
-    scores: Mapping[str, np.ndarray] | None = None,
+    clusters: Sequence[Any] | np.ndarray | None = None,
+    crag: Sequence[float] | np.ndarray | None = None,
+    scores: Mapping[str, Sequence[float] | np.ndarray] | None = None,
     ci: Interval | None = "cluster_bootstrap",
     samples: int = 2000,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """The outcome figures of one group of graded rows (see the module docstring)."""
-    v = np.asarray(verdicts, dtype=object)
-    n = int(v.size)
-    is_pass = v == "pass"
-    passed = is_pass.astype(float)
-    k = int(is_pass.sum())
+    """The outcome figures of one group of graded rows (see the module docstring). Pure Python
+    (``calibration._exact``: numpy's sums and rounding, bit for bit): numpy loads only for an
+    interval whose draws matter."""
+    v = _items(verdicts)
+    cl = None if clusters is None else _items(clusters)
+    n = len(v)
+    counted_verdicts = Counter(v)
+    k = counted_verdicts.get("pass", 0)
+    fail = counted_verdicts.get("fail", 0)
     out: dict[str, Any] = {
         "n": n,
         "pass": k,
-        "fail": int((v == "fail").sum()),
-        "unresolved": int((v == "unresolved").sum()),
-        "pass_rate": round(float(passed.mean()), 6) if n else None,
+        "fail": fail,
+        "unresolved": counted_verdicts.get("unresolved", 0),
+        "pass_rate": round(k / n, 6) if n else None,
     }
     if ci == "cluster_bootstrap":
-        out["pass_rate_ci95"] = cluster_bootstrap_ci(passed, clusters, samples=samples, seed=seed) if n else None
+        out["pass_rate_ci95"] = bootstrap_ci([1.0 if x == "pass" else 0.0 for x in v], cl, samples=samples, seed=seed) if n else None
     elif ci == "wilson":
         out["pass_rate_ci95"] = wilson(k, n) if n else None
-    out["pass_rate_if_unresolved_pass"] = round(float((v != "fail").mean()), 6) if n else None
+    out["pass_rate_if_unresolved_pass"] = round((n - fail) / n, 6) if n else None
     if stages is not None:
-        counted = Counter(stages.tolist() if isinstance(stages, np.ndarray) else stages)
+        counted = Counter(_items(stages))
         out["failure_stages"] = {s.value: counted.get(s.value, 0) for s in FAILURE_STAGE_ORDER}
     if crag is not None:
-        applicable = crag[~np.isnan(crag)]
-        out["crag_score"] = round(float(applicable.mean()), 6) if applicable.size else None
+        applicable = [x for x in _items(crag) if x == x]  # NaN: not applicable
+        out["crag_score"] = round(np_mean(applicable), 6) if applicable else None
     if scores is not None:
-        out["scores"] = {name: _score(values, clusters, ci, samples, seed) for name, values in scores.items()}
+        out["scores"] = {name: _score(_items(values), cl, ci, samples, seed) for name, values in scores.items()}
     return out
 
 
-def _score(values: np.ndarray, clusters: np.ndarray | None, ci: Interval | None, samples: int, seed: int) -> dict[str, Any]:
-    keep = ~np.isnan(values)
-    if not keep.any():
+def _score(values: list[float], clusters: list[Any] | None, ci: Interval | None, samples: int, seed: int) -> dict[str, Any]:
+    keep = [i for i, x in enumerate(values) if x == x]  # NaN: not applicable
+    if not keep:
         return {"mean": None, "ci95": None, "n": 0}
-    arr = values[keep]
-    interval = cluster_bootstrap_ci(arr, None if clusters is None else clusters[keep], samples=samples, seed=seed) if ci == "cluster_bootstrap" else None
-    return {"mean": round(float(arr.mean()), 6), "ci95": interval, "n": int(keep.sum())}
+    arr = [values[i] for i in keep]
+    interval = bootstrap_ci(arr, None if clusters is None else [clusters[i] for i in keep], samples=samples, seed=seed) if ci == "cluster_bootstrap" else None
+    return {"mean": round(np_mean(arr), 6), "ci95": interval, "n": len(keep)}

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from calibration._exact import wilson as wilson  # its home before: calibration._stats.wilson still works
+
 
 def confusion_matrix(reference: Sequence[int] | np.ndarray, rated: Sequence[int] | np.ndarray, k: int) -> np.ndarray:
     ref = np.asarray(reference, dtype=np.int64)
@@ -227,17 +229,6 @@ def cluster_bootstrap_ci(
 
 
 # ---------------------------------------------------------------- proportions and repeated runs
-
-
-def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float | None, float | None]:
-    """Wilson score interval of a proportion (well behaved at 0 and 1, unlike the normal one)."""
-    if n == 0:
-        return None, None
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return round(max(0.0, centre - half), 6), round(min(1.0, centre + half), 6)
 
 
 def _comb(n: int, k: int) -> int:

@@ -46,14 +46,15 @@ _EXPORTS: dict[str, str] = {
     "later_failure": "reports._steps",
     "may_pick": "reports._steps",
     "more_failures_wanted": "reports._steps",
-    "pass_at_k": "reports._tables",
-    "pass_hat_k": "reports._tables",
+    "pass_at_k": "calibration._stats",
+    "pass_hat_k": "calibration._stats",
     "build_report": "reports._write",
     "render": "reports._write",
     "write_reports": "reports._write",
 }
 
 if TYPE_CHECKING:
+    from calibration._stats import pass_at_k, pass_hat_k
     from reports._analysis import RunReport, analyse
     from reports._browser import dump_dom, find_chromium, screenshot
     from reports._html import render_html
@@ -73,7 +74,6 @@ if TYPE_CHECKING:
         may_pick,
         more_failures_wanted,
     )
-    from reports._tables import pass_at_k, pass_hat_k
     from reports._write import build_report, render, write_reports
 
 __all__ = [

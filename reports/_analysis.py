@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
-
 from reports import _orchestration as O
 from reports import _tables as T
+from reports._frame import Table
 from reports._run import RunData
 from reports._steps import attach_trajectories
 
@@ -16,7 +15,7 @@ from reports._steps import attach_trajectories
 @dataclass
 class RunReport:
     run: RunData
-    tables: dict[str, pd.DataFrame]
+    tables: dict[str, Table]
     vote_facts: dict[str, Any]
     calibration_facts: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)

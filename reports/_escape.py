@@ -12,10 +12,12 @@
 from __future__ import annotations
 
 import re
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from judge import md_text
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["FORMULA_PREFIX", "csv_cell", "csv_safe", "md_text"]
 
@@ -32,7 +34,10 @@ def csv_cell(value: object) -> object:
 
 
 def csv_safe(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with every formula-like string cell neutralised (columns are replaced, never edited in place)."""
+    """``df`` with every formula-like string cell neutralised (columns are replaced, never edited in place);
+    the reports write their tables with ``reports._frame.Table.write_csv``, which does the same cell by cell."""
+    import pandas as pd
+
     out = df
     for col in df.columns:
         series = df[col]

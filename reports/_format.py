@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
-
 from judge import fmt_num, fmt_pct, fmt_pct_ci, fmt_signed_pct, missing
 from reports._escape import md_text
+from reports._frame import Table
 
 # columns printed as percentages wherever they appear
 PERCENT_COLUMNS = {
@@ -46,39 +45,42 @@ def cell(column: str, value: Any, percent: set[str] | None = None) -> str:
     return str(value)
 
 
-def rows(df: pd.DataFrame, columns: list[str] | None = None, percent: set[str] | None = None) -> tuple[list[str], list[list[str]]]:
+def rows(df: Table, columns: list[str] | None = None, percent: set[str] | None = None) -> tuple[list[str], list[list[str]]]:
     """Cells as text; ``percent`` overrides which columns are percentages (default PERCENT_COLUMNS)."""
     cols = columns or list(df.columns)
     out = []
-    for rec in df[cols].itertuples(index=False, name=None):
+    for rec in df.tuples(cols):
         out.append([cell(c, v, percent) for c, v in zip(cols, rec)])
     return cols, out
 
 
-def md_table(df: pd.DataFrame, columns: list[str] | None = None, percent: set[str] | None = None) -> list[str]:
+def md_table(df: Table, columns: list[str] | None = None, percent: set[str] | None = None) -> list[str]:
     cols, body = rows(df, columns, percent)
-    numeric = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) for c in cols]
+    numeric = [df.is_numeric(c) for c in cols]
     lines = ["| " + " | ".join(md_text(str(c)) for c in cols) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
     for r in body:
         lines.append("| " + " | ".join(md_text(x) for x in r) + " |")
     return lines
 
 
-def pivot_comparison(df: pd.DataFrame) -> pd.DataFrame:
+def pivot_comparison(df: Table) -> Table:
     """Long comparison rows -> one row per group, per run: 'pass rate (n)' and the delta with a
     marker when the CIs do not overlap (``*``). Cells are display strings."""
     runs = list(dict.fromkeys(df["run"]))
     out = []
-    for group, part in df.groupby("group", sort=False):
+    parts: dict[Any, list[dict[str, Any]]] = {}
+    for rec in df.records():
+        parts.setdefault(rec["group"], []).append(rec)
+    for group, part in parts.items():
         row = {"group": str(group)}
         for run in runs:
-            r = part[part["run"] == run].iloc[0]
+            r = next(x for x in part if x["run"] == run)
             row[run] = "–" if missing(r["pass_rate"]) else f"{pct(r['pass_rate'])} (n={r['n']})"
             if run != runs[0]:
                 mark = "" if missing(r["ci_overlaps_first"]) or r["ci_overlaps_first"] else " *"
                 row[f"Δ {run}"] = "–" if missing(r["delta_pass_rate"]) else signed_pct(r["delta_pass_rate"]) + mark
         out.append(row)
-    return pd.DataFrame(out, columns=["group"] + [c for run in runs for c in ([run] if run == runs[0] else [run, f"Δ {run}"])])
+    return Table.from_records(out, columns=["group"] + [c for run in runs for c in ([run] if run == runs[0] else [run, f"Δ {run}"])])
 
 
 def calibration_sentence(cf: dict | None, observed: float | None) -> str:

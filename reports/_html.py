@@ -13,13 +13,12 @@ from collections.abc import Iterator
 from html import escape
 from typing import Any
 
-import pandas as pd
-
-from judge import Check, DecisiveStep, Trajectory, TrajectoryResult, TrajectoryTurn
+from judge import Check, DecisiveStep, Trajectory, TrajectoryResult, TrajectoryTurn, missing
 from reports import _orchestration as O
 from reports import _svg
 from reports._analysis import RunReport
 from reports._format import calibration_sentence, cell, num, pct, pct_ci, pivot_comparison, rows, trust_sentence
+from reports._frame import Table
 from reports._tables import RADAR_AXES, STAGES, natural, pass_at_k_shown
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
@@ -62,11 +61,11 @@ window.addEventListener('hashchange',openHash);openHash();
 """
 
 
-def _table(df: pd.DataFrame, columns: list[str] | None = None, cls: str = "", percent: set[str] | None = None) -> str:
+def _table(df: Table, columns: list[str] | None = None, cls: str = "", percent: set[str] | None = None) -> str:
     if df.empty:
         return '<p class="note">none</p>'
     cols, body = rows(df, columns, percent)
-    numeric = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) for c in cols]
+    numeric = [df.is_numeric(c) for c in cols]
     out = [f'<div class="tw"><table class="{cls}"><thead><tr>' + "".join(f"<th>{escape(c)}</th>" for c in cols) + "</tr></thead><tbody>"]
     for r in body:
         out.append("<tr>" + "".join(f'<td class="n">{escape(x)}</td>' if n else f"<td>{escape(x)}</td>" for x, n in zip(r, numeric)) + "</tr>")
@@ -76,34 +75,34 @@ def _table(df: pd.DataFrame, columns: list[str] | None = None, cls: str = "", pe
     return "".join(out)
 
 
-def _segments(row: pd.Series) -> list[tuple[str, int, str]]:
+def _segments(row: dict[str, Any]) -> list[tuple[str, int, str]]:
     segs = [("pass", int(row["pass"]), _svg.PASS_COLOR)]
     segs += [(st, int(row[st]), _svg.STAGE_COLORS[st]) for st in STAGES]
     segs.append(("unresolved", int(row["unresolved"]), _svg.UNRESOLVED_COLOR))
     return segs
 
 
-def _waterfall_chart(wf: pd.DataFrame, by: str, title: str) -> str:
-    part = wf[wf["by"] == by]
+def _waterfall_chart(wf: Table, by: str, title: str) -> str:
+    part = wf.where(lambda r: r["by"] == by)
     if part.empty:
         return ""
     label = (lambda g: "all") if by == "overall" else (lambda g: f"{by} {g}" if by == "capability" else str(g))
-    return _svg.stacked_bars(title, [(label(r["group"]), _segments(r)) for _, r in part.iterrows()])
+    return _svg.stacked_bars(title, [(label(r["group"]), _segments(r)) for r in part.records()])
 
 
-def _hops_chart(hops: pd.DataFrame, dim: str) -> str:
-    part = hops[hops["dimension"] == dim]
+def _hops_chart(hops: Table, dim: str) -> str:
+    part = hops.where(lambda r: r["dimension"] == dim)
     if part.empty:
         return ""
     cats = sorted(set(part["value"]), key=natural)
     series = []
     for pol in ["all"] + sorted(set(part["policy_condition"]) - {"all"}):
-        sub = part[part["policy_condition"] == pol].set_index("value")
+        sub = {r["value"]: r for r in part.records() if r["policy_condition"] == pol}
         vals = []
         for c in cats:
-            if c in sub.index:
-                r = sub.loc[c]
-                vals.append((r["pass_rate"], None if pd.isna(r["ci_low"]) else r["ci_low"], None if pd.isna(r["ci_high"]) else r["ci_high"]))
+            if c in sub:
+                r = sub[c]
+                vals.append((r["pass_rate"], None if missing(r["ci_low"]) else r["ci_low"], None if missing(r["ci_high"]) else r["ci_high"]))
             else:
                 vals.append((None, None, None))
         series.append((pol, vals))
@@ -358,7 +357,7 @@ def render_run_chunks(rep: RunReport, anchor: str) -> Iterator[str]:
     parts.append(
         f'<section id="{anchor}-metrics"><h2>Seed metrics per agent</h2><p class="note">One radar per agent (0 to 1 on every axis); dashed grey: all agents together. Recovery: the share of the agent\'s failed calls it recovered from (1 with no failed call).</p>'
     )
-    values = {str(r["agent"]): [None if pd.isna(r[m]) else float(r[m]) for m in RADAR_AXES] for _, r in seeds.iterrows()}
+    values = {str(r["agent"]): [None if missing(r[m]) else float(r[m]) for m in RADAR_AXES] for r in seeds.records()}
     overall = values.pop("all", None)
     ref = ("all agents", overall) if overall is not None else None
     parts.append(
@@ -372,14 +371,14 @@ def render_run_chunks(rep: RunReport, anchor: str) -> Iterator[str]:
     parts.append(
         f'<section id="{anchor}-tools"><h2>Per-tool bottlenecks</h2><p class="note">For each reference tool: among reference steps that required it, the share the agent left unsatisfied (incl. undecided no-counterpart cases). Chart: the 25 highest rates among tools required at least {MIN_TOOL_SUPPORT} times; the table lists every tool.</p>'
     )
-    charted = tools[tools["required"] >= MIN_TOOL_SUPPORT].head(25)
+    charted = tools.where(lambda r: r["required"] >= MIN_TOOL_SUPPORT).head(25)
     if not charted.empty:
         parts.append(
             _svg.hbars(
                 "Conditional failure rate per reference tool",
                 [
                     (str(r["tool"]), float(r["failure_rate_incl_undecided"]), f"{r['unsatisfied'] + r['no_counterpart']}/{r['required']}")
-                    for _, r in charted.iterrows()
+                    for r in charted.records()
                 ],
             )
         )
@@ -419,7 +418,7 @@ def render_run_chunks(rep: RunReport, anchor: str) -> Iterator[str]:
     else:
         pk, note = pass_at_k_shown(t["pass_at_k"])
         for agent in sorted(set(pk["agent"]), key=natural):
-            sub = pk[pk["agent"] == agent]
+            sub = pk.where(lambda r: r["agent"] == agent)  # noqa: B023 (used at once)
             cats = [str(k) for k in sub["k"]]
             parts.append(
                 _svg.grouped_bars(
@@ -442,13 +441,13 @@ def render_run_chunks(rep: RunReport, anchor: str) -> Iterator[str]:
             + "</section>"
         )
     if s.input_warnings:
-        warn = pd.DataFrame(
+        warn = Table.from_records(
             [{"kind": k, "field": f, **w.model_dump()} for k, fields in s.input_warnings.items() for f, w in fields.items()],
             columns=["kind", "field", "count", "first", "message"],
         )
         parts.append(f'<section id="{anchor}-warnings"><h2>Input warnings (read, graded, worth a look)</h2>' + _table(warn) + "</section>")
     if s.errors:
-        err = pd.DataFrame(
+        err = Table.from_records(
             [{k: getattr(e, k) for k in ("file", "line", "field", "kind", "message")} for e in s.errors], columns=["file", "line", "field", "kind", "message"]
         )
         parts.append(f'<section id="{anchor}-errors"><h2>Input errors (listed, not graded)</h2>' + _table(err) + "</section>")
@@ -464,16 +463,16 @@ def render_run(rep: RunReport, anchor: str) -> str:
     return "".join(render_run_chunks(rep, anchor))
 
 
-def _comparison(reports: list[RunReport], comparison: dict[str, pd.DataFrame]) -> str:
+def _comparison(reports: list[RunReport], comparison: dict[str, Table]) -> str:
     comp = comparison["comparison"]
     cats = list(comp["run"])
-    chart = _svg.grouped_bars("Pass rate per run (95% CI)", cats, [("pass rate", [(r["pass_rate"], r["ci_low"], r["ci_high"]) for _, r in comp.iterrows()])])
+    chart = _svg.grouped_bars("Pass rate per run (95% CI)", cats, [("pass rate", [(r["pass_rate"], r["ci_low"], r["ci_high"]) for r in comp.records()])])
     out = [
         '<section id="comparison"><h2>Comparison of runs</h2><p class="note">Deltas are against the first run; "ci_overlaps_first" says whether the 95% CIs overlap (overlap: the difference may be noise); in the group tables a * marks a delta whose CIs do not overlap.</p>',
         chart,
         _table(comp),
     ]
-    wf_rows = [(rep.run.name, _segments(rep.tables["failure_stages"].iloc[0])) for rep in reports]
+    wf_rows = [(rep.run.name, _segments(rep.tables["failure_stages"].first())) for rep in reports]
     out.append(_svg.stacked_bars("Outcomes per run", wf_rows))
     for key, df in comparison.items():
         if key == "comparison" or df.empty:
@@ -484,7 +483,7 @@ def _comparison(reports: list[RunReport], comparison: dict[str, pd.DataFrame]) -
     return "\n".join(out)
 
 
-def html_chunks(reports: list[RunReport], comparison: dict[str, pd.DataFrame] | None, generated: str) -> Iterator[str]:
+def html_chunks(reports: list[RunReport], comparison: dict[str, Table] | None, generated: str) -> Iterator[str]:
     """report.html in pieces, in order (``render_html`` joins them; the writer streams them)."""
     multi = len(reports) > 1
     anchors = [f"run{i + 1}" for i in range(len(reports))]
@@ -533,5 +532,5 @@ def html_chunks(reports: list[RunReport], comparison: dict[str, pd.DataFrame] | 
     yield f"\n</main><script>{JS}</script></body></html>\n"
 
 
-def render_html(reports: list[RunReport], comparison: dict[str, pd.DataFrame] | None, generated: str) -> str:
+def render_html(reports: list[RunReport], comparison: dict[str, Table] | None, generated: str) -> str:
     return "".join(html_chunks(reports, comparison, generated))

@@ -4,12 +4,11 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
 from reports import _orchestration as O
 from reports._analysis import RunReport
 from reports._escape import md_text
 from reports._format import calibration_sentence, md_table, num, pct, pct_ci, pivot_comparison, trust_sentence
+from reports._frame import Table
 from reports._tables import STAGES, pass_at_k_shown
 
 
@@ -43,7 +42,7 @@ def _headline(rep: RunReport) -> list[str]:
     return lines
 
 
-def _section(title: str, df: pd.DataFrame, columns: list[str] | None = None, empty: str = "none") -> list[str]:
+def _section(title: str, df: Table, columns: list[str] | None = None, empty: str = "none") -> list[str]:
     lines = ["", f"### {title}", ""]
     if df.empty:
         return lines + [f"_{empty}_"]
@@ -58,11 +57,11 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
         lines += ["", f"{level} Per capability", ""] + md_table(rep.tables["capabilities"])
     lines += ["", f"{level} Where trajectories broke (earliest failing stage)", ""]
     wf = t["failure_stages"]
-    lines += md_table(wf[wf["by"] == "overall"].drop(columns=["by"]))
+    lines += md_table(wf.where(lambda r: r["by"] == "overall").drop(["by"]))
     for key in ("capability", "domain"):
-        part = wf[wf["by"] == key]
+        part = wf.where(lambda r: r["by"] == key)  # noqa: B023 (used at once)
         if not part.empty and list(part["group"]) != ["unknown"]:
-            lines += _section(f"By {key}", part.drop(columns=["by"]))
+            lines += _section(f"By {key}", part.drop(["by"]))
     hops = t["accuracy_by_hops"]
     lines += ["", f"{level} Accuracy by hop depth and hop type (with / without policy)", ""]
     lines += md_table(hops) if not hops.empty else ["_no hop metadata_"]
@@ -143,7 +142,7 @@ def render_run(rep: RunReport, level: str = "##") -> list[str]:
     return lines
 
 
-def render_markdown(reports: list[RunReport], comparison: dict[str, pd.DataFrame] | None = None) -> str:
+def render_markdown(reports: list[RunReport], comparison: dict[str, Table] | None = None, formats: tuple[str, ...] = ("csv", "parquet")) -> str:
     lines = ["# trajectory-judge report", ""]
     if len(reports) == 1:
         lines += render_run(reports[0])  # no run name: report.md must not depend on the output folder
@@ -156,5 +155,6 @@ def render_markdown(reports: list[RunReport], comparison: dict[str, pd.DataFrame
                 lines += _section(f"Pass rate by {key.removeprefix('comparison_by_')} (* = 95% CIs do not overlap)", pivot_comparison(df))
         for rep in reports:
             lines += ["", f"## Run {md_text(rep.run.name)}", ""] + render_run(rep, level="###")
-    lines += ["", "Tables: `tables/*.csv` and `tables/*.parquet`; per-trajectory drill-down: `report.html`."]
+    written = " and ".join(f"`tables/*.{f}`" for f in formats)
+    lines += ["", f"Tables: {written}; per-trajectory drill-down: `report.html`."]
     return "\n".join(lines) + "\n"

@@ -11,11 +11,10 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-import pandas as pd
-
 from judge import DIFFICULTY_TIERS, FAILURE_STAGE_ORDER, RECOVERY_OUTCOMES
 from reports import _svg
 from reports._format import PERCENT_COLUMNS, md_table, pct
+from reports._frame import Table
 from reports._run import RunData
 
 STAGES = tuple(s.value for s in FAILURE_STAGE_ORDER if s.value != "none")
@@ -49,7 +48,7 @@ def section(run: RunData) -> dict[str, Any] | None:
 
 
 # ---- tables -----------------------------------------------------------------------------------
-def recovery_table(run: RunData, key: str) -> pd.DataFrame:
+def recovery_table(run: RunData, key: str) -> Table:
     """Failed calls, recovered calls, rate and outcome counts per agent / tool / fault kind."""
     cols = [key, "failed_calls", "recovered_calls", "recovery_rate", *RECOVERY_OUTCOMES]
     orch = section(run)
@@ -59,9 +58,9 @@ def recovery_table(run: RunData, key: str) -> pd.DataFrame:
         for name, g in groups.items()
         if key == "agent" or g["failed_calls"]
     ]
-    df = pd.DataFrame(rows, columns=cols)
+    df = Table.from_records(rows, columns=cols)
     if key != "agent" and not df.empty:  # the most failing first
-        df = df.sort_values(["failed_calls", key], ascending=[False, True], kind="mergesort").reset_index(drop=True)
+        df = df.sort(["failed_calls", key], ascending=[False, True])
     return df
 
 
@@ -77,7 +76,7 @@ def recovery_axis(run: RunData) -> dict[str, float | None]:
     return out
 
 
-def rounds_table(run: RunData) -> pd.DataFrame:
+def rounds_table(run: RunData) -> Table:
     cols = [
         "agent",
         "trajectories_with_rounds",
@@ -90,25 +89,25 @@ def rounds_table(run: RunData) -> pd.DataFrame:
     ]
     orch = section(run)
     if orch is None:
-        return pd.DataFrame([], columns=cols)
+        return Table.from_records([], columns=cols)
     rounds = orch.get("rounds", {})
     rows = [{"agent": name, **{c: g.get(c) for c in cols[1:]}} for name, g in rounds.get("by_agent", {}).items()]
     rows.append({"agent": "all", **{c: rounds.get(c) for c in cols[1:]}})
-    return pd.DataFrame(rows, columns=cols)
+    return Table.from_records(rows, columns=cols)
 
 
-def loops_table(run: RunData) -> pd.DataFrame:
+def loops_table(run: RunData) -> Table:
     cols = ["agent", "trajectories", "loop_repeats", "looping_trajectories", "looping_share"]
     orch = section(run)
     if orch is None:
-        return pd.DataFrame([], columns=cols)
+        return Table.from_records([], columns=cols)
     loops = orch.get("loops", {})
     rows = [{"agent": name, **{c: g.get(c) for c in cols[1:]}} for name, g in loops.get("by_agent", {}).items()]
     rows.append({"agent": "all", **{c: loops.get(c) for c in cols[1:]}})
-    return pd.DataFrame(rows, columns=cols)
+    return Table.from_records(rows, columns=cols)
 
 
-def tiers_table(run: RunData) -> pd.DataFrame:
+def tiers_table(run: RunData) -> Table:
     """Pass rate (cluster-bootstrap CI) and earliest failing stages per difficulty tier."""
     cols = ["tier", "n", "pass", "pass_rate", "ci_low", "ci_high", *STAGES, "unresolved"]
     groups = run.summary.by.get("tier", {})
@@ -130,10 +129,10 @@ def tiers_table(run: RunData) -> pd.DataFrame:
                 "unresolved": g.unresolved,
             }
         )
-    return pd.DataFrame(rows, columns=cols)
+    return Table.from_records(rows, columns=cols)
 
 
-def failure_modes_table(run: RunData) -> pd.DataFrame:
+def failure_modes_table(run: RunData) -> Table:
     cols = ["cluster", "label", "size", "share", "stage", "agents", "tools", "examples"]
     orch = section(run)
     modes = (orch or {}).get("failure_modes", {})
@@ -150,7 +149,7 @@ def failure_modes_table(run: RunData) -> pd.DataFrame:
         }
         for c in modes.get("clusters", [])
     ]
-    return pd.DataFrame(rows, columns=cols)
+    return Table.from_records(rows, columns=cols)
 
 
 def _top_items(counts: dict[str, int], top: int) -> str:
@@ -160,7 +159,7 @@ def _top_items(counts: dict[str, int], top: int) -> str:
     return text + (f" and {len(items) - top} more" if len(items) > top else "")
 
 
-def tables(run: RunData) -> dict[str, pd.DataFrame]:
+def tables(run: RunData) -> dict[str, Table]:
     """Written to ``tables/`` as CSV + Parquet with the others."""
     return {
         "recovery_by_agent": recovery_table(run, "agent"),
@@ -174,11 +173,11 @@ def tables(run: RunData) -> dict[str, pd.DataFrame]:
 
 
 # ---- Markdown ---------------------------------------------------------------------------------
-def _md(df: pd.DataFrame, empty: str) -> list[str]:
+def _md(df: Table, empty: str) -> list[str]:
     return md_table(df, percent=PERCENT) if not df.empty else [f"_{empty}_"]
 
 
-def render_markdown(run: RunData, t: dict[str, pd.DataFrame], level: str) -> list[str]:
+def render_markdown(run: RunData, t: dict[str, Table], level: str) -> list[str]:
     orch = section(run)
     lines = ["", f"{level} Orchestration: recovery, rounds, loops, tiers", ""]
     if orch is None:
@@ -223,18 +222,18 @@ def render_markdown(run: RunData, t: dict[str, pd.DataFrame], level: str) -> lis
 
 
 # ---- HTML -------------------------------------------------------------------------------------
-def _recovery_chart(df: pd.DataFrame, key: str, title: str) -> str:
-    part = df[df["failed_calls"] > 0]
+def _recovery_chart(df: Table, key: str, title: str) -> str:
+    part = df.where(lambda r: r["failed_calls"] > 0)
     if part.empty:
         return ""
     rows: list[tuple[str, list[tuple[str, int, str]]]] = [
-        (str(r[key]), [(str(o), int(r[o]), OUTCOME_COLORS[o]) for o in RECOVERY_OUTCOMES]) for _, r in part.iterrows()
+        (str(r[key]), [(str(o), int(r[o]), OUTCOME_COLORS[o]) for o in RECOVERY_OUTCOMES]) for r in part.records()
     ]
     return _svg.stacked_bars(title, rows)
 
 
-def _rounds_chart(df: pd.DataFrame) -> str:
-    part = df[(df["agent"] != "all") & (df["trajectories_with_rounds"] > 0)]
+def _rounds_chart(df: Table) -> str:
+    part = df.where(lambda r: r["agent"] != "all" and r["trajectories_with_rounds"] > 0)
     if part.empty:
         return ""
     cats = [str(a) for a in part["agent"]]
@@ -245,11 +244,11 @@ def _rounds_chart(df: pd.DataFrame) -> str:
     return _svg.value_bars("Rounds used vs minimum per agent", cats, series, y_label="rounds per trajectory")
 
 
-def _tiers_chart(df: pd.DataFrame) -> str:
+def _tiers_chart(df: Table) -> str:
     if df.empty:
         return ""
     rows = []
-    for _, r in df.iterrows():
+    for r in df.records():
         segs = [("pass", int(r["pass"]), _svg.PASS_COLOR)] + [(st, int(r[st]), _svg.STAGE_COLORS[st]) for st in STAGES]
         segs.append(("unresolved", int(r["unresolved"]), _svg.UNRESOLVED_COLOR))
         rows.append((str(r["tier"]), segs))
@@ -276,7 +275,7 @@ def _modes_list(run: RunData, modes: dict[str, Any], anchors: dict[str, str]) ->
     return "".join(out)
 
 
-def render_html(run: RunData, t: dict[str, pd.DataFrame], anchor: str, table: Any, drill_anchors: dict[str, str]) -> list[str]:
+def render_html(run: RunData, t: dict[str, Table], anchor: str, table: Any, drill_anchors: dict[str, str]) -> list[str]:
     """Two sections: orchestration (recovery, rounds, loops, tiers) and failure modes.
     ``table`` renders a DataFrame (reports._html._table); ``drill_anchors`` maps trajectory ids
     to their drill-down element ids."""

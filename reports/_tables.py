@@ -1,4 +1,4 @@
-"""Every number the report shows, as pandas tables (also written to ``tables/`` as CSV + Parquet).
+"""Every number the report shows, as tables (``reports._frame.Table``) (also written to ``tables/`` as CSV + Parquet).
 
 Numbers that ``summary.json`` already holds (pass rates, CIs, stage counts, scores, leaderboard,
 verdicts per decider) are taken from it, never recomputed, so the report cannot disagree with the
@@ -26,11 +26,10 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
-from calibration import group_metrics, pass_at_k, pass_curves, pass_hat_k  # noqa: F401 (pass_at_k, pass_hat_k: reports re-exports them from here)
+from calibration import group_metrics
+from calibration._exact import np_mean
 from judge import FAILURE_STAGE_ORDER, GroupStats
+from reports._frame import Table
 from reports._orchestration import recovery_axis
 from reports._run import ORCHESTRATION_COLUMNS, SCORE_NAMES, Row, RunData
 
@@ -49,7 +48,7 @@ def _r(x: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
-def headline(run: RunData) -> pd.DataFrame:
+def headline(run: RunData) -> Table:
     s = run.summary
     rows: list[dict[str, Any]] = []
 
@@ -69,10 +68,10 @@ def headline(run: RunData) -> pd.DataFrame:
     for cap, g in by_capability.items():
         add(f"pass_rate_capability_{cap}", g.pass_rate, g.pass_rate_ci95, g.n, "")
         add(f"crag_score_capability_{cap}", g.crag_score, None, g.n, "")
-    return pd.DataFrame(rows, columns=["metric", "value", "ci_low", "ci_high", "n", "note"])
+    return Table.from_records(rows, columns=["metric", "value", "ci_low", "ci_high", "n", "note"])
 
 
-def capabilities(run: RunData) -> pd.DataFrame:
+def capabilities(run: RunData) -> Table:
     """Per capability: pass rate with CI, VAKRA capability score, CRAG (all from the summary)."""
     s = run.summary
     lb = s.leaderboard.capabilities
@@ -91,10 +90,10 @@ def capabilities(run: RunData) -> pd.DataFrame:
                 "unresolved": g.unresolved,
             }
         )
-    return pd.DataFrame(rows, columns=["capability", "n", "pass_rate", "ci_low", "ci_high", "vakra_score", "crag_score", "unresolved"])
+    return Table.from_records(rows, columns=["capability", "n", "pass_rate", "ci_low", "ci_high", "vakra_score", "crag_score", "unresolved"])
 
 
-def waterfall(run: RunData, keys: tuple[str, ...] = ("capability", "domain")) -> pd.DataFrame:
+def waterfall(run: RunData, keys: tuple[str, ...] = ("capability", "domain")) -> Table:
     """Mutually exclusive outcome counts: pass, each earliest failing stage, unresolved."""
     s = run.summary
     groups: list[tuple[str, str, GroupStats]] = [("overall", "all", s)]
@@ -109,7 +108,7 @@ def waterfall(run: RunData, keys: tuple[str, ...] = ("capability", "domain")) ->
         row["unresolved"] = g.unresolved
         row["pass_rate"] = _r(g.pass_rate)
         rows.append(row)
-    return pd.DataFrame(rows, columns=["by", "group", "n", "pass", *STAGES, "unresolved", "pass_rate"])
+    return Table.from_records(rows, columns=["by", "group", "n", "pass", *STAGES, "unresolved", "pass_rate"])
 
 
 def _policy_label(r: Row) -> str:
@@ -136,7 +135,7 @@ def _hop_value(dim: str) -> Callable[[Row], str]:
     return value
 
 
-def accuracy_by_hops(run: RunData) -> pd.DataFrame:
+def accuracy_by_hops(run: RunData) -> Table:
     """Pass rate by hop count, hop type (API / RAG / API-RAG) and hop pattern; overall and per
     policy condition. Rows present in the summary (hop_count, hop_pattern) take its numbers; the
     other cells (``calibration.group_metrics`` of their rows) a Wilson interval."""
@@ -173,10 +172,10 @@ def accuracy_by_hops(run: RunData) -> pd.DataFrame:
                     "ci_method": method,
                 }
             )
-    return pd.DataFrame(rows, columns=["dimension", "value", "policy_condition", "n", "pass", "pass_rate", "ci_low", "ci_high", "ci_method"])
+    return Table.from_records(rows, columns=["dimension", "value", "policy_condition", "n", "pass", "pass_rate", "ci_low", "ci_high", "ci_method"])
 
 
-def tool_bottlenecks(run: RunData) -> pd.DataFrame:
+def tool_bottlenecks(run: RunData) -> Table:
     """Conditional failure rate of each reference tool: P(unsatisfied | the step required it)."""
     counts: dict[str, Counter] = defaultdict(Counter)
     for r in run.graded:
@@ -197,12 +196,11 @@ def tool_bottlenecks(run: RunData) -> pd.DataFrame:
                 "failure_rate_incl_undecided": _r((c["unsatisfied"] + c["no_counterpart"]) / req),
             }
         )
-    df = pd.DataFrame(rows, columns=["tool", "required", "satisfied", "unsatisfied", "no_counterpart", "failure_rate", "failure_rate_incl_undecided"])
-    df = df.sort_values(["failure_rate_incl_undecided", "required", "tool"], ascending=[False, False, True], kind="mergesort").reset_index(drop=True)
-    return df
+    df = Table.from_records(rows, columns=["tool", "required", "satisfied", "unsatisfied", "no_counterpart", "failure_rate", "failure_rate_incl_undecided"])
+    return df.sort(["failure_rate_incl_undecided", "required", "tool"], ascending=[False, False, True])
 
 
-def seed_metrics(run: RunData) -> pd.DataFrame:
+def seed_metrics(run: RunData) -> Table:
     """Mean seed metric per agent (``calibration.group_metrics`` of the agent's rows; None values
     are not applicable and left out), plus 'all' (from the summary), and the recovery axis (pooled
     recovered / failed calls; 1 for an agent with no failed call)."""
@@ -214,7 +212,7 @@ def seed_metrics(run: RunData) -> pd.DataFrame:
     rows = []
     for agent in sorted(by_agent, key=natural):
         mine = by_agent[agent]
-        scores = {m: np.array([np.nan if r.score_values[i] is None else r.score_values[i] for r in mine], dtype=float) for m, i in positions}
+        scores = {m: [math.nan if (x := r.score_values[i]) is None else float(x) for r in mine] for m, i in positions}
         g = group_metrics([r.verdict for r in mine], scores=scores, ci=None)
         row: dict[str, Any] = {"agent": agent, "n": g["n"], **{m: g["scores"][m]["mean"] for m in SEED_METRICS}}
         row["recovery"] = recovery.get(agent)
@@ -222,24 +220,24 @@ def seed_metrics(run: RunData) -> pd.DataFrame:
     summary_scores = run.summary.scores
     overall = {m: _r(summary_scores[m].mean) if m in summary_scores else None for m in SEED_METRICS}
     rows.append({"agent": "all", "n": run.summary.counts.graded, **overall, "recovery": recovery.get("all")})
-    return pd.DataFrame(rows, columns=["agent", "n", *RADAR_AXES])
+    return Table.from_records(rows, columns=["agent", "n", *RADAR_AXES])
 
 
-def scores_table(run: RunData) -> pd.DataFrame:
+def scores_table(run: RunData) -> Table:
     rows = []
     for key, sc in run.summary.scores.items():
         ci = sc.ci95 or (None, None)
         rows.append({"metric": key, "mean": _r(sc.mean), "ci_low": _r(ci[0]), "ci_high": _r(ci[1]), "n": sc.n})
-    return pd.DataFrame(rows, columns=["metric", "mean", "ci_low", "ci_high", "n"])
+    return Table.from_records(rows, columns=["metric", "mean", "ci_low", "ci_high", "n"])
 
 
 # ---------------------------------------------------------------------------------------------
-def decisions(run: RunData) -> pd.DataFrame:
+def decisions(run: RunData) -> Table:
     """How verdicts were decided: one row per decided_by value (from the summary)."""
     s = run.summary
     n = max(s.counts.graded, 1)
     rows = [{"decided_by": k, "count": v, "share": _r(v / n)} for k, v in s.decided_by.items()]
-    return pd.DataFrame(rows, columns=["decided_by", "count", "share"])
+    return Table.from_records(rows, columns=["decided_by", "count", "share"])
 
 
 _AGREEMENT_COLUMNS = [
@@ -256,7 +254,7 @@ _AGREEMENT_COLUMNS = [
 _DISAGREEMENT_COLUMNS = ["source", "task_id", "trajectory_id", "ours", "failure_stage", "our_reason", "theirs", "their_value", "their_reason"]
 
 
-def external_agreement(run: RunData) -> tuple[pd.DataFrame, pd.DataFrame]:
+def external_agreement(run: RunData) -> tuple[Table, Table]:
     """Agreement with each source's own verdicts (summary ``external_agreement``), and every
     disagreement with both sides' reasons."""
     rows, disagreements = [], []
@@ -290,10 +288,10 @@ def external_agreement(run: RunData) -> tuple[pd.DataFrame, pd.DataFrame]:
                     "their_reason": d.theirs["reason"],
                 }
             )
-    return pd.DataFrame(rows, columns=_AGREEMENT_COLUMNS), pd.DataFrame(disagreements, columns=_DISAGREEMENT_COLUMNS)
+    return Table.from_records(rows, columns=_AGREEMENT_COLUMNS), Table.from_records(disagreements, columns=_DISAGREEMENT_COLUMNS)
 
 
-def judge_votes(run: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
+def judge_votes(run: RunData) -> tuple[Table, dict[str, Any]]:
     """Per judge: votes, abstentions (by reason), agreement with the panel decision, cost."""
     per: dict[str, Counter] = defaultdict(Counter)
     cost: dict[str, float] = defaultdict(float)
@@ -331,13 +329,13 @@ def judge_votes(run: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
                 "cost_usd": round(cost[judge], 6),
             }
         )
-    df = pd.DataFrame(rows, columns=["judge", "votes", "abstained", "abstain_reasons", "agrees_with_panel", "cached", "cost_usd"])
+    df = Table.from_records(rows, columns=["judge", "votes", "abstained", "abstain_reasons", "agrees_with_panel", "cached", "cost_usd"])
     j = run.summary.judges
     graded = max(run.summary.counts.graded, 1)
     facts = {
         "panel_decisions": decisions_n,
         "panel_inconclusive": inconclusive,
-        "mean_panel_agreement": _r(np.mean(agreements)) if agreements else None,
+        "mean_panel_agreement": _r(np_mean(agreements)) if agreements else None,
         "judge_calls": j.calls,
         "judge_cost_usd": j.cost_usd,
         "calls_per_100_trajectories": j.calls_per_100_trajectories,
@@ -349,7 +347,7 @@ def judge_votes(run: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
 _CONTROL_COLUMNS = ["judge", "rubric", "n", "known_pass_passed", "known_fail_failed", "abstained", "accuracy", "gated"]
 
 
-def judge_controls(run: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
+def judge_controls(run: RunData) -> tuple[Table, dict[str, Any]]:
     """Each judge's control items per rubric (``summary.json`` ``judges.controls``), and how far the
     judge-decided verdicts rest on a measured judge: ``unmeasured`` counts them when the run has
     neither control figures nor a calibration.json; ``gated`` lists (judge, rubric, accuracy)."""
@@ -379,7 +377,7 @@ def judge_controls(run: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
         "unmeasured": 0 if measured else judged,
         "gated": [(r["judge"], r["rubric"], r["accuracy"]) for r in rows if r["gated"]],
     }
-    return pd.DataFrame(rows, columns=_CONTROL_COLUMNS), facts
+    return Table.from_records(rows, columns=_CONTROL_COLUMNS), facts
 
 
 def _estimate(stats: dict[str, Any], key: str) -> float | None:
@@ -397,7 +395,7 @@ def _calibration_source(run: RunData) -> str:
     return str(path)
 
 
-def calibration_tables(run: RunData) -> tuple[pd.DataFrame, dict[str, Any] | None]:
+def calibration_tables(run: RunData) -> tuple[Table, dict[str, Any] | None]:
     """Judges' and panels' agreement with human gold, and the pass rate corrected for judge error.
 
     Correction (Rogan-Gladen, ``calibration.corrected_pass_rate``) applies to the judge-decided
@@ -407,7 +405,7 @@ def calibration_tables(run: RunData) -> tuple[pd.DataFrame, dict[str, Any] | Non
     cal = run.calibration
     cols = ["rater", "kind", "used_in_run", "n", "accuracy", "cohen_kappa", "tpr", "tnr", "leniency"]
     if not cal:
-        return pd.DataFrame([], columns=cols), None
+        return Table.from_records([], columns=cols), None
     used = {v.judge for r in run.graded for d in r.decisions for v in d.votes}
     used |= {r.decided_by.split(":", 1)[1] for r in run.graded if r.decided_by.startswith("judge:")}
     sections = cal.get("rubrics") if "judges" not in cal and isinstance(cal.get("rubrics"), dict) else None  # calibrated per rubric
@@ -419,7 +417,7 @@ def calibration_tables(run: RunData) -> tuple[pd.DataFrame, dict[str, Any] | Non
                     continue
                 rater = name if rubric is None else f"{name} ({rubric})"
                 rows.append({"rater": rater, "kind": kind[:-1], "used_in_run": name in used, "n": st.get("n"), **{k: _r(_estimate(st, k)) for k in cols[4:]}})
-    table = pd.DataFrame(rows, columns=cols)
+    table = Table.from_records(rows, columns=cols)
     if sections:
         return table, {
             "note": f"calibration.json holds one section per rubric ({', '.join(sorted(sections))}): no single TPR/TNR to correct the pass rate with "
@@ -462,7 +460,7 @@ def calibration_tables(run: RunData) -> tuple[pd.DataFrame, dict[str, Any] | Non
 
 
 # ---------------------------------------------------------------------------------------------
-def repeated_runs(run: RunData) -> tuple[pd.DataFrame, pd.DataFrame]:
+def repeated_runs(run: RunData) -> tuple[Table, Table]:
     """pass@k / pass^k per agent over tasks it ran more than once; mean +- std over run index."""
     outcomes: dict[tuple[str, str], list[bool]] = defaultdict(list)
     for r in run.graded:
@@ -471,6 +469,10 @@ def repeated_runs(run: RunData) -> tuple[pd.DataFrame, pd.DataFrame]:
     for (agent, _task), outs in sorted(item for item in outcomes.items() if len(item[1]) >= 2):  # only repeats count (sorting 100k single runs took 0.4 s)
         per_agent[agent].append(outs)
     krows, srows = [], []
+    if per_agent:  # numpy only for a run with repeats
+        import numpy as np
+
+        from calibration import pass_curves
     for agent in sorted(per_agent, key=natural):
         tasks = per_agent[agent]
         kmax = min(len(o) for o in tasks)
@@ -490,33 +492,34 @@ def repeated_runs(run: RunData) -> tuple[pd.DataFrame, pd.DataFrame]:
             }
         )
     return (
-        pd.DataFrame(krows, columns=["agent", "k", "tasks", "pass_at_k", "pass_hat_k"]),
-        pd.DataFrame(srows, columns=["agent", "tasks", "runs", "mean_pass_rate", "std_over_runs"]),
+        Table.from_records(krows, columns=["agent", "k", "tasks", "pass_at_k", "pass_hat_k"]),
+        Table.from_records(srows, columns=["agent", "tasks", "runs", "mean_pass_rate", "std_over_runs"]),
     )
 
 
 SHOWN_K = 10  # the report shows pass@k for every k up to this, then powers of two and the largest k
 
 
-def pass_at_k_shown(passk: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+def pass_at_k_shown(passk: Table) -> tuple[Table, str | None]:
     """The rows of the pass@k table a report shows: every k <= ``SHOWN_K``, then powers of two
     and each agent's largest k (50,000 runs of one task made a 50,000-row table and chart; the
     CSV keeps every k). The note says what was left out, None when nothing was."""
     if passk.empty:
         return passk, None
-    largest = passk.groupby("agent")["k"].transform("max")
-    k = passk["k"]
-    keep = (k <= SHOWN_K) | ((k & (k - 1)) == 0) | (k == largest)
-    if keep.all():
+    largest: dict[Any, int] = {}
+    for agent, k in zip(passk["agent"], passk["k"], strict=True):
+        largest[agent] = max(k, largest.get(agent, k))
+    shown = passk.where(lambda r: r["k"] <= SHOWN_K or (r["k"] & (r["k"] - 1)) == 0 or r["k"] == largest[r["agent"]])
+    if len(shown) == len(passk):
         return passk, None
-    return passk[keep], f"k shown: 1 to {SHOWN_K}, powers of two and the largest; every k in tables/pass_at_k.csv"
+    return shown, f"k shown: 1 to {SHOWN_K}, powers of two and the largest; every k in tables/pass_at_k.csv"
 
 
 TRAJECTORY_TEXT = ("task_id", "trajectory_id", "agent", "capability", "domain", "hop_pattern", "policy_condition",
                    "verdict", "failure_stage", "decided_by", "unresolved_stages")  # fmt: skip
 
 
-def trajectories(run: RunData, start: int = 0, stop: int | None = None) -> pd.DataFrame:
+def trajectories(run: RunData, start: int = 0, stop: int | None = None) -> Table:
     """One flat row per results.jsonl line (errors included), in file order; ``start``/``stop``
     select a chunk so that a 100k run is written without ever holding the whole table."""
     rows = run.rows[start:stop]
@@ -532,16 +535,10 @@ def trajectories(run: RunData, start: int = 0, stop: int | None = None) -> pd.Da
     order = ["task_id", "trajectory_id", "agent", "capability", "domain", "hop_count", "hop_pattern", "policy_condition", "verdict",
              "failure_stage", "decided_by", "unresolved_stages", "judge_calls", "judge_cost_usd", *("score_" + n for n in SCORE_NAMES),
              *ORCHESTRATION_COLUMNS]  # fmt: skip
-    df = pd.DataFrame({k: columns[k] for k in order})
-    df["hop_count"] = df["hop_count"].astype("Int64")
-    for name in SCORE_NAMES:
-        df["score_" + name] = df["score_" + name].astype("float64")
-    for name in ("failed_calls", "recovered_calls", "rounds_used", "rounds_minimum", "loop_repeats"):
-        df[name] = df[name].astype("Int64")
-    for name in ("recovery_rate", "parallel_efficiency"):
-        df[name] = df[name].astype("float64")
-    df["looping"] = df["looping"].astype("boolean")
-    return df
+    kinds = {"hop_count": "Int64", **{"score_" + name: "float" for name in SCORE_NAMES}, "looping": "boolean"}
+    kinds.update(dict.fromkeys(("failed_calls", "recovered_calls", "rounds_used", "rounds_minimum", "loop_repeats"), "Int64"))
+    kinds.update(dict.fromkeys(("recovery_rate", "parallel_efficiency"), "float"))
+    return Table.from_columns({k: columns[k] for k in order}, kinds)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -551,7 +548,7 @@ def ci_overlap(a: Any, b: Any) -> bool | None:
     return bool(a[0] <= b[1] and b[0] <= a[1])
 
 
-def comparison(runs: list[RunData]) -> pd.DataFrame:
+def comparison(runs: list[RunData]) -> Table:
     """Runs side by side; deltas against the first run and whether the 95% CIs overlap."""
     base = runs[0].summary
     rows = []
@@ -575,10 +572,10 @@ def comparison(runs: list[RunData]) -> pd.DataFrame:
             row[st] = s.failure_stages.get(st, 0)
         rows.append(row)
     cols = ["run", "graded", "pass_rate", "ci_low", "ci_high", "delta_pass_rate", "ci_overlaps_first", "vakra_score", "crag_score", "unresolved", *STAGES]
-    return pd.DataFrame(rows, columns=cols)
+    return Table.from_records(rows, columns=cols)
 
 
-def comparison_by(runs: list[RunData], key: str) -> pd.DataFrame:
+def comparison_by(runs: list[RunData], key: str) -> Table:
     """Pass rate per group of ``key`` for every run; deltas and CI overlap against the first run."""
     values = sorted({v for run in runs for v in run.summary.by.get(key, {})}, key=natural)
     rows = []
@@ -601,4 +598,4 @@ def comparison_by(runs: list[RunData], key: str) -> pd.DataFrame:
                     "ci_overlaps_first": ci_overlap(g.pass_rate_ci95, base.pass_rate_ci95) if comparable and g and base else None,
                 }
             )
-    return pd.DataFrame(rows, columns=["by", "group", "run", "n", "pass_rate", "delta_pass_rate", "ci_overlaps_first"])
+    return Table.from_records(rows, columns=["by", "group", "run", "n", "pass_rate", "delta_pass_rate", "ci_overlaps_first"])

@@ -338,6 +338,10 @@ def grade(
     ] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the run (or interrupted run) --out holds.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the interrupted run in --out: nothing decided is regraded, no judge asked again.")] = False,
+    parquet: Annotated[
+        Optional[bool],
+        typer.Option("--parquet/--no-parquet", help="Write tables/*.parquet beside the CSV files (default: for a run of at least 200 trajectories)."),
+    ] = None,
 ) -> None:
     """Grade trajectories against tasks; write results.jsonl, summary.json, report.md, manifest.json."""
     from pipelines.alignment import TURNS_MODES
@@ -401,6 +405,7 @@ def grade(
         ray_address=None if ray in (None, "local") else ray,
         overwrite=overwrite,
         resume=resume,
+        parquet=parquet,
     )
     if trajectories.is_dir() or (tasks is not None and tasks.is_dir()) or (reference is not None and reference.is_dir()):
         _grade_folders(opts)

@@ -19,10 +19,14 @@ def report(
             exists=True, dir_okay=False, help="calibration.json of the judges used: adds their agreement figures and pass rates corrected for judge error."
         ),
     ] = None,
+    parquet: Annotated[
+        Optional[bool],
+        typer.Option("--parquet/--no-parquet", help="Write tables/*.parquet beside the CSV files (default: for a run of at least 200 trajectories)."),
+    ] = None,
 ) -> None:
     """Re-render the report of one run, or compare several runs side by side."""
     from reports import build_report
 
     target = out or (run_dirs[0] if len(run_dirs) == 1 else Path("runs/comparison"))
-    for path in build_report(list(run_dirs), target, calibration=calibration):
+    for path in build_report(list(run_dirs), target, calibration=calibration, parquet=parquet):
         stdout.print(str(path))

@@ -25,12 +25,12 @@ from __future__ import annotations
 import sys
 from array import array
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
-import numpy as np
-
 from calibration import group_metrics
+from calibration._exact import np_mean, np_sum
 from judge import ERRORS_LISTED, EvidenceKind, InputErrorInfo, InputWarning, RunSummary, Scores, TrajectoryResult
 from pipelines.config import GradingConfig
 from pipelines.orchestration import OrchestrationTally
@@ -59,7 +59,6 @@ class Aggregator:
     scores: dict[str, array] = field(default_factory=dict)  # NaN = not applicable; 8 bytes a value
     warnings: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (kind, field pattern) -> count, first
     external: dict[str, _External] = field(default_factory=dict)  # label source -> what agreement needs
-    _arrays: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # columns as arrays, built once per summary
     orchestration: OrchestrationTally = field(default_factory=OrchestrationTally)
 
     def add_warnings(self, warnings: list[InputWarning]) -> None:
@@ -96,11 +95,10 @@ class Aggregator:
         values as columns.)
         """
         for name in self.__dataclass_fields__:
-            if name in ("config", "_arrays"):
+            if name == "config":
                 continue
             setattr(self, name, _merged(getattr(self, name), getattr(other, name), name))
         del self.errors[ERRORS_LISTED:]  # the first ones of the whole input stay listed
-        self._arrays.clear()
 
     def add(self, r: TrajectoryResult) -> None:
         if r.error is not None:
@@ -134,11 +132,13 @@ class Aggregator:
         orchestration = self.orchestration.start(self.config.seed)  # clustering runs meanwhile (a child process in large runs)
         rows = self.rows
         n = len(rows["verdict"])
-        verdict = np.array(rows["verdict"], dtype=object)
+        verdict = rows["verdict"]
         # task ids as integer codes in sorted id order: resampling clusters by code is resampling
-        # them by id (same clusters, same order), without sorting 100k strings for every group
-        tasks = np.unique(np.array(rows["task_id"], dtype=object), return_inverse=True)[1].reshape(-1)
-        overall = self._group(np.ones(n, dtype=bool), verdict, tasks, with_scores=True)
+        # them by id (same clusters, same order), without sorting 100k strings for every group.
+        # Pure Python (numpy loads only for an interval whose draws matter: calibration._exact)
+        code = {t: i for i, t in enumerate(sorted(set(rows["task_id"])))}
+        tasks = [code[t] for t in rows["task_id"]]
+        overall = self._group(None, verdict, tasks, with_scores=True)
         by = {key: self._breakdown(key, verdict, tasks) for key in (*BREAKDOWNS, TIER)}
         trajectory_errors = self.error_total("trajectory")
         out: dict[str, Any] = {
@@ -176,33 +176,38 @@ class Aggregator:
         out["orchestration"] = orchestration.result()
         return RunSummary.model_validate(out)
 
-    def _group(self, mask: np.ndarray, verdict: np.ndarray, tasks: np.ndarray, with_scores: bool) -> dict[str, Any]:
+    def _group(self, index: list[int] | None, verdict: list[str], tasks: list[int], with_scores: bool) -> dict[str, Any]:
+        """``group_metrics`` of the rows at ``index`` (None: every row)."""
         cfg = self.config
-        scores = {key: self._score(key)[mask] for key in SCORE_FIELDS} if with_scores else None
+
+        def pick(col: Sequence[Any]) -> Sequence[Any]:
+            return col if index is None else list(map(col.__getitem__, index))
+
+        scores = {key: pick(self._score(key)) for key in SCORE_FIELDS} if with_scores else None
         return group_metrics(
-            verdict[mask],
-            stages=self._col("stage")[mask],
-            clusters=tasks[mask],
-            crag=self._score("crag")[mask],
+            pick(verdict),
+            stages=pick(self.rows["stage"]),
+            clusters=pick(tasks),
+            crag=pick(self._score("crag")),
             scores=scores,
             samples=cfg.bootstrap_samples,
             seed=cfg.seed,
         )
 
-    def _breakdown(self, key: str, verdict: np.ndarray, tasks: np.ndarray) -> dict[str, dict[str, Any]]:
-        col = np.array(self.rows[key], dtype=object)
-        return {value: self._group(col == value, verdict, tasks, with_scores=False) for value in sorted(set(self.rows[key]), key=natural_order)}
+    def _breakdown(self, key: str, verdict: list[str], tasks: list[int]) -> dict[str, dict[str, Any]]:
+        col = self.rows[key]
+        values = set(col)
+        if len(values) == 1:  # one group of every row (often "unknown")
+            return {value: self._group(None, verdict, tasks, with_scores=False) for value in values}
+        groups: dict[str, list[int]] = defaultdict(list)
+        for i, value in enumerate(col):
+            groups[value].append(i)
+        return {value: self._group(groups[value], verdict, tasks, with_scores=False) for value in sorted(groups, key=natural_order)}
 
-    def _col(self, key: str) -> np.ndarray:
-        if key not in self._arrays or len(self._arrays[key]) != len(self.rows[key]):
-            self._arrays[key] = np.array(self.rows[key], dtype=object)
-        return self._arrays[key]
+    def _score(self, key: str) -> Sequence[float]:
+        return self.scores[key] if key in self.scores else [float("nan")] * len(self.rows["verdict"])
 
-    def _score(self, key: str) -> np.ndarray:
-        n = len(self.rows["verdict"])
-        return np.frombuffer(self.scores[key], dtype=float) if key in self.scores else np.full(n, np.nan)
-
-    def _leaderboard(self, verdict: np.ndarray, by_capability: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    def _leaderboard(self, verdict: list[str], by_capability: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """A capability's score is its pass rate (``by.capability``), except the multi-source
         capability's, where multi-source cases weigh ``multi_source_weight`` in a weighted mean."""
         cfg = self.config
@@ -211,15 +216,16 @@ class Aggregator:
             if cap == "unknown":
                 continue
             if cap == cfg.multi_source_capability:
-                mask = np.array(self.rows["capability"], dtype=object) == cap
-                passed = (verdict[mask] == "pass").astype(float)
-                w = np.where(np.array(self.rows["multi_source"], dtype=bool)[mask], cfg.multi_source_weight, 1.0)
-                per_cap[cap] = round(float((w * passed).sum() / w.sum()), 6)
+                index = [i for i, c in enumerate(self.rows["capability"]) if c == cap]
+                multi = self.rows["multi_source"]
+                w = [cfg.multi_source_weight if multi[i] else 1.0 for i in index]
+                weighted = [wi * (1.0 if verdict[i] == "pass" else 0.0) for wi, i in zip(w, index, strict=True)]
+                per_cap[cap] = round(np_sum(weighted) / np_sum(w), 6)
             else:
                 per_cap[cap] = group["pass_rate"]
         return {
             "capabilities": per_cap,
-            "score": round(float(np.mean(list(per_cap.values()))), 6) if per_cap else None,
+            "score": round(np_mean(list(per_cap.values())), 6) if per_cap else None,
             "rule": f"mean of capability pass rates; capability {cfg.multi_source_capability} weighs multi-source cases {cfg.multi_source_weight:g}x",
         }
 

@@ -42,7 +42,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from text_to_num import alpha2digit
 
 from judge import AnswerLabel, parse_json_text, strip_instructions
@@ -861,6 +860,7 @@ def _judge_table(gold: list[list], pred: Any, ctx: _Ctx) -> _Decision:
         if not bad:
             return AnswerLabel.CORRECT, "same rows in the same order, all columns"
         return AnswerLabel.INCORRECT, f"row {bad[0]} differs: expected {gold[bad[0]]!r}, got {pred[bad[0]]!r}"[:300]
+    import numpy as np  # with scipy, on first use (a run without unordered comparisons loads neither)
     from scipy.optimize import linear_sum_assignment  # on first use: importing scipy.optimize costs ~50 MB of RSS
 
     equal = np.array([[rows_equal(g, p) for p in pred] for g in gold], dtype=float)

@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-import numpy as np
 from dateutil import parser as date_parser
 
 from judge import ArgumentRule, pattern_full_match
@@ -336,6 +335,7 @@ def _list_diff(a: list, b: list, schema: dict | None, opts: _Opts, path: str) ->
     if not a and not b:
         return None
     # Multiset equality under a fuzzy (non-transitive) element equality needs a real assignment.
+    import numpy as np  # with scipy, on first use (a run without unordered comparisons loads neither)
     from scipy.optimize import linear_sum_assignment  # on first use: importing scipy.optimize costs ~50 MB of RSS
 
     found: dict[tuple[int, int], list[str]] = {}  # each pair's undeclared keys, kept for the pairs assigned

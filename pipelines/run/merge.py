@@ -26,12 +26,26 @@ from pipelines.run.shards import GradingContext, Shard, ShardGrader, ShardResult
 from pipelines.run.state import RunState
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from reports import Row
 
 __all__ = ["PENDING", "Merger", "PendingRef", "trim_heap"]
 
 PENDING = "__pending__"  # the placeholder line of a case waiting for a judge in results.partial
 PendingRef = tuple[int, int]  # (shard index, position in that shard's pending list)
+
+
+def one_shard(path: Path, max_lines: int, max_bytes: int) -> bool:
+    """The file holds fewer than ``max_lines`` lines in at most ``max_bytes``: ``LineShards`` cuts it
+    into one shard at most (a run of one line, a few hundred), which no pool of workers can share."""
+    try:
+        if path.stat().st_size > max_bytes:
+            return False
+        with open(path, "rb") as fh:
+            return fh.read(max_bytes + 1).count(b"\n") < max_lines
+    except OSError:
+        return False
 
 
 class Merger:
@@ -86,7 +100,10 @@ class Merger:
     # ---- grading: shards in, merged in input order ----------------------------------------------
     def grade(self, cutter: LineShards, progress: Progress | None, tick: Callable[[], None]) -> None:
         self.ctx = self.context(self.inputs.fmt)
-        self.executor = make_executor(self.ctx, self.opts.workers, self.opts.ray_address, self.opts.ray)
+        workers = self.opts.workers
+        if workers > 1 and not self.opts.ray and one_shard(self.inputs.trajectories.path, self.opts.shard_lines, self.opts.shard_bytes):
+            workers = 1  # one shard: a pool of workers would only add its start-up (the same bytes either way)
+        self.executor = make_executor(self.ctx, workers, self.opts.ray_address, self.opts.ray)
         if self.executor.reads_files:
             cutter.source = str(self.inputs.trajectories.path)
         self.counter = ItemCounter.for_file(self.inputs.trajectories.path)

@@ -65,6 +65,7 @@ class GradeOptions:
     shard_bytes: int = SHARD_BYTES
     judge_settings: JudgeSettings | None = None  # the settings the escalator was built from (recorded: judge resume rebuilds it)
     rubrics_dir: Path | None = None  # --rubrics (recorded with the judge settings)
+    parquet: bool | None = None  # tables/*.parquet: True always, False never, None from reports.PARQUET_FROM trajectories
     judge_shard_min: int | None = None  # escalation rounds this large are judged by ``workers`` processes (None: judge.llm.SHARD_MIN_REQUESTS)
 
 
@@ -134,4 +135,5 @@ def recipe(opts: GradeOptions) -> Recipe:
         command=list(opts.command),
         judges=None if settings is None else settings.model_dump(mode="json", exclude_none=True),
         rubrics_dir=None if opts.rubrics_dir is None else str(opts.rubrics_dir),
+        parquet=opts.parquet,
     )

@@ -15,7 +15,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import rubrics
 from judge import RunSummary, TrajectoryResult
 from pipelines.controls import ControlLedger
 from pipelines.grade import Aggregator
@@ -33,6 +32,9 @@ if TYPE_CHECKING:
     from reports import Row
 
 __all__ = ["Publisher"]
+
+
+COLLECT_FROM = 1_000  # trajectories: from here the memory freed before the report is worth a full collection
 
 
 class Publisher:
@@ -87,11 +89,12 @@ class Publisher:
         self.inputs.taskset = TaskSet()
         self.merged.ctx = self.merged.executor = None
         self.merged.seen, self.merged.pending, judged = {}, {}, {}
-        gc.collect()
-        trim_heap()
+        if summary.counts.trajectories >= COLLECT_FROM:  # a full collection walks every object of every module: ~40 ms, worth it for a large run only
+            gc.collect()
+            trim_heap()
         rows = ErrorRowsOnDisk(cast("list[Row]", self.merged.report_rows), self.merged.error_rows, staging / RESULTS)
         self._write_drill_steps(rows, staging)
-        _write_reports(summary, staging, rows)
+        _write_reports(summary, staging, rows, self.opts.parquet)
         self.merged.report_rows = []
         rest = sorted(p.name for p in staging.iterdir() if p.name not in (RESULTS, SUMMARY))
         files = RunDirectory(out).publish(staging, [RESULTS, SUMMARY, *rest])
@@ -249,10 +252,10 @@ def _answers_note(votes: dict[str, int]) -> dict[str, Any]:
     }
 
 
-def _write_reports(summary: RunSummary, out: Path, rows: ErrorRowsOnDisk) -> list[Path]:
+def _write_reports(summary: RunSummary, out: Path, rows: ErrorRowsOnDisk, parquet: bool | None = None) -> list[Path]:
     from reports import write_reports
 
-    return write_reports(summary, out, rows=rows)
+    return write_reports(summary, out, rows=rows, parquet=parquet)
 
 
 def _versions() -> dict[str, str]:
@@ -275,6 +278,8 @@ def _describe(component: Any, rubric_table: Any = None) -> dict[str, Any]:
     out: dict[str, Any] = {"name": getattr(component, "name", type(component).__name__)}
     stats: Any = getattr(component, "stats", None)
     if hasattr(stats, "model_dump"):
+        import rubrics  # a panel's rubrics (jinja2 and judge.llm): only a run with judges loads them
+
         out["stats"] = stats.model_dump(mode="json")
         table = rubric_table or rubrics.RUBRICS
         out["rubrics"] = {name: rubric.version for name, rubric in sorted(table.items())}

@@ -161,6 +161,7 @@ class Recipe(_Record):
     command: list[str]
     judges: dict[str, Any] | None  # judge.llm.JudgeSettings as JSON (validated by judge resume, which loads judge.llm)
     rubrics_dir: str | None
+    parquet: bool | None = None  # --parquet / --no-parquet (None: by the run's size; a recipe written before it had none)
 
 
 # ---- the run state -------------------------------------------------------------------------------

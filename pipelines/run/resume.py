@@ -130,4 +130,5 @@ def options_from(found: RecordedRun, *, escalator: Any, rubrics: Any, settings: 
         shard_bytes=recipe.shards.bytes,
         judge_settings=settings,
         rubrics_dir=None if recipe.rubrics_dir is None else Path(recipe.rubrics_dir),
+        parquet=recipe.parquet,
     )

@@ -42,6 +42,25 @@ def generated(tmp_path_factory) -> tuple[Path, Path]:
     return generate(tmp_path_factory.mktemp("gen"), 240, n_tasks=40, seed=5)
 
 
+def test_an_input_of_one_shard_is_graded_in_this_process(generated, tmp_path):
+    """A pool of workers cannot share one shard: such an input is graded here (no pool to start),
+    the same bytes; one more line than a shard holds and the workers grade it."""
+    import json
+
+    from pipelines.run.merge import one_shard
+
+    tasks, trajectories = generated
+    lines = trajectories.read_bytes().count(b"\n")
+    assert one_shard(trajectories, lines + 1, 1 << 30) and not one_shard(trajectories, lines, 1 << 30)
+    assert not one_shard(trajectories, lines + 1, trajectories.stat().st_size - 1)
+    here = _run(tasks, trajectories, tmp_path / "here", shard_lines=lines + 1, workers=2)
+    pool = _run(tasks, trajectories, tmp_path / "pool", shard_lines=lines, workers=2)
+    _assert_same(here, pool)
+    grading = {name: json.loads((tmp_path / name / "manifest.json").read_text())["grading"] for name in ("here", "pool")}
+    assert (grading["here"]["executor"], grading["here"]["workers"]) == ("in-process", 1)
+    assert (grading["pool"]["executor"], grading["pool"]["workers"]) == ("processes", 2)
+
+
 def test_workers_and_shard_sizes_do_not_change_a_byte(generated, tmp_path):
     tasks, trajectories = generated
     reference = _run(tasks, trajectories, tmp_path / "one", shard_lines=10**6)
@@ -297,6 +316,7 @@ def test_an_input_written_while_workers_grade_it_stops_the_run(generated, tmp_pa
     with pytest.raises(InputChanged, match="changed while it was graded"):
         _run(tasks, trajectories, tmp_path / "gone", shard_lines=13, workers=2)
     monkeypatch.setattr(Merger, "_merge", appending)
+    monkeypatch.setattr("pipelines.run.merge.one_shard", lambda *args: False)  # the CLI cuts 1,000-line shards: this input is one, graded in process
     trajectories.write_bytes(original.read_bytes())
     args = ["grade", "--tasks", str(tasks), "--trajectories", str(trajectories), "--out", str(tmp_path / "cli"), "--workers", "2"]
     res = CliRunner().invoke(app, args)

@@ -29,7 +29,7 @@ def test_pass_at_k_and_pass_hat_k_equal_brute_force_enumeration():
 
 def test_repeated_runs_table(graded_run: Path):
     rep = analyse(load_run(graded_run))
-    pk = rep.tables["pass_at_k"]
+    pk = rep.tables["pass_at_k"].to_pandas()
     results = read_results(graded_run)
     per = Counter((r.agent, r.task_id) for r in results)
     agent = sorted({r.agent for r in results})[0]
@@ -44,7 +44,7 @@ def test_repeated_runs_table(graded_run: Path):
 
 
 def test_tool_bottlenecks_count_reference_steps(graded_run: Path):
-    tools = analyse(load_run(graded_run)).tables["tool_bottlenecks"]
+    tools = analyse(load_run(graded_run)).tables["tool_bottlenecks"].to_pandas()
     required: Counter = Counter()
     failed: Counter = Counter()
     for r in read_results(graded_run):
@@ -315,15 +315,16 @@ def test_fifty_thousand_runs_of_one_task_give_every_k(tmp_path: Path):
         for i, outcome in enumerate([passed] * c + [failed] * (n - c))
     ]
     write_run(tmp_path / "run", rows)
-    passk, stats = repeated_runs(load_run(tmp_path / "run"))
+    table, stats_table = repeated_runs(load_run(tmp_path / "run"))
+    passk, stats = table.to_pandas(), stats_table.to_pandas()
     assert list(passk["k"]) == list(range(1, n + 1)) and set(passk["tasks"]) == {1}
     assert passk["pass_at_k"].iloc[0] == pytest.approx(c / n) and passk["pass_hat_k"].iloc[0] == pytest.approx(c / n)
     assert passk["pass_at_k"].iloc[n - c] == 1.0 and passk["pass_hat_k"].iloc[c] == 0.0  # k = n - c + 1 always draws a pass; k = c + 1 never draws only passes
     assert passk["pass_at_k"].iloc[1] == pytest.approx(1 - (n - c) * (n - c - 1) / (n * (n - 1)), abs=1e-6)
     assert (stats["runs"].iloc[0], stats["mean_pass_rate"].iloc[0]) == (n, pytest.approx(c / n))
-    shown, note = pass_at_k_shown(passk)  # what report.md and report.html show of the 50,000 rows
+    shown, note = pass_at_k_shown(table)  # what report.md and report.html show of the 50,000 rows
     assert list(shown["k"]) == [*range(1, 11), *(2**j for j in range(4, 16)), n] and "every k in tables/pass_at_k.csv" in note
-    few, nothing_left_out = pass_at_k_shown(passk[passk["k"] <= 10])
+    few, nothing_left_out = pass_at_k_shown(table.where(lambda r: r["k"] <= 10))
     assert len(few) == 10 and nothing_left_out is None
 
 
@@ -356,7 +357,7 @@ def test_the_report_rows_give_the_summary_figures_through_the_one_metrics_functi
             assert mine["pass_rate_ci95"] == (None if group.pass_rate_ci95 is None else tuple(group.pass_rate_ci95))
             checked += 1
     assert checked > 3
-    hops = accuracy_by_hops(run)
+    hops = accuracy_by_hops(run).to_pandas()
     wilson_rows = hops[hops["ci_method"] == "Wilson"]
     assert len(wilson_rows) > 0
     for _, cell in wilson_rows[wilson_rows["policy_condition"] == "all"].iterrows():
