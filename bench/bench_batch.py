@@ -97,7 +97,10 @@ def main() -> None:
 
         def grade(out: str, cache: str, *extra: str) -> int:
             args = ["grade", "--tasks", str(sample / "tasks.jsonl"), "--trajectories", str(sample / "trajectories.jsonl"), "--out", str(tmp / out)]
-            return runner.invoke(app, [*args, "--cache", str(tmp / cache), "--workers", "1", *judges, *extra]).exit_code
+            res = runner.invoke(app, [*args, "--cache", str(tmp / cache), "--workers", "1", *judges, *extra])
+            if res.exit_code not in (0, EXIT_WAITING):
+                print(res.output[-3000:], repr(res.exception))
+            return res.exit_code
 
         started = time.perf_counter()
         assert grade("online", "online.sqlite3") == 0

@@ -142,6 +142,10 @@ def escalator_from(settings: Any, rubrics: Mapping[str, Any] | None = None) -> E
     import pipelines.checks.answer  # noqa: F401  (registers the comparisons a judge's pass is checked with)
     from judge.llm import build_panel
 
+    if rubrics is None:  # the built-in rubrics register when their package is imported, which a run without judges never does
+        import rubrics as builtin_rubrics
+
+        rubrics = builtin_rubrics.RUBRICS
     try:
         return build_panel(settings, rubrics)
     except Exception as exc:
