@@ -31,13 +31,28 @@ sys.path.insert(0, str(ROOT))
 TARGET_RATE, TARGET_RSS_MB = 2000, 300
 
 
+def _own_peak_mb() -> float:
+    """This process's peak RSS since it started its program: ``VmHWM`` (the peak of its own memory
+    map, new at exec). ``ru_maxrss`` also keeps the peak of the process it was forked from (Linux
+    carries it across exec), so a bench started by a large parent (``run_all.py`` after its
+    in-process benches: 773 MB) read the parent's size, not the grader's (251 MB)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def child(tasks: str, trajectories: str, out: str, workers: int) -> None:
     from pipelines.run import GradeOptions, run_grading
 
     start, cpu = time.perf_counter(), time.process_time()
     outcome = run_grading(GradeOptions(tasks=Path(tasks), trajectories=Path(trajectories), out=Path(out), workers=workers, overwrite=True))
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = _own_peak_mb()
     peak_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(
         json.dumps(

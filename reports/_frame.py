@@ -93,15 +93,7 @@ class Table:
         """What ``pandas.DataFrame(records, columns=columns)`` holds (a key a record lacks is NaN);
         ``kinds`` sets some columns' kind (``astype``) instead of inferring it."""
         records = list(records)
-        data: dict[str, list[Any]] = {}
-        inferred: dict[str, str] = {}
-        for c in columns:
-            values = [_NAN if (v := r.get(c, _MISSING)) is _MISSING else v for r in records]
-            kind, data[c] = infer(values)
-            if kinds and c in kinds:
-                kind, data[c] = kinds[c], _as(kinds[c], data[c])
-            inferred[c] = kind
-        return cls(data, inferred)
+        return cls.from_columns({c: [_NAN if (v := r.get(c, _MISSING)) is _MISSING else v for r in records] for c in columns}, kinds)
 
     @classmethod
     def from_columns(cls, columns: Mapping[str, Sequence[Any]], kinds: Mapping[str, str] | None = None) -> Table:
