@@ -18,10 +18,21 @@ the scikit-learn source named beside it, in the same order of floating-point ope
 Everything runs as scikit-learn runs under ``threadpool_limits(limits=1)`` (one OpenMP thread: the
 chunk sums accumulate in sample order). ``tests/orchestration/test_kmeans_replica.py`` compares
 every array with scikit-learn's, bit for bit, on generated and benchmark data.
+
+The same bits on every CPU (``KMeans(grid=True)``, what failure clustering uses): BLAS kernels
+(OpenBLAS picks one per CPU: Haswell, SkylakeX, Zen...) sum a dot product in their own order, so
+scikit-learn's distances differ by an ulp from one machine to the next, and one ulp can flip a
+k-means++ candidate or a rounded silhouette. With the input, the data mean and every centre
+rounded to multiples of ``2**-GRID_BITS`` (``on_grid``) and all of them at most a few in magnitude,
+every product is a multiple of ``2**-(2 * GRID_BITS)`` and every partial sum, in any order, fits in
+53 bits: each dot product is exact, whatever the kernel. The k-means++ potentials, sums of many
+weighted distances, are summed exactly with ``math.fsum``. ``tests/orchestration/test_blas_independence.py``
+runs the clustering under several OpenBLAS kernels and compares the bits.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -31,6 +42,13 @@ from scipy import sparse
 CHUNK_SIZE = 256  # sklearn/cluster/_k_means_common.pyx
 MAX_ITER = 300  # KMeans defaults
 TOL = 1e-4
+GRID_BITS = 20  # features, data mean and centres on multiples of 2**-20: BLAS dot products exact (module docstring)
+_GRID = float(2**GRID_BITS)
+
+
+def on_grid(values: Any) -> Any:
+    """``values`` rounded to the nearest multiple of ``2**-GRID_BITS`` (a new float64 array)."""
+    return np.rint(np.asarray(values, dtype=np.float64) * _GRID) / _GRID
 
 
 def count_terms(texts: list[str], pattern: re.Pattern[str], stop_words: frozenset[str]) -> tuple[Any, list[str]]:
@@ -103,22 +121,31 @@ def _squared_distances(A: Any, B: Any, B_norms: Any) -> Any:
     return distances
 
 
-def _kmeans_plusplus(X: Any, n_clusters: int, x_squared_norms: Any, sample_weight: Any, random_state: Any) -> Any:
-    """sklearn.cluster._kmeans._kmeans_plusplus (dense; the default number of local trials)."""
+def _weighted_sums(distances: Any, sample_weight: Any, exact: bool) -> Any:
+    """``distances @ sample_weight`` per row of a 2-D ``distances`` (a BLAS ``dgemv``, as
+    scikit-learn), or each row's sum correctly rounded (``math.fsum``: the same bits on every CPU)."""
+    if not exact:
+        return distances @ sample_weight.reshape(-1, 1)
+    return np.array([[math.fsum(row)] for row in (distances * sample_weight).tolist()], dtype=np.float64)
+
+
+def _kmeans_plusplus(X: Any, n_clusters: int, x_squared_norms: Any, sample_weight: Any, random_state: Any, exact: bool = False) -> Any:
+    """sklearn.cluster._kmeans._kmeans_plusplus (dense; the default number of local trials); with
+    ``exact``, the potentials summed with ``math.fsum`` instead of BLAS."""
     n_samples, n_features = X.shape
     centers = np.empty((n_clusters, n_features), dtype=X.dtype)
     n_local_trials = 2 + int(np.log(n_clusters))
     center_id = random_state.choice(n_samples, p=sample_weight / sample_weight.sum())
     centers[0] = X[center_id]
     closest_dist_sq = _squared_distances(centers[0, np.newaxis], X, x_squared_norms)
-    current_pot = closest_dist_sq @ sample_weight
+    current_pot = _weighted_sums(closest_dist_sq, sample_weight, exact)[:, 0] if exact else closest_dist_sq @ sample_weight
     for c in range(1, n_clusters):
         rand_vals = random_state.uniform(size=n_local_trials) * current_pot
         candidate_ids = np.searchsorted(np.cumsum(sample_weight * closest_dist_sq), rand_vals)
         np.clip(candidate_ids, None, closest_dist_sq.size - 1, out=candidate_ids)
         distance_to_candidates = _squared_distances(X[candidate_ids], X, x_squared_norms)
         np.minimum(closest_dist_sq, distance_to_candidates, out=distance_to_candidates)
-        candidates_pot = distance_to_candidates @ sample_weight.reshape(-1, 1)
+        candidates_pot = _weighted_sums(distance_to_candidates, sample_weight, exact)
         best_candidate = np.argmin(candidates_pot)
         current_pot = candidates_pot[best_candidate]
         closest_dist_sq = distance_to_candidates[best_candidate]
@@ -203,8 +230,9 @@ def _relocate_empty(X: Any, sample_weight: Any, centers_old: Any, centers_new: A
         weight_in_clusters[old_cluster_id] -= weight
 
 
-def _lloyd_iter(X: Any, sample_weight: Any, centers_old: Any, centers_new: Any, weight_in_clusters: Any, center_shift: Any) -> Any:
-    """One ``lloyd_iter_chunked_dense`` with ``update_centers=True`` (one thread): the labels."""
+def _lloyd_iter(X: Any, sample_weight: Any, centers_old: Any, centers_new: Any, weight_in_clusters: Any, center_shift: Any, grid: bool) -> Any:
+    """One ``lloyd_iter_chunked_dense`` with ``update_centers=True`` (one thread): the labels. With
+    ``grid``, the new centres are put on the grid (``on_grid``) once averaged."""
     labels = _dense_labels(X, centers_old)
     weight_in_clusters[:] = 0.0
     np.add.at(weight_in_clusters, labels, sample_weight)
@@ -217,6 +245,8 @@ def _lloyd_iter(X: Any, sample_weight: Any, centers_old: Any, centers_new: Any, 
             centers_new[j] *= 1.0 / weight_in_clusters[j]
         else:
             centers_new[j] = centers_new[argmax_weight]
+    if grid:
+        centers_new[:] = on_grid(centers_new)
     center_shift[:] = np.sqrt(_unrolled_squared(centers_new, centers_old))
     return labels
 
@@ -240,10 +270,14 @@ def _inertia(X: Any, sample_weight: Any, centers: Any, labels: Any) -> float:
 
 class KMeans:
     """``sklearn.cluster.KMeans(n_clusters, n_init=n_init, random_state=seed)`` (Lloyd, k-means++,
-    ``max_iter=300``, ``tol=1e-4``) on dense float64 input: ``fit`` and ``predict`` (dense or CSR)."""
+    ``max_iter=300``, ``tol=1e-4``) on dense float64 input: ``fit`` and ``predict`` (dense or CSR).
 
-    def __init__(self, n_clusters: int, n_init: int, random_state: int):
-        self.n_clusters, self.n_init, self.random_state = n_clusters, n_init, random_state
+    ``grid=True``: the same bits on every CPU (module docstring). The input must then be on the
+    grid already (``on_grid``) with rows of norm at most a few; the data mean and the centres are
+    put on it, and the k-means++ potentials summed exactly. ``grid=False``: scikit-learn's bits."""
+
+    def __init__(self, n_clusters: int, n_init: int, random_state: int, grid: bool = False):
+        self.n_clusters, self.n_init, self.random_state, self.grid = n_clusters, n_init, random_state, grid
         self.cluster_centers_: Any = None
 
     def fit(self, X: Any, sample_weight: Any) -> KMeans:
@@ -252,14 +286,18 @@ class KMeans:
         tol = float(np.mean(np.var(X, axis=0)) * TOL)
         random_state = np.random.RandomState(self.random_state)
         X_mean = X.mean(axis=0)
+        if self.grid:
+            if not np.array_equal(X, on_grid(X)):
+                raise ValueError("KMeans(grid=True) needs its input on the grid: pass on_grid(X)")
+            X_mean = on_grid(X_mean)
         X -= X_mean
         x_squared_norms = _row_norms_squared(X)
         best_inertia: float | None = None
         best_labels: Any = None
         best_centers: Any = None
         for _ in range(self.n_init):
-            centers_init = _kmeans_plusplus(X, self.n_clusters, x_squared_norms, sample_weight, random_state)
-            labels, inertia, centers = self._single_lloyd(X, sample_weight, centers_init, tol)
+            centers_init = _kmeans_plusplus(X, self.n_clusters, x_squared_norms, sample_weight, random_state, exact=self.grid)
+            labels, inertia, centers = self._single_lloyd(X, sample_weight, centers_init, tol, self.grid)
             if best_inertia is None or (inertia < best_inertia and not _is_same_clustering(labels, best_labels, self.n_clusters)):
                 best_labels, best_centers, best_inertia = labels, centers, inertia
         best_centers += X_mean
@@ -267,7 +305,7 @@ class KMeans:
         return self
 
     @staticmethod
-    def _single_lloyd(X: Any, sample_weight: Any, centers_init: Any, tol: float) -> tuple[Any, float, Any]:
+    def _single_lloyd(X: Any, sample_weight: Any, centers_init: Any, tol: float, grid: bool) -> tuple[Any, float, Any]:
         """sklearn.cluster._kmeans._kmeans_single_lloyd."""
         n_clusters = centers_init.shape[0]
         centers = centers_init
@@ -277,7 +315,7 @@ class KMeans:
         center_shift = np.zeros(n_clusters, dtype=X.dtype)
         strict_convergence = False
         for _ in range(MAX_ITER):
-            labels = _lloyd_iter(X, sample_weight, centers, centers_new, weight_in_clusters, center_shift)
+            labels = _lloyd_iter(X, sample_weight, centers, centers_new, weight_in_clusters, center_shift, grid)
             centers, centers_new = centers_new, centers
             if np.array_equal(labels, labels_old):
                 strict_convergence = True
@@ -297,7 +335,8 @@ class KMeans:
 
 def silhouette_score(X: Any, labels: Any) -> float:
     """``sklearn.metrics.silhouette_score(X, labels)`` (Euclidean) for dense ``X`` of at most a few
-    thousand rows (scikit-learn computes them in one chunk: its 1 GiB working memory)."""
+    thousand rows (scikit-learn computes them in one chunk: its 1 GiB working memory). For ``X``
+    on the grid, ``X @ X.T`` is exact, so the score has the same bits on every CPU."""
     X = np.asarray(X, dtype=np.float64)
     labels = np.unique(np.asarray(labels), return_inverse=True)[1].reshape(-1)
     label_freqs = np.bincount(labels)

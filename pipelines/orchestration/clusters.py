@@ -13,7 +13,8 @@ Each block is L2-normalised and weighted (``WEIGHTS``), so no block dominates by
 
 Clustering (``cluster_failures``): identical feature rows are merged and weighted by their count;
 k-means (k-means++, ``N_INIT`` seeded inits, one thread; scikit-learn's KMeans as computed by
-``_kmeans``, its numpy replica, bit for bit, without importing scikit-learn) for k = 2, 3, ... up to ``max_k`` (and the
+``_kmeans``, its numpy replica, without importing scikit-learn; on features rounded to a grid of
+``2**-20`` so that every BLAS dot product is exact and the result the same on every CPU) for k = 2, 3, ... up to ``max_k`` (and the
 number of distinct rows); k is the one with the best silhouette, measured over distinct rows (a
 cluster of identical trajectories would otherwise score a perfect 1 and every split into
 identical groups would look best); the search stops after ``PATIENCE`` k without a gain; ties go
@@ -173,11 +174,21 @@ def _cluster_rows(rows: list[FailureFeatures], members: list[Member], seed: int,
         _normalised(_one_hot([r.kinds for r in rows]), WEIGHTS["kind"]),
         _normalised(text, WEIGHTS["text"]),
     ]
-    X = sparse.hstack(blocks, format="csr")
+    X = _on_grid(sparse.hstack(blocks, format="csr"))
     labels, k, silhouette, centres = _choose_k(X, counts, [m.row for m in members], seed, max_k)
     described, ids = _describe(rows, members, X, text, terms, labels, centres)
     summary = {"clustered": len(members), "k": k, "silhouette": silhouette, "method": method, "clusters": described}
     return Clustering(summary, [ids[int(labels[m.row])] for m in members])
+
+
+def _on_grid(X: Any) -> Any:
+    """The CSR features on k-means' grid (``_kmeans.on_grid``), values that round to zero dropped:
+    its dot products are then exact, so the clusters have the same bits on every CPU."""
+    from pipelines.orchestration._kmeans import on_grid
+
+    X.data = on_grid(X.data)
+    X.eliminate_zeros()
+    return X
 
 
 def _distinct_rows(X: Any) -> int:
@@ -233,7 +244,7 @@ def _best_k(X_fit: Any, weights: Any, X_sample: Any, n_sample: int, k_max: int, 
     best: tuple[float, int, Any] | None = None
     since_best = 0
     for k in range(2, k_max + 1):
-        model = KMeans(n_clusters=k, n_init=N_INIT, random_state=seed).fit(X_fit, weights)
+        model = KMeans(n_clusters=k, n_init=N_INIT, random_state=seed, grid=True).fit(X_fit, weights)
         sample_labels = model.predict(X_sample)
         if not 2 <= len(set(sample_labels.tolist())) < n_sample:
             continue
