@@ -14,7 +14,8 @@ Three levers, used by the loader, the reward batch, the CLI and the judging roun
   the last of them ends, never before (so an inner block cannot undo an outer one's freeze).
 - ``freeze_more()``: inside a block, also set aside what was built since (a loader's items so far).
 - ``quiet_gc()``: for a block that mostly builds survivors (imports), young collections come less
-  often; the thresholds it found are put back.
+  often; the thresholds it found are put back at its end or at ``work_starts()`` (the CLI: start-up
+  under ``quiet_gc`` and ``frozen_heap``, then ``work_starts`` sets the imported modules aside).
 
 Invariants: what this module froze it unfreezes, and nothing else: a caller that froze objects
 itself (``gc.get_freeze_count() > 0`` when no block of ours runs) or disabled the collector is left
@@ -30,7 +31,7 @@ import gc
 import threading
 from collections.abc import Iterator
 
-__all__ = ["freeze_more", "frozen_heap", "keep_inherited_frozen", "quiet_gc"]
+__all__ = ["freeze_more", "frozen_heap", "keep_inherited_frozen", "quiet_gc", "work_starts"]
 
 QUIET_THRESHOLD = 50_000  # young collections per allocations under quiet_gc (CPython's default: 700)
 
@@ -38,6 +39,7 @@ _lock = threading.Lock()
 _depth = 0  # blocks of ours in progress
 _ours = False  # whether the current freeze is ours (False: a caller's, a disabled collector, or none wanted)
 _for_life = False  # a forked worker: what it inherited stays frozen, blocks change nothing
+_quiet: list[tuple[tuple[int, ...], tuple[int, ...]]] = []  # quiet_gc blocks in progress: (set, found)
 
 
 @contextlib.contextmanager
@@ -76,19 +78,30 @@ def freeze_more() -> None:
 @contextlib.contextmanager
 def quiet_gc(threshold0: int = QUIET_THRESHOLD) -> Iterator[None]:
     """For a block that builds mostly survivors (start-up imports), a young collection every
-    ``threshold0`` allocations instead of CPython's 700; the thresholds are put back after it
-    (unless the block set its own). A disabled collector, or a higher threshold, is left as it is."""
+    ``threshold0`` allocations instead of CPython's 700; the thresholds are put back after it, or
+    at ``work_starts`` (unless the block set its own). A disabled collector, or a higher threshold,
+    is left as it is."""
     old = gc.get_threshold()
     if not gc.isenabled() or old[0] >= threshold0:
         yield
         return
     ours = (threshold0, *old[1:])
     gc.set_threshold(*ours)
+    _quiet.append((ours, old))
     try:
         yield
     finally:
+        _quiet.remove((ours, old))
         if gc.get_threshold() == ours:
             gc.set_threshold(*old)
+
+
+def work_starts() -> None:
+    """Start-up is over (a command has imported what it needs): the thresholds the outermost
+    ``quiet_gc`` found come back, and inside a ``frozen_heap`` what is imported is set aside."""
+    if _quiet and gc.get_threshold() == _quiet[-1][0]:
+        gc.set_threshold(*_quiet[0][1])
+    freeze_more()
 
 
 def keep_inherited_frozen() -> None:

@@ -132,3 +132,14 @@ def test_quiet_gc_leaves_thresholds_the_block_set_itself():
     with quiet_gc(5000):
         gc.set_threshold(100, 10, 10)
     assert gc.get_threshold() == (100, 10, 10)
+
+
+def test_work_starts_ends_the_quiet_start_up_and_freezes_what_it_imported():
+    gc.set_threshold(700, 10, 10)
+    with frozen_heap(), quiet_gc(5000):
+        before = gc.get_freeze_count()
+        built = [[i] for i in range(1000)]  # a command's imports
+        _heap.work_starts()
+        assert gc.get_threshold() == (700, 10, 10)
+        assert gc.get_freeze_count() >= before + len(built)
+    assert gc.get_threshold() == (700, 10, 10) and gc.get_freeze_count() == 0
