@@ -25,12 +25,12 @@ from pydantic import Field
 
 from judge.core import AbstainReason, CaseEvidence, Comparisons, registered_comparisons, verify_pass
 from judge.core._escalation import JudgeRequest
+from judge.core._heap import frozen_heap
 from judge.core._stages import Outcome
 from judge.core._verdict import PanelDecision, Vote
 from judge.llm._batches import BatchFlow
 from judge.llm._cache import JudgeCache
 from judge.llm._caller import JudgeCaller
-from judge.llm._heap import old_objects_set_aside
 from judge.llm._limits import BATCH_DISCOUNT, RetryPolicy, price_for
 from judge.llm._providers import JudgeClient, create_client
 from judge.llm._rubric import Rubric, evidence_rule_of, registered_rubrics, verdict_labels
@@ -144,7 +144,7 @@ class Panel:
     async def decide(self, requests: Sequence[JudgeRequest]) -> list[PanelDecision]:
         rubrics = [self.rubric(r.rubric) for r in requests]  # fail before any paid call
         self.stats.requests += len(requests)
-        with old_objects_set_aside():  # the collector walks what the round allocates, not the whole heap
+        with frozen_heap():  # the collector walks what the round allocates, not the whole heap
             decisions = await asyncio.gather(*(self._decide_counted(req, rub) for req, rub in zip(requests, rubrics, strict=True)))
         for d in decisions:
             if d.outcome == Outcome.INCONCLUSIVE:

@@ -53,9 +53,9 @@ from typing import Any
 
 from judge.core import AbstainReason, fresh_std_streams
 from judge.core._escalation import Escalator, JudgeRequest
+from judge.core._heap import frozen_heap, keep_inherited_frozen
 from judge.core._stages import Outcome
 from judge.core._verdict import PanelDecision, Vote
-from judge.llm._heap import keep_inherited_frozen, old_objects_set_aside
 from judge.llm._panel import Panel, PanelStats, build_panel
 from judge.llm._rubric import Rubric
 from judge.llm._settings import JudgeSettings
@@ -151,7 +151,7 @@ class ShardedPanel:
                     name=f"judge-worker-{index}",
                     daemon=True,
                 )
-                with old_objects_set_aside():  # the worker's collector never walks (so never copies) what this process holds
+                with frozen_heap():  # the worker's collector never walks (so never copies) what this process holds
                     process.start()
                 theirs.close()  # only the worker holds its end: its death reads as EOF here
                 self._workers.append(_Worker(index, process, ours))

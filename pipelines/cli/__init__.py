@@ -11,7 +11,10 @@ inside the function, so ``judge --help`` stays fast) and register it below.
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import typer
 
@@ -26,11 +29,28 @@ from pipelines.cli.env import env_app
 from pipelines.cli.gold import gold_app
 from pipelines.cli.rubrics import rubrics_app
 
+
+def collector_policy(command: Callable[..., Any]) -> Callable[..., Any]:
+    """A command that grades: its start-up (its imports) runs with rare young collections, and from
+    ``work_starts`` (``run_and_print``) what it imported is set aside from the collector for the
+    rest of the command (``judge.core._heap``). A wrapper per command, not in ``main``: light
+    commands (``judge env list``, ``--help``) must not import ``judge`` (pydantic) at all."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        from judge.core._heap import frozen_heap, quiet_gc
+
+        with frozen_heap(), quiet_gc():
+            return command(*args, **kwargs)
+
+    return run
+
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_show_locals=False, help="Grade tool-calling agent trajectories, VAKRA-style.")
-app.command()(_grade.grade)
-app.command()(_grade.demo)
+app.command()(collector_policy(_grade.grade))
+app.command()(collector_policy(_grade.demo))
 app.command()(_report.report)
-app.command()(_resume.resume)
+app.command()(collector_policy(_resume.resume))
 app.command()(_run.run)
 app.command()(_calibrate.calibrate)
 app.command()(_schema.schema)

@@ -71,8 +71,11 @@ def run_and_print(opts: GradeOptions) -> RunSummary:
     from rich.text import Text
 
     from judge import ExternalCallError
+    from judge.core._heap import work_starts
     from pipelines.ingest import ToolSpecError, UnreadableInput, UsageError
     from pipelines.run import BatchWait, InputChanged, InputErrorsFound, NoTasks, RunDirError, run_grading
+
+    work_starts()  # start-up is over: normal collections, and what is imported stays set aside
 
     class Amount(ProgressColumn):
         """Bytes read while grading; questions answered while judging."""

@@ -31,7 +31,8 @@ aside (here ``<memory>``).
 
 Invariants: pure (the same arguments give an equal result; nothing is read or written), total
 (a malformed task or trajectory gives a ``verdict: error`` result naming the field, it never
-raises), and thread- and process-safe (no shared state is written).
+raises), and thread- and process-safe (no shared state is written; the collector's freeze during a
+batch is shared by concurrent batches and undone when the last ends, ``judge.core._heap``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from typing import Any
 import orjson
 
 from judge import InputError, InputErrorInfo, SourceRef, Task, Trajectory, TrajectoryResult, VerdictLabel
+from judge.core._heap import frozen_heap
 from pipelines.alignment import TurnAlignmentError
 from pipelines.config import GradingConfig
 from pipelines.grade.case import grade_case
@@ -78,19 +80,24 @@ def grade_trajectories(
     fmt: str = "native",
     replayer: Any = None,
 ) -> list[TrajectoryResult]:
-    """``grade_trajectory`` of each (task, trajectory) pair, in order; each distinct task read once."""
+    """``grade_trajectory`` of each (task, trajectory) pair, in order; each distinct task read once.
+
+    The caller's heap (a training loop's rollouts, model state) is set aside from the collector for
+    the batch (``judge.core._heap.frozen_heap``): none of it can become garbage because of grading,
+    and the full collections a batch triggers would otherwise walk all of it."""
     config = config or GradingConfig()
     collector = TaskCollector()
     read: dict[Any, Task | TrajectoryResult] = {}
     out = []
-    for task, trajectory in pairs:
-        key = _task_key(task)
-        model = read.get(key) if key is not None else None
-        if model is None:
-            model = _read_task(task, collector)
-            if key is not None:
-                read[key] = model
-        out.append(_grade(model, trajectory, config, fmt, replayer))
+    with frozen_heap():
+        for task, trajectory in pairs:
+            key = _task_key(task)
+            model = read.get(key) if key is not None else None
+            if model is None:
+                model = _read_task(task, collector)
+                if key is not None:
+                    read[key] = model
+            out.append(_grade(model, trajectory, config, fmt, replayer))
     return out
 
 

@@ -35,6 +35,7 @@ from judge import (
     Turn,
     extra_fields,
 )
+from judge.core._heap import freeze_more, frozen_heap
 from pipelines.ingest._base import (
     ItemContext,
     ItemError,
@@ -49,6 +50,7 @@ from pipelines.ingest._base import (
 )
 from pipelines.ingest._reader import RawItem, read_items
 
+FREEZE_EVERY = 500  # tasks read between two freezes of what is loaded (load_task_items)
 _TRAJECTORY_KEYS = ("turns", "steps", "final_answer")
 _TRAJECTORY_SHORTHAND = ("steps", "final_answer")
 _TASK_SHORTHAND = ("question", *SINGLE_TURN_KEYS)
@@ -181,21 +183,28 @@ def _load_tasks(path: str, reference: str | None, limits: Limits) -> TaskSet:
 
 def load_task_items(items: Iterable[RawItem], path: str, collector: TaskCollector) -> TaskSet:
     """Each read item into ``collector`` (a task, or an error): the loop of ``_load_tasks``, also
-    run by workers on shards of a large tasks file (``pipelines.ingest._parallel``)."""
-    for raw in items:
-        source = SourceRef(file=path, line=raw.line, item=raw.index)
-        if raw.error is not None:
-            collector.add_error(raw.error, None)
-            continue
-        if not isinstance(raw.value, dict):
-            collector.add_error(ItemError("invalid_field", "a task must be a JSON object", "<root>").info(path, raw.line), None)
-            continue
-        try:
-            task, warnings = convert_task(collector.prepare(raw.value), path, raw.line)
-        except ItemError as err:
-            collector.add_error(err.info(path, raw.line), as_id(raw.value.get("task_id")))
-            continue
-        collector.add(task, source, warnings)
+    run by workers on shards of a large tasks file (``pipelines.ingest._parallel``).
+
+    The task set is a large tree of objects that lives for the run: every ``FREEZE_EVERY`` items
+    what is loaded so far is set aside from the collector (``judge.core._heap``), so the full
+    collections the loading triggers do not walk it again and again."""
+    with frozen_heap():
+        for count, raw in enumerate(items, 1):
+            if count % FREEZE_EVERY == 0:
+                freeze_more()
+            source = SourceRef(file=path, line=raw.line, item=raw.index)
+            if raw.error is not None:
+                collector.add_error(raw.error, None)
+                continue
+            if not isinstance(raw.value, dict):
+                collector.add_error(ItemError("invalid_field", "a task must be a JSON object", "<root>").info(path, raw.line), None)
+                continue
+            try:
+                task, warnings = convert_task(collector.prepare(raw.value), path, raw.line)
+            except ItemError as err:
+                collector.add_error(err.info(path, raw.line), as_id(raw.value.get("task_id")))
+                continue
+            collector.add(task, source, warnings)
     return collector.result
 
 

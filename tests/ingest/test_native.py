@@ -151,3 +151,27 @@ def test_unknown_fields_are_kept_as_warnings_and_errors_only_when_strict(write_j
     assert [(w.kind, w.field, w.line) for w in item.warnings] == [("unknown_field", "reward", 1), ("unknown_field", "steps[0].id", 1)]
     (strict_item,) = read_trajectories(trajs, strict=True).items
     assert strict_item.trajectory is None and strict_item.error.field == "reward" and "and 1 more (--strict)" in strict_item.error.message
+
+
+def test_loading_sets_the_loaded_tasks_aside_from_the_collector_and_hands_them_back():
+    """Full collections during a large load would walk the task set again and again: every
+    ``FREEZE_EVERY`` items what is loaded is frozen (``judge.core._heap``), and unfrozen after."""
+    import gc
+
+    from pipelines.ingest import TaskCollector
+    from pipelines.ingest._native import FREEZE_EVERY, load_task_items
+    from pipelines.ingest._reader import RawItem
+
+    assert gc.get_freeze_count() == 0
+    seen: list[int] = []
+
+    def items():
+        for i in range(2 * FREEZE_EVERY + 1):
+            if i == 2 * FREEZE_EVERY:
+                seen.append(gc.get_freeze_count())
+            yield RawItem(line=i + 1, index=i, value={"task_id": f"t{i}", "question": "q?", "gold_answer": "a"})
+
+    tasks = load_task_items(items(), "tasks.jsonl", TaskCollector())
+    assert len(tasks.tasks) == 2 * FREEZE_EVERY + 1
+    assert seen[0] > 0
+    assert gc.get_freeze_count() == 0

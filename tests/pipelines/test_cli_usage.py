@@ -83,3 +83,35 @@ def test_the_installed_command_exits_2_too(files, tmp_path):
     proc = subprocess.run([*cmd, "--out", str(tmp_path / "o")], capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "--task-format" in proc.stderr and "native, vakra, bfcl" in proc.stderr
+
+
+_WORK_PROBE = """
+import gc, json, sys
+import pipelines.run
+from pipelines.cli import main
+real, seen = pipelines.run.run_grading, {}
+def probe(*args, **kwargs):
+    seen["work"] = [list(gc.get_threshold()), gc.get_freeze_count()]
+    return real(*args, **kwargs)
+pipelines.run.run_grading = probe
+before = list(gc.get_threshold())
+try:
+    main()
+except SystemExit:
+    pass
+print(json.dumps({"before": before, "after": [list(gc.get_threshold()), gc.get_freeze_count()], **seen}))
+"""
+
+
+def test_the_command_sets_its_imports_aside_once_work_starts_and_restores_the_collector(tmp_path):
+    """Start-up runs with rare young collections; the work with the thresholds found at start and
+    the imported modules frozen (``judge.core._heap``); after the command, all as it was."""
+    from pipelines.resources import sample_dir
+
+    sample = sample_dir()
+    args = ["grade", "--tasks", str(sample / "tasks.jsonl"), "--trajectories", str(sample / "trajectories.jsonl"), "--out", str(tmp_path / "out")]
+    proc = subprocess.run([sys.executable, "-c", _WORK_PROBE, *args], capture_output=True, text=True, timeout=120)
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["work"][0] == seen["before"]
+    assert seen["work"][1] > 10_000  # the modules imported by then, set aside
+    assert seen["after"] == [seen["before"], 0]

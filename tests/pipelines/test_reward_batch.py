@@ -63,3 +63,22 @@ def test_the_batch_reads_a_shared_task_once_and_keeps_bad_items_apart(generated)
     assert batch[2].verdict == "error" and batch[2].error.field.startswith("task.")
     assert batch[3].verdict == "error" and batch[3].error.field == "messages"
     assert batch[0].turns[0].checks is not batch[4].turns[0].checks  # nothing shared between results
+
+
+def test_a_batch_sets_the_callers_heap_aside_and_hands_it_back(generated):
+    """Full collections during a batch would walk the caller's whole heap (its rollouts, its
+    model state): it is frozen for the batch, and unfrozen after (``judge.core._heap``)."""
+    import gc
+
+    tasks, trajectories, _ = generated
+    assert gc.get_freeze_count() == 0
+    seen: list[int] = []
+
+    def pairs():
+        for pair in zip(tasks, trajectories, strict=True):
+            seen.append(gc.get_freeze_count())
+            yield pair
+
+    batch = grade_trajectories(pairs(), fmt="openai")
+    assert len(batch) == len(tasks) and min(seen) > 0
+    assert gc.get_freeze_count() == 0
