@@ -19,7 +19,7 @@ from pipelines.matching.answers import (
 )
 from pipelines.matching.literals import LITERAL_TYPES, language_of_category, read_literal
 from pipelines.matching.normalize import bfcl_normalize, normalize_answer_text, tokens
-from pipelines.matching.values import MISSING, ValueMatch, compare_argument, values_equal
+from pipelines.matching.values import MISSING, ValueMatch, compare_argument, identical, values_equal
 
 __all__ = [
     "LITERAL_TYPES",
@@ -32,6 +32,7 @@ __all__ = [
     "bfcl_normalize",
     "compare_answer",
     "compare_argument",
+    "identical",
     "is_missing",
     "language_of_category",
     "normalize_answer_text",
