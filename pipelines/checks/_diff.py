@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge import ArgumentRule, FailureStage, ReferenceCall, Step, ToolSpec
-from pipelines.matching import MISSING, compare_argument
+from pipelines.matching import MISSING, compare_argument, identical
 
 
 @dataclass
@@ -45,6 +45,30 @@ def _defaults(spec: ToolSpec | None) -> dict[str, Any]:
 
 
 def diff_call(ref: ReferenceCall, step: Step, spec: ToolSpec | None, *, extra_arguments: bool = False, undeclared_keys: bool = False) -> CallDiff:
+    """``_diff_call``, with a fast path for a call identical to its reference (see ``_plainly_same``)."""
+    if step.name == ref.name and step.arguments is not None and _plainly_same(ref, step.arguments, spec):
+        return CallDiff(None)
+    return _diff_call(ref, step, spec, extra_arguments=extra_arguments, undeclared_keys=undeclared_keys)
+
+
+def _plainly_same(ref: ReferenceCall, given: dict[str, Any], spec: ToolSpec | None) -> bool:
+    """The call passes exactly the reference's written arguments (``identical``), the reference
+    sets no argument rule, and the schema has nothing to object: it declares every argument (or
+    none), each argument it requires is given or defaulted, and none is a BFCL language literal
+    (read as source text first). Then every argument set's first one matches, with no undeclared key."""
+    if ref.argument_rules or not identical(ref.arguments, given):
+        return False
+    if spec is None:
+        return True
+    props = spec.properties
+    if props and any(key not in props for key in given):
+        return False
+    if any(key not in given and key not in spec.defaults for key in spec.required):
+        return False
+    return not any(isinstance(props.get(key), dict) and "x-bfcl-language" in props[key] for key in given)
+
+
+def _diff_call(ref: ReferenceCall, step: Step, spec: ToolSpec | None, *, extra_arguments: bool = False, undeclared_keys: bool = False) -> CallDiff:
     """How ``step`` differs from ``ref``: the first argument set (the written one, then each
     alternative) that matches, else one that matches but for undeclared keys, else the one that got
     furthest. ``extra_arguments``: arguments and nested keys the reference does not mention are
