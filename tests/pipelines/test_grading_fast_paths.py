@@ -81,3 +81,24 @@ def test_diff_call_identical_near_misses():
     for value in [5, "5", "x y", [1]]:  # a BFCL language literal is read as source text first, identical or not
         ref, step = ReferenceCall(name="t", arguments={"a": value}), Step(name="t", arguments={"a": value}, result="ok")
         assert diff_call(ref, step, java) == _diff_call(ref, step, java)
+
+
+def test_json_bytes_are_model_dump_json_encoded():
+    """Rows and kept trajectories are written by ``json_bytes``: the bytes ``model_dump_json`` gives, encoded."""
+    from bench.conversations import conversations
+    from judge import Task
+    from pipelines.config import GradingConfig
+    from pipelines.grade import grade_case
+    from pipelines.ingest import convert_trajectory
+    from pipelines.run.shards import json_bytes
+
+    for conv in conversations(12, seed=5):
+        traj = convert_trajectory(conv.trajectory, "openai", file="x").trajectory
+        assert traj is not None
+        traj.turns[-1].final_answer = 'Ünïcödé ✓ 你好 \u2028 "quoted" \\ end'  # non-ASCII and escapes
+        traj.turns[-1].steps[:1] = [Step(name="odd", arguments={"x": float("nan"), "y": float("inf"), "z": None, "ü": [1, 1.0, True]}, result={"k": None})]
+        for task in (conv.task_episode, conv.task_turns):
+            result = grade_case(Task.model_validate(task), traj, GradingConfig()).result()
+            assert json_bytes(result, exclude_none=True) == result.model_dump_json(exclude_none=True).encode("utf-8")
+            assert json_bytes(result) == result.model_dump_json().encode("utf-8")
+        assert json_bytes(traj) == traj.model_dump_json().encode("utf-8")
