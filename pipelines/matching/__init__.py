@@ -15,6 +15,7 @@ from pipelines.matching.answers import (
     compare_answer,
     is_missing,
     numbers_in,
+    value_finder,
     value_in_text,
 )
 from pipelines.matching.literals import LITERAL_TYPES, language_of_category, read_literal
@@ -39,6 +40,7 @@ __all__ = [
     "numbers_in",
     "read_literal",
     "tokens",
+    "value_finder",
     "value_in_text",
     "values_equal",
 ]

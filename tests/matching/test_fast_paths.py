@@ -127,3 +127,26 @@ def _has_nan(value: Any) -> bool:
     if isinstance(value, dict):
         return any(map(_has_nan, value.values()))
     return False
+
+
+needles = st.one_of(
+    values,
+    st.sampled_from(["12", "12.0", "$12", "12%", "1,200", "1.2 million", "Order #W123", "order w123", '["a", "b"]', '{"k": 12}', '"12"', "null", "true",
+                     "New York", "new-york", "\ue002", "", "  ", "nan", "NaN", "1e3", "1000", "café", "东京"]),
+    st.text(alphabet="ab 12.,$%-", max_size=8),
+)  # fmt: skip
+texts = st.one_of(
+    st.sampled_from(["Your order #W123 totals $12.00 (1,200 points).", "We are in New York; 1.2 million served", "", "nan NaN 1e3", "东京 café"]),
+    st.text(alphabet="ab 12.,$%-", max_size=20),
+    values,
+)
+
+
+@PROPS
+@given(needles, st.lists(texts, min_size=1, max_size=3), st.sampled_from([1e-6, 0.0, 0.1]))
+def test_value_finder_answers_as_value_in_text(value, haystacks, rel):
+    from pipelines.matching import Haystack, value_finder, value_in_text
+
+    found = value_finder(value, relative_tolerance=rel)
+    prepared = [Haystack(t) for t in haystacks]
+    assert [found(h) for h in prepared] == [value_in_text(value, t, relative_tolerance=rel) for t in haystacks]
