@@ -98,17 +98,18 @@ def _diff_arguments(
     arguments: dict[str, Any], rules: dict[str, ArgumentRule], given: dict[str, Any], spec: ToolSpec | None, extra_arguments: bool, undeclared_keys: bool
 ) -> CallDiff:
     defaults = _defaults(spec)
+    props = spec.properties if spec is not None else {}  # the schema read once per call, not once per argument
     referenced = set(arguments) | set(rules)
 
     name_problems: list[str] = []
     for key in given:
-        if spec is not None and spec.properties and key not in spec.properties:
+        if props and key not in props:
             name_problems.append(f"unexpected argument {key!r} (not in the tool schema)")
         elif key in referenced or extra_arguments:
             continue
         elif key not in defaults:
             name_problems.append(f"unexpected argument {key!r} (not in the reference call)")
-        elif not _same(defaults[key], given[key], spec, key):
+        elif not compare_argument(defaults[key], given[key], None, _param_schema(props, key)).ok:
             name_problems.append(f"unexpected argument {key!r}={given[key]!r} (reference leaves it at its default)")
     for key in sorted(referenced):
         rule = rules.get(key)
@@ -131,8 +132,9 @@ def _diff_arguments(
             continue  # omission is explicitly allowed
         else:
             actual = defaults[key]  # omitted, the tool applies its default
-        schema = spec.param_schema(key) if spec is not None else None
-        result = compare_argument(arguments.get(key, MISSING), actual, rule, schema, extra_keys=extra_arguments, undeclared_keys=undeclared_keys)
+        result = compare_argument(
+            arguments.get(key, MISSING), actual, rule, _param_schema(props, key), extra_keys=extra_arguments, undeclared_keys=undeclared_keys
+        )
         if not result.ok:
             value_problems.append(f"{key}: {result.reason}")
         undeclared += [f"{key}{'' if p.startswith('[') else '.'}{p}" for p in result.undeclared]
@@ -141,6 +143,7 @@ def _diff_arguments(
     return CallDiff(None, undeclared=tuple(undeclared))
 
 
-def _same(a: Any, b: Any, spec: ToolSpec | None, key: str) -> bool:
-    schema = spec.param_schema(key) if spec is not None else None
-    return compare_argument(a, b, None, schema).ok
+def _param_schema(props: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """``ToolSpec.param_schema`` on properties read once."""
+    schema = props.get(key)
+    return schema if isinstance(schema, dict) else None
