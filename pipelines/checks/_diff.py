@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge import ArgumentRule, FailureStage, ReferenceCall, Step, ToolSpec
-from pipelines.matching import MISSING, compare_argument
+from pipelines.matching import MISSING, compare_argument, identical
 
 
 @dataclass
@@ -45,6 +45,30 @@ def _defaults(spec: ToolSpec | None) -> dict[str, Any]:
 
 
 def diff_call(ref: ReferenceCall, step: Step, spec: ToolSpec | None, *, extra_arguments: bool = False, undeclared_keys: bool = False) -> CallDiff:
+    """``_diff_call``, with a fast path for a call identical to its reference (see ``_plainly_same``)."""
+    if step.name == ref.name and step.arguments is not None and _plainly_same(ref, step.arguments, spec):
+        return CallDiff(None)
+    return _diff_call(ref, step, spec, extra_arguments=extra_arguments, undeclared_keys=undeclared_keys)
+
+
+def _plainly_same(ref: ReferenceCall, given: dict[str, Any], spec: ToolSpec | None) -> bool:
+    """The call passes exactly the reference's written arguments (``identical``), the reference
+    sets no argument rule, and the schema has nothing to object: it declares every argument (or
+    none), each argument it requires is given or defaulted, and none is a BFCL language literal
+    (read as source text first). Then every argument set's first one matches, with no undeclared key."""
+    if ref.argument_rules or not identical(ref.arguments, given):
+        return False
+    if spec is None:
+        return True
+    props = spec.properties
+    if props and any(key not in props for key in given):
+        return False
+    if any(key not in given and key not in spec.defaults for key in spec.required):
+        return False
+    return not any(isinstance(props.get(key), dict) and "x-bfcl-language" in props[key] for key in given)
+
+
+def _diff_call(ref: ReferenceCall, step: Step, spec: ToolSpec | None, *, extra_arguments: bool = False, undeclared_keys: bool = False) -> CallDiff:
     """How ``step`` differs from ``ref``: the first argument set (the written one, then each
     alternative) that matches, else one that matches but for undeclared keys, else the one that got
     furthest. ``extra_arguments``: arguments and nested keys the reference does not mention are
@@ -74,17 +98,18 @@ def _diff_arguments(
     arguments: dict[str, Any], rules: dict[str, ArgumentRule], given: dict[str, Any], spec: ToolSpec | None, extra_arguments: bool, undeclared_keys: bool
 ) -> CallDiff:
     defaults = _defaults(spec)
+    props = spec.properties if spec is not None else {}  # the schema read once per call, not once per argument
     referenced = set(arguments) | set(rules)
 
     name_problems: list[str] = []
     for key in given:
-        if spec is not None and spec.properties and key not in spec.properties:
+        if props and key not in props:
             name_problems.append(f"unexpected argument {key!r} (not in the tool schema)")
         elif key in referenced or extra_arguments:
             continue
         elif key not in defaults:
             name_problems.append(f"unexpected argument {key!r} (not in the reference call)")
-        elif not _same(defaults[key], given[key], spec, key):
+        elif not compare_argument(defaults[key], given[key], None, _param_schema(props, key)).ok:
             name_problems.append(f"unexpected argument {key!r}={given[key]!r} (reference leaves it at its default)")
     for key in sorted(referenced):
         rule = rules.get(key)
@@ -107,8 +132,9 @@ def _diff_arguments(
             continue  # omission is explicitly allowed
         else:
             actual = defaults[key]  # omitted, the tool applies its default
-        schema = spec.param_schema(key) if spec is not None else None
-        result = compare_argument(arguments.get(key, MISSING), actual, rule, schema, extra_keys=extra_arguments, undeclared_keys=undeclared_keys)
+        result = compare_argument(
+            arguments.get(key, MISSING), actual, rule, _param_schema(props, key), extra_keys=extra_arguments, undeclared_keys=undeclared_keys
+        )
         if not result.ok:
             value_problems.append(f"{key}: {result.reason}")
         undeclared += [f"{key}{'' if p.startswith('[') else '.'}{p}" for p in result.undeclared]
@@ -117,6 +143,7 @@ def _diff_arguments(
     return CallDiff(None, undeclared=tuple(undeclared))
 
 
-def _same(a: Any, b: Any, spec: ToolSpec | None, key: str) -> bool:
-    schema = spec.param_schema(key) if spec is not None else None
-    return compare_argument(a, b, None, schema).ok
+def _param_schema(props: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """``ToolSpec.param_schema`` on properties read once."""
+    schema = props.get(key)
+    return schema if isinstance(schema, dict) else None

@@ -29,14 +29,15 @@ from typing import Any
 from judge import Check, Comparisons, Evidence, EvidenceKind, FailureStage, Outcome, StageResult, pattern_search, use_comparisons
 from pipelines.checks._context import TurnContext
 from pipelines.checks._waterfall import CheckOutcome
-from pipelines.matching import AnswerLabel, AnswerThresholds, Haystack, compare_answer, is_missing, value_in_text
+from pipelines.matching import AnswerLabel, AnswerThresholds, Haystack, compare_answer, is_missing, value_finder, value_in_text
 
 
 def communicated(info: str, told: Told) -> int | None:
     """Index of the first agent message that conveys ``info``, else None (see the module rules)."""
     needle = info.lower()
+    found = value_finder(info)  # the item read once for all messages
     for i, (plain, hay) in enumerate(zip(told.plain, told.haystacks, strict=True)):
-        if needle in plain or value_in_text(info, hay):
+        if needle in plain or found(hay):
             return i
     return None
 

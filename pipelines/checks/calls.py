@@ -110,6 +110,7 @@ class _CallMatcher:
         self.used: set[int] = set()
         self.id_to_index = {c.id: i for i, c in enumerate(self.refs) if c.id is not None}
         self.order_violations: dict[int, int] = {}
+        self.order = dependency_order(self.refs)  # walked by the structural and the undeclared-keys phases alike
         self._diffs: dict[tuple[int, int], CallDiff] = {}
 
     def diff(self, ri: int, si: int) -> CallDiff:
@@ -145,7 +146,7 @@ class _CallMatcher:
     def assign_structurally(self) -> None:
         """In dependency order, each reference call takes the earliest matching unused call that
         comes after the calls satisfying its dependencies."""
-        for ri in dependency_order(self.refs):
+        for ri in self.order:
             name = self.refs[ri].name
             deps = [self.id_to_index[d] for d in self.refs[ri].depends_on]
             after = max((s for d in deps if (s := self.status[d].satisfied_by) is not None), default=-1)
@@ -191,7 +192,7 @@ class _CallMatcher:
         """A reference write still unsatisfied takes the earliest unused call equal to it on every
         key it names but carrying nested keys no schema declares: satisfied, and the check is
         inconclusive ("undeclared keys"), since whether the tool read those keys is unknown."""
-        for ri in dependency_order(self.refs):
+        for ri in self.order:
             st = self.status[ri]
             if st.satisfied_by is not None or st.advisory:
                 continue

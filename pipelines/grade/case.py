@@ -177,7 +177,8 @@ class GradedCase:
             source=self.source,
             external_labels=list(self.trajectory.external_labels) or None,
         )
-        result.orchestration = assess_orchestration(self.task, self.trajectory, result, self.config.turns)
+        graded = [(ts.ctx.turn, [v.step for v in ts.ctx.steps], ts.ctx.ended_early is not None) for ts in self.turns]  # aligned once, here
+        result.orchestration = assess_orchestration(self.task, self.trajectory, result, self.config.turns, graded=graded)
         return result
 
     def _unrecorded(self, ts: TurnState) -> str | None:

@@ -15,11 +15,12 @@ from pipelines.matching.answers import (
     compare_answer,
     is_missing,
     numbers_in,
+    value_finder,
     value_in_text,
 )
 from pipelines.matching.literals import LITERAL_TYPES, language_of_category, read_literal
 from pipelines.matching.normalize import bfcl_normalize, normalize_answer_text, tokens
-from pipelines.matching.values import MISSING, ValueMatch, compare_argument, values_equal
+from pipelines.matching.values import MISSING, ValueMatch, compare_argument, identical, values_equal
 
 __all__ = [
     "LITERAL_TYPES",
@@ -32,12 +33,14 @@ __all__ = [
     "bfcl_normalize",
     "compare_answer",
     "compare_argument",
+    "identical",
     "is_missing",
     "language_of_category",
     "normalize_answer_text",
     "numbers_in",
     "read_literal",
     "tokens",
+    "value_finder",
     "value_in_text",
     "values_equal",
 ]

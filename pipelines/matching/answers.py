@@ -38,7 +38,7 @@ import re
 import unicodedata
 import warnings
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +56,7 @@ __all__ = [
     "is_missing",
     "numbers_in",
     "shares_content",
+    "value_finder",
     "value_in_text",
 ]
 
@@ -1035,3 +1036,24 @@ def value_in_text(value: Any, text: Any, *, relative_tolerance: float = 1e-6) ->
     if _LEAF_SEP in needle:  # cannot be told from a leaf boundary: compare leaf by leaf
         return any(_contains_run(tokens(_text(leaf)), needle) for leaf in hay.leaves if leaf is not None)
     return " " + " ".join(needle) + " " in hay.line()
+
+
+def value_finder(value: Any, *, relative_tolerance: float = 1e-6) -> Callable[[Haystack], bool]:
+    """``value_in_text(value, hay)`` as a test of many haystacks, with ``value`` read once (its JSON
+    text parsed, its number readings or its tokens found once, not once per haystack): a required
+    item is asked of every agent message."""
+    parsed = parse_json_text(value)
+    if isinstance(parsed, (dict, list, tuple)):
+        return lambda hay: value_in_text(value, hay, relative_tolerance=relative_tolerance)  # each element is read per haystack as before
+    if parsed is None:
+        return lambda hay: False
+    readings = _as_number(parsed)
+    if readings is not None:
+        return lambda hay: any(_any_close(readings, r, relative_tolerance) for r in hay.readings())
+    needle = tokens(_text(parsed))
+    if not needle:
+        return lambda hay: False
+    if _LEAF_SEP in needle:
+        return lambda hay: any(_contains_run(tokens(_text(leaf)), needle) for leaf in hay.leaves if leaf is not None)
+    run = " " + " ".join(needle) + " "
+    return lambda hay: run in hay.line()

@@ -45,7 +45,7 @@ from judge import ArgumentRule, pattern_full_match
 from pipelines.matching.literals import read_literal, value_schema
 from pipelines.matching.normalize import bfcl_normalize
 
-__all__ = ["MISSING", "ValueMatch", "compare_argument", "values_equal"]
+__all__ = ["MISSING", "ValueMatch", "compare_argument", "identical", "values_equal"]
 
 
 class _Missing:
@@ -76,6 +76,9 @@ class ValueMatch:
     ok: bool
     reason: str = ""  # for a mismatch: short human text naming the path inside nested values
     undeclared: tuple[str, ...] = ()  # with undeclared_keys: paths of keys no schema declares, left out of the comparison
+
+
+_SAME: Final = ValueMatch(True)  # frozen: one shared result for every identical pair
 
 
 @dataclass(frozen=True)
@@ -423,6 +426,37 @@ def _as_text(value: Any) -> str:
 
 
 _NO_RULE = ArgumentRule()  # read only: the rule of an argument the reference gives no rule for
+_PLAIN_SCALARS = (str, int, bool, type(None))  # equal by ``==`` and of one JSON kind per type (float apart: NaN)
+
+
+def identical(a: Any, b: Any) -> bool:
+    """``a`` and ``b`` are the same JSON value, type for type (1 vs 1.0 vs True, a list vs a tuple
+    and NaN are not). Every comparison rule accepts such a pair, so it needs none of them: callers
+    use it as a fast path and take the full comparison for anything else. Iterative: agent values
+    are untrusted and may nest deeper than the recursion limit."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        kind = type(x)
+        if kind is not type(y):
+            return False
+        if kind in _PLAIN_SCALARS or kind is float:
+            if x != y:  # NaN != NaN: the full comparison decides
+                return False
+        elif kind is list:
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif kind is dict:
+            if len(x) != len(y):
+                return False
+            for key, value in x.items():
+                if key not in y:
+                    return False
+                stack.append((value, y[key]))
+        else:
+            return False  # a tuple or another type: the full comparison decides
+    return True
 
 
 def compare_argument(
@@ -442,6 +476,29 @@ def compare_argument(
     reads is left out and reported in ``undeclared`` (see the module doc). Raises ``ValueError`` when the reference accepts no value
     at all (no literal, no ``any_of``, no pattern, not ``any_value``, not omit-only): that is a broken
     reference, not an agent error.
+    """
+    if expected is not MISSING and not (schema and "x-bfcl-language" in schema) and identical(expected, actual):
+        return _SAME  # the reference literal itself (most calls of a good agent): no rule can reject it
+    return _compare_argument(expected, actual, rule, schema, extra_keys=extra_keys, undeclared_keys=undeclared_keys)
+
+
+def _compare_argument(
+    expected: Any,
+    actual: Any,
+    rule: ArgumentRule | None = None,
+    schema: dict | None = None,
+    *,
+    extra_keys: bool = False,
+    undeclared_keys: bool = False,
+) -> ValueMatch:
+    """Does the agent's ``actual`` value satisfy the reference (``expected`` + ``rule``)?
+
+    ``expected`` is ``MISSING`` when the reference gives only ``rule.any_of`` or ``rule.pattern``;
+    ``actual`` is ``MISSING`` when the agent omitted the argument. ``extra_keys``: object keys the
+    reference does not mention are ignored. ``undeclared_keys``: a nested key no schema says the tool
+    reads is left out and reported in ``undeclared`` (see the module doc). Raises ``ValueError`` when the reference accepts no value
+    at all (no literal, no ``any_of``, no pattern, not ``any_value``, not omit-only): that is a broken
+    reference, not an agent error (the full comparison: ``compare_argument`` without its fast path).
     """
     rule = rule or _NO_RULE
     if actual is MISSING:

@@ -11,7 +11,7 @@ Per run, ``OrchestrationTally`` turns the results into the ``orchestration`` sec
 
 from judge import Orchestration, Task, Trajectory, TrajectoryResult
 from pipelines.alignment import TurnsMode
-from pipelines.orchestration._alignment import TurnView, align, failure_kind, is_failed_call
+from pipelines.orchestration._alignment import GradedTurn, TurnView, align, failure_kind, is_failed_call, views_of
 from pipelines.orchestration.clusters import Clustering, FailureFeatures, cluster_failures, failure_features
 from pipelines.orchestration.failure_modes import FailureModes
 from pipelines.orchestration.loops import LOOP_MIN_REPEATS, loop_facts
@@ -21,10 +21,14 @@ from pipelines.orchestration.tally import OrchestrationTally
 from pipelines.orchestration.tiers import difficulty_tier
 
 
-def assess_orchestration(task: Task, trajectory: Trajectory, result: TrajectoryResult, turns: TurnsMode = "auto") -> Orchestration:
+def assess_orchestration(
+    task: Task, trajectory: Trajectory, result: TrajectoryResult, turns: TurnsMode = "auto", *, graded: list[GradedTurn] | None = None
+) -> Orchestration:
     """Recovery, rounds, loops and tier of one graded trajectory (see each module for definitions).
-    ``turns``: the turn-alignment mode the result was graded with (``GradingConfig.turns``)."""
-    views = align(task, trajectory, result, turns)
+    ``turns``: the turn-alignment mode the result was graded with (``GradingConfig.turns``).
+    ``graded``: the turns as the grader aligned them (task turn, resolved steps, whether the run
+    ended in it), when known: they are not aligned again."""
+    views = views_of(graded, result) if graded is not None else align(task, trajectory, result, turns)
     dags = turn_dags(views)
     events = classify_recovery(views)
     rate = recovery_rate(events)
@@ -51,6 +55,7 @@ __all__ = [
     "Clustering",
     "FailureFeatures",
     "FailureModes",
+    "GradedTurn",
     "OrchestrationTally",
     "TurnView",
     "align",
@@ -67,4 +72,5 @@ __all__ = [
     "recovery_rate",
     "round_facts",
     "same_depth_pairs",
+    "views_of",
 ]

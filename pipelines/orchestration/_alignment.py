@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from judge import Check, EvidenceKind, ReferenceCall, Step, Task, Trajectory, TrajectoryResult
+from judge import Check, EvidenceKind, ReferenceCall, Step, Task, Trajectory, TrajectoryResult, Turn
 from pipelines.alignment import TurnsMode
 from pipelines.alignment import align as align_turns
 
@@ -50,15 +50,28 @@ def align(task: Task, trajectory: Trajectory, result: TrajectoryResult, turns: T
     """One view per graded turn, in grading order (a turn the agent never reached has no steps).
     ``turns`` is the grading's turn-alignment mode (``[grading] turns``): the same pairing the
     grader used, so the graded turn results line up one to one."""
-    views: list[TurnView] = []
     alignment = align_turns(task, trajectory, turns)
-    pairs = alignment.pairs
     stopped = trajectory.ended_turn
-    for (turn, traj_turn), graded in zip(pairs, [*result.turns, *([None] * (len(pairs) - len(result.turns)))], strict=True):
-        steps = [task.tool_names.resolve_step(s) for s in traj_turn.steps] if traj_turn is not None else []
-        ended = stopped is not None and (alignment.episode or traj_turn is stopped)
+    graded = [
+        (
+            turn,
+            [task.tool_names.resolve_step(s) for s in traj_turn.steps] if traj_turn is not None else [],
+            stopped is not None and (alignment.episode or traj_turn is stopped),
+        )
+        for turn, traj_turn in alignment.pairs
+    ]
+    return views_of(graded, result)
+
+
+GradedTurn = tuple[Turn, list[Step], bool]  # a task turn, the steps graded against it (names resolved), whether the run ended in it
+
+
+def views_of(graded: list[GradedTurn], result: TrajectoryResult) -> list[TurnView]:
+    """The views of turns the grader aligned already (``align`` without aligning again)."""
+    views: list[TurnView] = []
+    for (turn, steps, ended), outcome in zip(graded, [*result.turns, *([None] * (len(graded) - len(result.turns)))], strict=True):
         view = TurnView(turn.turn_id, turn.reference_calls, steps, ended=ended)
-        calls = next((c for c in graded.checks if c.check == Check.CALLS), None) if graded is not None else None
+        calls = next((c for c in outcome.checks if c.check == Check.CALLS), None) if outcome is not None else None
         for e in calls.evidence if calls is not None else ():
             if e.kind in MATCHED_KINDS and e.reference is not None and e.step is not None and e.step < len(steps):
                 view.satisfied_by.setdefault(e.reference, e.step)

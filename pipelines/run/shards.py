@@ -25,6 +25,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, cast
 
+from pydantic import BaseModel
+
 from judge import InputErrorInfo, Trajectory
 from pipelines.config import GradingConfig
 from pipelines.grade import Aggregator, GradedCase, Replayer, grade_loaded
@@ -37,6 +39,13 @@ if TYPE_CHECKING:
     from reports import Row
 
 __all__ = ["GradingContext", "Shard", "ShardGrader", "ShardResult", "grade_shard"]
+
+
+def json_bytes(model: BaseModel, *, exclude_none: bool = False) -> bytes:
+    """``model.model_dump_json(exclude_none=...)`` encoded as UTF-8, without the round trip through
+    text: pydantic's serializer writes the bytes, which ``model_dump_json`` decodes (a kept
+    trajectory is KBs of tool output)."""
+    return model.__pydantic_serializer__.to_json(model, exclude_none=exclude_none)
 
 
 @dataclass
@@ -170,7 +179,7 @@ class ShardGrader:
             self.first_error = outcome.error
             return False
         self._keep_steps(read, outcome.verdict.value)
-        self.rows.append(outcome.model_dump_json(exclude_none=True).encode("utf-8") + b"\n")
+        self.rows.append(json_bytes(outcome, exclude_none=True) + b"\n")
         self.report_rows.append(self._to_row(outcome, self._pool))
         self.agg.add(outcome)
         return True
@@ -184,7 +193,7 @@ class ShardGrader:
             return
         position = len(self.rows)
         if self._may_pick(self.first_item + position, verdict, 0 if self.drill_failures else sys.maxsize):
-            self.steps.append((position, trajectory.model_dump_json().encode("utf-8")))
+            self.steps.append((position, json_bytes(trajectory)))
 
     def result(self, overran: bool = False) -> ShardResult:
         """What was graded since the last result (the next one continues the numbering)."""
