@@ -238,8 +238,8 @@ class SharedMembers:
       object, anything msgspec or orjson cannot read.
 
     At most ``MAX_KEPT`` member texts are kept (first in, first out), each at least ``MIN_BYTES``
-    long: memory stays bounded whatever the file. The last text met is compared first (one
-    memory compare instead of hashing a long text: lines usually repeat their neighbour's)."""
+    long: memory stays bounded whatever the file. A text is found among the kept ones of its
+    length by comparing bytes (a memory compare; hashing a long new text on every line cost more)."""
 
     MAX_KEPT = 64
     MIN_BYTES = 512
@@ -251,8 +251,8 @@ class SharedMembers:
         self.limit = limit
         self._split = msgspec.json.Decoder(dict[str, msgspec.Raw])
         self._errors = (msgspec.DecodeError, msgspec.ValidationError)
-        self._kept: dict[bytes, _Member] = {}  # member text -> what parsing it gave
-        self._last: tuple[bytes, _Member] | None = None
+        self._kept: dict[bytes, _Member] = {}  # member text -> what parsing it gave (first in, first out)
+        self._sizes: dict[int, list[bytes]] = {}  # the kept texts by length
 
     def loads(self, raw: bytes) -> Any:
         try:
@@ -277,19 +277,19 @@ class SharedMembers:
         return value if self._counted(parsed, raw) else UNDECIDED
 
     def _shared(self, text: bytes) -> _Member | None:
-        last = self._last
-        if last is not None and last[0] == text:
-            return last[1]
-        kept = self._kept.get(text)
-        if kept is None:
-            kept = self._parse(text)
-            if kept is None:
-                return None
-            if len(self._kept) >= self.MAX_KEPT:
-                del self._kept[next(iter(self._kept))]
-            self._kept[text] = kept
-        self._last = (text, kept)
-        return kept
+        for kept in self._sizes.get(len(text), ()):
+            if kept == text:
+                return self._kept[kept]
+        member = self._parse(text)
+        if member is None:
+            return None
+        if len(self._kept) >= self.MAX_KEPT:
+            oldest = next(iter(self._kept))
+            del self._kept[oldest]
+            self._sizes[len(oldest)].remove(oldest)
+        self._kept[text] = member
+        self._sizes.setdefault(len(text), []).append(text)
+        return member
 
     @staticmethod
     def _rebuilt(parsed: list[tuple[str, bytes, _Member]], raw: bytes) -> bool:

@@ -136,7 +136,9 @@ def test_a_repeated_member_text_is_parsed_once_and_shared():
     assert small == {"task_id": "c", "tools": []}
     for i in range(SharedMembers.MAX_KEPT + 5):  # memory bounded: at most MAX_KEPT texts kept
         shared.loads(f'{{"tools": {_dump([*_TOOLS, {"i": i}])}}}'.encode())
-    assert len(shared._kept) == SharedMembers.MAX_KEPT
+    assert len(shared._kept) == SharedMembers.MAX_KEPT == sum(map(len, shared._sizes.values()))
+    again = shared.loads(f'{{"tools": {tools}}}'.encode())  # evicted long ago: parsed anew, still right
+    assert again == {"tools": _TOOLS} and again["tools"] is not first["tools"]
 
 
 def _sample_lines() -> list[bytes]:
