@@ -95,13 +95,19 @@ def _numbers(value: Any) -> Any:
 # A run of 19 digits may be an integer past orjson's 64 bits, which it would read as a float.
 # JSON numbers are ASCII digits: mapping every digit byte to "0" and every other byte to "."
 # makes the check one C-speed translate and one substring search (a regex is ~10x slower on KBs).
-_DIGITS_AS_ZERO = bytes(ord("0") if 48 <= c <= 57 else ord(".") for c in range(256))
+# The same translation marks brackets: "[" and "{" both become "[", so one counted pass also bounds
+# the nesting (``loads_json``; UTF-8 never holds these bytes inside a multibyte character).
+_DIGITS_AS_ZERO = bytes(ord("0") if 48 <= c <= 57 else ord("[") if c in (0x5B, 0x7B) else ord(".") for c in range(256))
 _LONG_RUN = b"0" * 19
 
 
-def _has_long_digit_run(text: str | bytes) -> bool:
+def _marks(text: str | bytes) -> bytes:
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    return _LONG_RUN in raw.translate(_DIGITS_AS_ZERO)
+    return raw.translate(_DIGITS_AS_ZERO)
+
+
+def _has_long_digit_run(text: str | bytes) -> bool:
+    return _LONG_RUN in _marks(text)
 
 
 class DuplicateKey(BadInputError):
@@ -360,13 +366,22 @@ def loads_json(text: str | bytes, limit: int = MAX_DEPTH) -> Any:
     """``parse_json_bounded`` (``json.loads`` for untrusted text: ``TooDeep`` past ``limit`` levels,
     a ``ValueError`` for unpaired surrogate escapes), faster: the same value for every input, a
     ``ValueError`` for the same ones. orjson parses (``loads_exact``); what it would read
-    differently or rejects goes to the definition."""
-    value = loads_exact(text)
-    if value is UNDECIDED:
+    differently or rejects goes to the definition.
+
+    One translation of the text serves both guards (``_marks``): the digit runs of ``loads_exact``
+    and the bracket count that shows most texts cannot nest past ``limit``; only a text with more
+    brackets than that takes the definition's depth check (``text_nesting_error``)."""
+    marks = _marks(text)
+    if _LONG_RUN in marks:  # an integer that may not fit 64 bits
         return parse_json_bounded(text, limit)
-    path = text_nesting_error(value, text, limit)  # the definition's depth check
-    if path is not None:
-        raise TooDeep(limit, path)
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return parse_json_bounded(text, limit)
+    if isinstance(value, (dict, list)) and marks.count(b"[") > limit:
+        path = text_nesting_error(value, text, limit)  # the definition's depth check
+        if path is not None:
+            raise TooDeep(limit, path)
     return value
 
 

@@ -18,7 +18,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judge import MAX_DEPTH, UNDECIDED, loads_exact, loads_exact_bounded, nesting_error, text_nesting_error
+from judge import MAX_DEPTH, UNDECIDED, TooDeep, loads_exact, loads_exact_bounded, loads_json, nesting_error, parse_json_bounded, text_nesting_error
 from judge.core import _canonical
 
 _DIGITS_AS_ZERO = bytes(ord("0") if 48 <= c <= 57 else ord(".") for c in range(256))
@@ -177,3 +177,37 @@ def test_the_reader_still_names_repeated_keys_and_deep_fields(tmp_path):
     assert items[0].value == {"a": 1}
     assert items[1].error is not None and items[1].error.line == 2 and "duplicate key 'a'" in items[1].error.message
     assert items[2].error is not None and items[2].error.kind == "too_deep" and items[2].error.line == 3 and items[2].error.field.startswith("x.y")
+
+
+def _old_loads_json(text, limit=MAX_DEPTH):
+    """``loads_json`` before one translation served both guards (verbatim, with the old ``loads_exact``)."""
+    value = _old_loads_exact(text)
+    if value is UNDECIDED:
+        return parse_json_bounded(text, limit)
+    path = text_nesting_error(value, text, limit)
+    if path is not None:
+        raise TooDeep(limit, path)
+    return value
+
+
+def _outcome(fn, text):
+    try:
+        return ("value", json.dumps(fn(text)))
+    except ValueError as err:
+        return (type(err).__name__, str(err))
+
+
+_TEXTS = st.one_of(
+    _values.map(lambda v: json.dumps(v, ensure_ascii=False)),
+    _values.map(lambda v: json.dumps(v)),
+    st.integers(MAX_DEPTH - 3, MAX_DEPTH + 3).map(lambda n: '{"a":' + "[" * n + "]" * n + "}"),
+    st.integers(MAX_DEPTH - 3, MAX_DEPTH + 3).map(lambda n: '{"a":[' + '"[{",' * n + "1]}"),  # brackets inside strings only
+    st.sampled_from(["NaN", "[1e999]", '"\\ud800"', "[12345678901234567890123]", '{"a":1,"a":2}', "{", "é[", "[\ud800]"]),
+)
+
+
+@given(_TEXTS)
+@settings(max_examples=1500, deadline=None)
+def test_loads_json_gives_what_the_old_path_gave_value_or_error(text):
+    for form in (text, text.encode("utf-8", "surrogatepass")):
+        assert _outcome(loads_json, form) == _outcome(_old_loads_json, form), form
