@@ -366,6 +366,9 @@ class ToolSpecs:
         return shared
 
 
+_KNOWN_LISTS = 64  # as many as judge.SharedMembers keeps texts
+
+
 class TaskCollector:
     """Builds a TaskSet while enforcing the duplicate rules.
 
@@ -383,19 +386,34 @@ class TaskCollector:
         self._digests: dict[str, str] = {}  # task id -> canonical hash of its first definition, computed on first need
         self._tools = ToolSpecs()
         self._fresh: list[tuple[int, Any]] = []  # (index, raw spec) of the prepared item's specs not seen before
+        # id(raw tools list) -> (the list, its specs), for lists whose specs were all known (at most _KNOWN_LISTS)
+        self._lists: dict[int, tuple[list[Any], list[Any]]] = {}
 
-    def prepare(self, item: dict[str, Any]) -> dict[str, Any]:
-        """``item`` with each tool spec read before replaced by its validated, shared ``ToolSpec``."""
+    def prepare(self, item: dict[str, Any], *, unchanged: bool = False) -> dict[str, Any]:
+        """``item`` with each tool spec read before replaced by its validated, shared ``ToolSpec``.
+
+        ``unchanged``: the caller's values are never mutated once read (a reader's items, whose
+        repeated member texts ``judge.SharedMembers`` gives as one object). Then a tools list that
+        is the very object of an earlier item's gives the same specs without writing each out and
+        looking it up again (specs once known stay known). Not for values a caller may change
+        between calls (``read_task_item``): there the list is read again."""
         self._fresh = []
         tools = item.get("tools")
         if not isinstance(tools, list) or not tools:
             return item
+        known = self._lists.get(id(tools)) if unchanged else None
+        if known is not None and known[0] is tools:
+            return {**item, "tools": known[1]}
         replaced: list[Any] = []
         for i, raw in enumerate(tools):
             spec = self._tools.lookup(raw)
             if spec is None:
                 self._fresh.append((i, raw))
             replaced.append(raw if spec is None else spec)
+        if unchanged and not self._fresh:
+            if len(self._lists) >= _KNOWN_LISTS:
+                del self._lists[next(iter(self._lists))]
+            self._lists[id(tools)] = (tools, replaced)  # the entry keeps the list alive: its id is not reused
         return {**item, "tools": replaced}
 
     def share_tools(self, task: Task) -> Task:

@@ -100,28 +100,37 @@ class TurnBuilder:
     def build(self, item: dict[str, Any], ctx: ItemContext, usage: dict[str, Any] | None, extra_metadata: dict[str, Any]) -> Trajectory:
         if "task_id" not in item:
             raise ItemError("invalid_field", "Field required: the id of the task this transcript attempts", "task_id")
-        turns = []
+        paths: list[str | None] = []  # each step's status path, in order
         for turn in self.turns:
-            steps = []
             for step in turn["steps"]:
-                status_path = step.pop("_status_path", None)
+                paths.append(step.pop("_status_path", None))
                 if "result" not in step and step.get("status") != "error":
                     step["status"] = "unknown"
-                try:
-                    steps.append(Step.model_validate(step))
-                except ValidationError as err:
-                    raise validation_error(err, prefix=status_path or "", note="tool result status", strip=99 if status_path else 0) from None
-            turns.append({**turn, "steps": steps})
         if self.orphans:
             extra_metadata = {**extra_metadata, "orphan_results": self.orphans}
         data: dict[str, Any] = {
             "task_id": item.get("task_id"),
             "trajectory_id": item.get("trajectory_id", ctx.default_trajectory_id),
             "agent": item.get("agent"),
-            "turns": turns,
+            "turns": [{**turn, "steps": list(turn["steps"])} for turn in self.turns],
             "token_usage": usage,
             "metadata": extra_metadata,
         }
+        try:  # steps and trajectory in one validation: the same models as step by step
+            return Trajectory.model_validate(data)
+        except ValidationError:
+            pass
+        # something is invalid: step by step, as the error must name it (a step's own error first)
+        steps = iter(paths)
+        for turn in data["turns"]:
+            validated = []
+            for step in turn["steps"]:
+                status_path = next(steps)
+                try:
+                    validated.append(Step.model_validate(step))
+                except ValidationError as err:
+                    raise validation_error(err, prefix=status_path or "", note="tool result status", strip=99 if status_path else 0) from None
+            turn["steps"] = validated
         try:
             return Trajectory.model_validate(data)
         except ValidationError as err:

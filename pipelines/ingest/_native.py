@@ -200,7 +200,7 @@ def load_task_items(items: Iterable[RawItem], path: str, collector: TaskCollecto
                 collector.add_error(ItemError("invalid_field", "a task must be a JSON object", "<root>").info(path, raw.line), None)
                 continue
             try:
-                task, warnings = convert_task(collector.prepare(raw.value), path, raw.line)
+                task, warnings = convert_task(collector.prepare(raw.value, unchanged=True), path, raw.line)
             except ItemError as err:
                 collector.add_error(err.info(path, raw.line), as_id(raw.value.get("task_id")))
                 continue

@@ -22,8 +22,9 @@ Rules:
   Text after the closing ``]`` is read as JSONL: a JSONL file whose first line is an array.
 - Duplicate keys in one JSON object are an error (``malformed_json``), never a silent overwrite.
 - A JSONL line is read by orjson when it certainly reads what ``json.loads`` does
-  (``judge.loads_exact``: no repeated key, no integer past 64 bits, nothing orjson refuses); any
-  other line goes through the standard library's decoder, which decides and words the error.
+  (``judge.loads_exact_bounded``: no repeated key, no integer past 64 bits, nothing orjson refuses,
+  and the nesting bound checked in the same pass); any other line goes through the standard
+  library's decoder, which decides and words the error.
 - Containers nested deeper than ``Limits.max_depth`` are ``too_deep`` (naming the field), so no
   later recursive walker can overflow the stack.
 """
@@ -42,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from judge import UNDECIDED, UNIQUE_KEYS, DuplicateKey, InputErrorInfo, SharedMembers, loads_exact, text_nesting_error
+from judge import UNDECIDED, UNIQUE_KEYS, DuplicateKey, InputErrorInfo, SharedMembers, loads_exact_bounded, text_nesting_error
 from pipelines.ingest._base import Limits
 
 Source = str | os.PathLike | IO[bytes]
@@ -110,7 +111,7 @@ def read_items(source: Source, limits: Limits = Limits(), start: tuple[int, int,
     with _open(source) as handle:
         lines = _Lines(handle, name, limits)
         lines.number, lines.offset = start[0] - 1, start[2]
-        reader = _Reader(lines, name, limits, SharedMembers(shared) if shared else None)
+        reader = _Reader(lines, name, limits, SharedMembers(shared, limits.max_depth) if shared else None)
         reader.index = start[1]
         yield from reader.items()
 
@@ -311,10 +312,11 @@ class _Reader:
         where = f" (at {path})" if path else ""
         return self._error("too_deep", f"nested deeper than {self.limits.max_depth} levels{where}", line, path or "<root>")
 
-    def _value(self, value: Any, line: int, size: int, text: str | bytes, surrogates: bool = True) -> RawItem:
-        """The item of a parsed value, or its error: too deep, a lone surrogate (``surrogates``: the
-        parser may have let one through), an oversize string."""
-        if (path := text_nesting_error(value, text, self.limits.max_depth)) is not None:
+    def _value(self, value: Any, line: int, size: int, text: str | bytes, surrogates: bool = True, bounded: bool = False) -> RawItem:
+        """The item of a parsed value, or its error: too deep (``bounded``: the parser already
+        showed it is not), a lone surrogate (``surrogates``: the parser may have let one through),
+        an oversize string."""
+        if not bounded and (path := text_nesting_error(value, text, self.limits.max_depth)) is not None:
             return self._too_deep(line, path)
         if surrogates and isinstance(text, str) and _SURROGATE_ESCAPE.search(text) and (path := _surrogate_path(value)) is not None:
             return self._error(
@@ -383,10 +385,11 @@ class _Reader:
                 continue
             raw = line.raw[_bom(line) :]
             value = self.shared.loads(raw) if self.shared is not None else UNDECIDED
+            bounded = True  # what SharedMembers decides nests within the limit
             if value is UNDECIDED:
-                value = loads_exact(raw, unique_keys=True)  # the common case at C speed
+                value, bounded = loads_exact_bounded(raw, self.limits.max_depth)  # the common case at C speed
             if value is not UNDECIDED:  # orjson read it: valid UTF-8, no lone surrogate, no repeated key
-                yield self._value(value, line.number, line.size, raw, surrogates=False)
+                yield self._value(value, line.number, line.size, raw, surrogates=False, bounded=bounded)
                 continue
             # anything unusual is read and worded by the standard library
             text = self._decode(line)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from judge import ToolSpec
 from pipelines.ingest import load_tasks
 from pipelines.ingest._base import ToolSpecs
@@ -62,3 +65,65 @@ def test_duplicate_ids_still_compare_whole_content(write_jsonl):
     assert "identical content" in taskset.errors[0].message
     assert "different content" in taskset.errors[1].message
     assert "t0" in taskset.ambiguous and "t0" not in taskset.tasks
+
+
+def _task_sets_alike(a, b) -> bool:
+    def shape(ts):
+        return (
+            {tid: ts.tasks[tid].model_dump(mode="json") for tid in ts.tasks},
+            [e.model_dump() for e in ts.errors],
+            [w.model_dump() for w in ts.warnings],
+            {k: v.model_dump() for k, v in ts.ambiguous.items()},
+            {k: v.model_dump() for k, v in ts.invalid.items()},
+        )
+
+    return shape(a) == shape(b)
+
+
+_BAD = {"name": "", "parameters": {}}  # fails validation: its line is an error, its specs never remembered
+_ODD = {"name": "odd", "parameters": {"type": "object"}, "colour": "red"}  # an unknown field: a warning on every line
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c", "bad", "odd"]), st.integers(0, 3), st.booleans()), min_size=1, max_size=12))
+def test_specs_found_by_identity_are_the_specs_looked_up(tmp_path_factory, plan):
+    """``prepare(unchanged=True)`` (a reader's shared tools list) against the old lookup of every
+    spec: the same tasks, errors and warnings (file, line, field), whichever lists repeat, fail or
+    carry unknown fields."""
+    import orjson
+
+    from pipelines.ingest._base import TaskCollector
+    from pipelines.ingest._native import load_task_items
+    from pipelines.ingest._reader import read_items
+
+    lists = {"a": [TOOL, WRITE, *({"name": f"pad{i}", "description": "x" * 300} for i in range(2))], "b": [TOOL], "c": [TOOL, WRITE]}
+    lists["bad"] = [TOOL, _BAD, {"name": "pad", "description": "x" * 600}]
+    lists["odd"] = [TOOL, _ODD, {"name": "pad", "description": "x" * 600}]
+    lines = []
+    for n, (which, tid, typo) in enumerate(plan):
+        item = _task(tid, lists[which], **({"colour": "blue"} if typo else {}))
+        if n % 5 == 4:
+            item["tools"] = "not a list"
+        lines.append(orjson.dumps(item))
+    path = tmp_path_factory.mktemp("t") / "tasks.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+
+    class Old(TaskCollector):
+        def prepare(self, item, *, unchanged=False):
+            return super().prepare(item)
+
+    new = load_task_items(read_items(path, shared=("tools",)), str(path), TaskCollector())
+    old = load_task_items(read_items(path, shared=("tools",)), str(path), Old())
+    assert _task_sets_alike(new, old)
+
+
+def test_a_list_changed_between_calls_is_read_again():
+    from pipelines.ingest._base import TaskCollector
+    from pipelines.ingest._native import read_task_item
+
+    collector = TaskCollector()
+    tools = [TOOL]
+    first, _ = read_task_item(_task(0, tools), collector)
+    tools.append(WRITE)  # a caller's own list, changed in place
+    second, _ = read_task_item(_task(1, tools), collector)
+    assert [t.name for t in first.tools] == ["get_order"] and [t.name for t in second.tools] == ["get_order", "cancel"]

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judge import UNDECIDED, SharedMembers, loads_exact
+from judge import MAX_DEPTH, UNDECIDED, SharedMembers, loads_exact, nesting_error
 
 ROOT = Path(__file__).resolve().parents[2]
 FORMATS = ROOT.parent / "shared" / "data" / "external" / "formats"
@@ -38,26 +38,32 @@ _values = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_siz
 _TOOLS = [{"type": "function", "function": {"name": f"tool_{i}", "description": "Look up: an id " * 12, "parameters": {"type": "object"}}} for i in range(4)]
 
 
-def _dump(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False)
+def _dump(value: object, compact: bool = False) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":") if compact else None)
 
 
 @st.composite
-def _lines(draw: st.DrawFn) -> bytes:
+def _lines(draw: st.DrawFn, compact: bool = False) -> bytes:
     """A JSON object line: random members, often a large ``tools`` member, sometimes a repeated
-    key (at the top or inside a member), a bare integer past 64 bits, or a mangled byte."""
+    key (at the top or inside a member), a bare integer past 64 bits, nesting past the bound, or a
+    mangled byte. ``compact``: written as orjson writes (the write-back proof), else with spaces."""
     keys = st.sampled_from(["task_id", "question", "x", "a:b", "tools", "meta", "task_id", "question", "x", "\ud800k"])
     members = list(dict(draw(st.lists(st.tuples(keys, _values), max_size=5))).items())  # distinct keys (a repeat is added below)
     if draw(st.integers(0, 4)):
         members = [m for m in members if m[0] != "tools"]
         members.append(("tools", draw(st.sampled_from([_TOOLS, _TOOLS[:2], [*_TOOLS, {"k": 1, "k ": 2}]]))))
-    body = ", ".join(f"{_dump(k)}: {_dump(v)}" for k, v in members)
+    sep, colon = (",", ":") if compact else (", ", ": ")
+    body = sep.join(f"{_dump(k, compact)}{colon}{_dump(v, compact)}" for k, v in members)
     if draw(st.integers(0, 3)) == 0 and members:
-        body += f", {_dump(members[0][0])}: 1"  # a repeated top-level key
+        body += f"{sep}{_dump(members[0][0], compact)}{colon}1"  # a repeated top-level key
     if draw(st.integers(0, 9)) == 0:
-        body += ', "inner": {"d": 1, "d": 2}'
+        body += f'{sep}"inner"{colon}{{"d"{colon}1{sep}"d"{colon}2}}'
     if draw(st.integers(0, 9)) == 0:
-        body += ', "big": 123456789012345678901234'
+        body += f'{sep}"big"{colon}123456789012345678901234'
+    if draw(st.integers(0, 9)) == 0:
+        depth = draw(st.integers(MAX_DEPTH - 2, MAX_DEPTH + 1))
+        body += f'{sep}"deep"{colon}' + "[" * depth + "]" * depth
+    body = body.lstrip(sep)
     line = "{" + body + "}"
     if draw(st.integers(0, 14)) == 0:
         line = line[: draw(st.integers(0, len(line)))]  # cut short: malformed
@@ -72,7 +78,7 @@ def _same(a: object, b: object) -> bool:
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(_lines(), min_size=1, max_size=6))
+@given(st.lists(_lines() | _lines(compact=True), min_size=1, max_size=6))
 def test_every_line_reads_as_loads_exact_reads_it_or_is_left_to_it(lines):
     shared = SharedMembers(("tools",))
     for line in lines:
@@ -82,6 +88,25 @@ def test_every_line_reads_as_loads_exact_reads_it_or_is_left_to_it(lines):
             continue
         assert want is not UNDECIDED, line  # the fast path never decides a line loads_exact leaves to the standard library
         assert _same(got, want), line
+        assert nesting_error(got, MAX_DEPTH) is None, line  # what it decides needs no depth check
+
+
+def test_compact_lines_are_proven_by_writing_back_and_refused_alike():
+    shared = SharedMembers(("tools",))
+    tools = _dump(_TOOLS, compact=True)
+    assert shared.loads(f'{{"task_id":"a","tools":{tools}}}\n'.encode()) == {"task_id": "a", "tools": _TOOLS}
+    deep = "[" * MAX_DEPTH + "]" * MAX_DEPTH  # MAX_DEPTH + 1 levels with the line
+    for line in (
+        f'{{"tools":{tools},"tools":{tools}}}',
+        f'{{"a":1,"a":2,"tools":{tools}}}',
+        f'{{"tools":{tools},"\\u0061":1,"a":1}}',
+        f'{{"tools":{tools},"n":123456789012345678901}}',
+        '{"tools":[{"a":1,"a":2}]}',
+        f'{{"tools":{tools},"x":{deep}}}',
+    ):
+        assert shared.loads(line.encode()) is UNDECIDED, line
+    shallow = "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1)
+    assert shared.loads(f'{{"tools":{tools},"x":{shallow}}}'.encode()) is not UNDECIDED
 
 
 def test_repeated_keys_surrogate_keys_and_long_integers_are_left_to_loads_exact():
@@ -111,7 +136,9 @@ def test_a_repeated_member_text_is_parsed_once_and_shared():
     assert small == {"task_id": "c", "tools": []}
     for i in range(SharedMembers.MAX_KEPT + 5):  # memory bounded: at most MAX_KEPT texts kept
         shared.loads(f'{{"tools": {_dump([*_TOOLS, {"i": i}])}}}'.encode())
-    assert len(shared._kept) == SharedMembers.MAX_KEPT
+    assert len(shared._kept) == SharedMembers.MAX_KEPT == sum(map(len, shared._sizes.values()))
+    again = shared.loads(f'{{"tools": {tools}}}'.encode())  # evicted long ago: parsed anew, still right
+    assert again == {"tools": _TOOLS} and again["tools"] is not first["tools"]
 
 
 def _sample_lines() -> list[bytes]:
