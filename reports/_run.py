@@ -20,8 +20,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judge import BadInputError, RunSummary, Scores, Trajectory, TrajectoryResult, field_path
+from judge import BadInputError, RunSummary, Scores, TrajectoryResult, field_path
 from reports import _steps
+from reports._shown import ShownTrajectory
 from reports._steps import DRILL_EXTRA_FAILURES, DRILL_FIRST, drill_picks
 
 __all__ = [
@@ -192,7 +193,7 @@ class RunData:
     full: dict[int, TrajectoryResult]  # the drill-down rows as full results
     calibration: dict[str, Any] | None = None
     calibration_path: Path | None = None
-    trajectories: Mapping[int, Trajectory] = field(default_factory=dict)  # steps, drill-down rows only (reports._steps: read one at a time)
+    trajectories: Mapping[int, ShownTrajectory] = field(default_factory=dict)  # steps, drill-down rows only (reports._steps: read one at a time)
     steps_note: str = ""
 
     @property
