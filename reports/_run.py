@@ -195,6 +195,7 @@ class RunData:
     calibration_path: Path | None = None
     trajectories: Mapping[int, ShownTrajectory] = field(default_factory=dict)  # steps, drill-down rows only (reports._steps: read one at a time)
     steps_note: str = ""
+    own_steps: bool = False  # drill_steps.jsonl was written by this process (the grading run): reports._steps.KeptSteps
 
     @property
     def graded(self) -> list[Row]:
@@ -210,6 +211,7 @@ def load_run(
     drill_first: int | None = None,
     drill_extra_failures: int | None = None,
     rows: Sequence[Row] | None = None,
+    own_steps: bool = False,
 ) -> RunData:
     """Read one run directory. ``summary`` may be passed in (the grading run has it in memory).
 
@@ -218,6 +220,8 @@ def load_run(
     grading run keeps steps for); the note says how many were left out.
     ``rows`` (``to_row`` of every result, in file order) may be passed in too: the grading run's
     workers make them as they grade, and only the drill-down's results are then read back.
+    ``own_steps``: the run's ``drill_steps.jsonl`` was written by this process from validated
+    trajectories (the grading run), so the report reads it as plain JSON.
     """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -262,6 +266,7 @@ def load_run(
         full=full,
         calibration=cal,
         calibration_path=cal_path,
+        own_steps=own_steps,
     )
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from judge import Trajectory, field_path
+from judge.core import UNDECIDED, loads_exact
 from reports._shown import ShownTrajectory
 
 if TYPE_CHECKING:
@@ -138,9 +139,13 @@ class KeptSteps(Mapping[int, ShownTrajectory]):
     trajectory id the result's), and each wanted line's view goes, as it is read, into a spool (a
     temporary file, ``marshal``: a few strings per step), so the report holds one trajectory at a
     time, not the 2,000 the drill-down may show (a long conversation each), and never validates a
-    line twice."""
+    line twice.
 
-    def __init__(self, path: Path, wanted: dict[int, str | None]):
+    ``own``: the record was written by this process from validated trajectories (the grading run,
+    ``kept_line``): a line is read as plain JSON (``loads_exact``; the validated path where that
+    cannot decide), which gives the same view without validating it again."""
+
+    def __init__(self, path: Path, wanted: dict[int, str | None], own: bool = False):
         from reports._run import ReportInputError
 
         self.path = path
@@ -162,12 +167,14 @@ class KeptSteps(Mapping[int, ShownTrajectory]):
                     raise ReportInputError(f'{path}:{lineno}: field index: a line must start with {{"index": N (is this a {DRILL_STEPS}?)') from None
                 if index not in wanted:
                     continue
-                try:
-                    kept = KeptTrajectory.model_validate_json(line)
-                except ValidationError as exc:
-                    err = exc.errors(include_url=False)[0]
-                    raise ReportInputError(f"{path}:{lineno}: field {field_path(err['loc']) or '<root>'}: {err['msg']}") from None
-                shown = ShownTrajectory.from_trajectory(kept.trajectory)
+                shown = _own_view(line) if own else None
+                if shown is None:
+                    try:
+                        kept = KeptTrajectory.model_validate_json(line)
+                    except ValidationError as exc:
+                        err = exc.errors(include_url=False)[0]
+                        raise ReportInputError(f"{path}:{lineno}: field {field_path(err['loc']) or '<root>'}: {err['msg']}") from None
+                    shown = ShownTrajectory.from_trajectory(kept.trajectory)
                 if shown.trajectory_id == wanted[index]:
                     data = marshal.dumps(shown.to_plain())
                     self._spooled[index] = (self._spool.tell(), len(data))
@@ -190,6 +197,19 @@ class KeptSteps(Mapping[int, ShownTrajectory]):
         return index in self._spooled
 
 
+def _own_view(line: bytes) -> ShownTrajectory | None:
+    """The view of a ``kept_line`` this process wrote, from its plain JSON; None where
+    ``loads_exact`` leaves the reading to the standard library, or the line is not shaped as
+    ``kept_line`` writes it (the validated path reads it and names what is wrong)."""
+    value = loads_exact(line)
+    if value is UNDECIDED:
+        return None
+    try:
+        return ShownTrajectory.from_dump(value["trajectory"])
+    except (KeyError, TypeError, IndexError):
+        return None
+
+
 def attach_trajectories(run: RunData) -> None:
     """The steps of the drill-down's results: from ``drill_steps.jsonl`` where the run kept it,
     else (a run folder from before it) re-read from their source lines (``reread_sources``)."""
@@ -197,7 +217,7 @@ def attach_trajectories(run: RunData) -> None:
     if not path.is_file():
         reread_sources(run)
         return
-    kept = KeptSteps(path, {i: run.full[i].trajectory_id for i in run.drill})
+    kept = KeptSteps(path, {i: run.full[i].trajectory_id for i in run.drill}, run.own_steps)
     run.trajectories = kept
     graded = [i for i in run.drill if run.full[i].verdict.value != "error"]
     missing = sum(1 for i in graded if i not in kept)

@@ -141,13 +141,18 @@ def render(reports: list[RunReport], out: Path, generated: str | None = None, pa
 
 
 def write_reports(
-    summary: RunSummary, out: Path, calibration: Path | None = None, rows: Sequence[Row] | None = None, parquet: bool | None = None
+    summary: RunSummary,
+    out: Path,
+    calibration: Path | None = None,
+    rows: Sequence[Row] | None = None,
+    parquet: bool | None = None,
+    own_steps: bool = False,
 ) -> list[Path]:
     """Every report format for one finished run in ``out`` (reads ``out/results.jsonl``; with
     ``rows``, the ``to_row`` of every result in order, only the drill-down's results); ``parquet``:
-    see ``wants_parquet``."""
+    see ``wants_parquet``; ``own_steps``: see ``load_run``."""
     out = Path(out)
-    run = load_run(out, summary=summary, calibration=calibration, rows=rows)
+    run = load_run(out, summary=summary, calibration=calibration, rows=rows, own_steps=own_steps)
     return render([analyse(run)], out, parquet=parquet)
 
 

@@ -255,7 +255,7 @@ def _answers_note(votes: dict[str, int]) -> dict[str, Any]:
 def _write_reports(summary: RunSummary, out: Path, rows: ErrorRowsOnDisk, parquet: bool | None = None) -> list[Path]:
     from reports import write_reports
 
-    return write_reports(summary, out, rows=rows, parquet=parquet)
+    return write_reports(summary, out, rows=rows, parquet=parquet, own_steps=True)  # _write_drill_steps wrote the record from kept_line
 
 
 def _versions() -> dict[str, str]:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from judge import Trajectory
 from judge.core import UNDECIDED, loads_exact
 from reports._shown import ShownTrajectory, shown_text
-from reports._steps import KeptSteps, KeptTrajectory, header_line, kept_line
+from reports._steps import KeptSteps, KeptTrajectory, header_line, kept_index, kept_line
 
 _scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8)
 _json = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=8)
@@ -63,3 +63,31 @@ def test_kept_steps_validates_each_wanted_line_once(tmp_path: Path, monkeypatch)
         assert [kept[0].turns[0].steps[0].output, kept[2].turns[0].steps[0].output] == ["0", "2"]
         assert kept[2] == ShownTrajectory.from_trajectory(trajectories[2])
     assert len(calls) == 3  # the three wanted lines, once each
+
+
+def test_the_grading_runs_own_record_reads_as_plain_json(tmp_path: Path, monkeypatch):
+    """``own``: no line is validated but the one plain JSON cannot decide (an integer past 64
+    bits), and the views are those of the validated path."""
+    trajectories = [
+        Trajectory.model_validate(
+            {"task_id": "t", "trajectory_id": f"r{i}", "steps": [{"name": "f", "arguments": {"n": 2**70 if i == 1 else i}, "result": "x"}]}
+        )
+        for i in range(3)
+    ]
+    path = tmp_path / "drill_steps.jsonl"
+    path.write_bytes(header_line(3) + b"".join(kept_line(i, t.model_dump_json().encode()) for i, t in enumerate(trajectories)))
+    wanted: dict[int, str | None] = {0: "r0", 1: "r1", 2: "r2"}
+    validated = KeptSteps(path, wanted)
+    calls: list[bytes] = []
+    real = KeptTrajectory.model_validate_json.__func__  # type: ignore[attr-defined]
+
+    def counted(cls, line):
+        calls.append(line)
+        return real(cls, line)
+
+    monkeypatch.setattr(KeptTrajectory, "model_validate_json", classmethod(counted))
+    own = KeptSteps(path, wanted, own=True)
+    assert [kept_index(line) for line in calls] == [1]
+    assert list(own) == list(validated) == [0, 1, 2]
+    assert all(own[i] == validated[i] for i in own)
+    assert own[1].turns[0].steps[0].arguments == '{"n": 1180591620717411303424}'
