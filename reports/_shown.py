@@ -13,6 +13,7 @@ grading run wrote itself from validated trajectories, from the plain JSON of its
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from judge import Trajectory
@@ -22,10 +23,34 @@ __all__ = ["MAX_VALUE_CHARS", "ShownStep", "ShownTrajectory", "ShownTurn", "show
 MAX_VALUE_CHARS = 600  # per argument / tool-output cell in the drill-down
 
 
+def _json_text() -> Callable[[Any], str]:
+    """``json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)``, with the C encoder
+    that call builds made once (each call built an encoder and its C twin: a quarter of the time
+    on tool outputs); ``json.dumps`` itself where the C encoder is missing."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    basestring = getattr(json.encoder, "c_encode_basestring", None)
+    if make is None or basestring is None:
+        return lambda value: json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    markers: dict[int, Any] = {}  # check_circular, as json.dumps does
+    encode = make(markers, str, basestring, None, ": ", ", ", True, False, True)  # indent, separators, sort_keys, skipkeys, allow_nan
+
+    def dumps(value: Any) -> str:
+        try:
+            return "".join(encode(value, 0))
+        except BaseException:
+            markers.clear()  # an error leaves the containers it was inside marked
+            raise
+
+    return dumps
+
+
+_dumps = _json_text()
+
+
 def shown_text(value: Any) -> str:
     """A value as the drill-down shows it: a string as it is, anything else as JSON (sorted
     keys), cut at ``MAX_VALUE_CHARS`` with its length said."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    text = value if isinstance(value, str) else _dumps(value)
     return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + f"… ({len(text)} chars)"
 
 

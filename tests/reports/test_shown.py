@@ -3,15 +3,18 @@ test), and ``KeptSteps`` validates each wanted line of ``drill_steps.jsonl`` onc
 
 from __future__ import annotations
 
+import json
 import marshal
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from judge import Trajectory
 from judge.core import UNDECIDED, loads_exact
-from reports._shown import ShownTrajectory, shown_text
+from reports._shown import MAX_VALUE_CHARS, ShownTrajectory, shown_text
 from reports._steps import KeptSteps, KeptTrajectory, header_line, kept_index, kept_line
 
 _scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8)
@@ -91,3 +94,31 @@ def test_the_grading_runs_own_record_reads_as_plain_json(tmp_path: Path, monkeyp
     assert list(own) == list(validated) == [0, 1, 2]
     assert all(own[i] == validated[i] for i in own)
     assert own[1].turns[0].steps[0].arguments == '{"n": 1180591620717411303424}'
+
+
+_any = st.recursive(
+    _scalars | st.floats() | st.sets(st.integers(), max_size=2) | st.text(alphabet=st.characters(), max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.tuples(inner) | st.dictionaries(st.text(max_size=3) | st.integers() | st.booleans() | st.none(), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=500)
+@given(_any)
+def test_shown_text_is_json_dumps_cut(value):
+    """The encoder built once writes what ``json.dumps`` wrote per call (NaN, sets via ``str``,
+    non-str keys, long texts cut), also after a value it refused."""
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="Circular"):
+        shown_text(loop)
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str) if not isinstance(value, str) else value
+    except TypeError:  # keys of several types cannot be sorted: the same error
+        with pytest.raises(TypeError):
+            shown_text(value)
+        return
+    assert shown_text(value) == (text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + f"… ({len(text)} chars)")
+    assert shown_text([value] * 200) == shown_text([value] * 200)
