@@ -212,6 +212,7 @@ def load_run(
     drill_extra_failures: int | None = None,
     rows: Sequence[Row] | None = None,
     own_steps: bool = False,
+    picks: tuple[list[int], int] | None = None,
 ) -> RunData:
     """Read one run directory. ``summary`` may be passed in (the grading run has it in memory).
 
@@ -221,7 +222,9 @@ def load_run(
     ``rows`` (``to_row`` of every result, in file order) may be passed in too: the grading run's
     workers make them as they grade, and only the drill-down's results are then read back.
     ``own_steps``: the run's ``drill_steps.jsonl`` was written by this process from validated
-    trajectories (the grading run), so the report reads it as plain JSON.
+    trajectories (the grading run), so the report reads it as plain JSON. ``picks``: with
+    ``rows``, ``drill_picks`` of their verdicts under the default rule when the caller has them
+    (the grading run, which picked the steps it kept with them).
     """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -244,7 +247,11 @@ def load_run(
                 if later_failures <= drill_extra_failures:
                     full[i] = r
     else:
-        picked, later_failures = drill_picks((row.verdict for row in rows), drill_first, drill_extra_failures)
+        picked, later_failures = (
+            picks
+            if picks is not None and (drill_first, drill_extra_failures) == (_steps.DRILL_FIRST, _steps.DRILL_EXTRA_FAILURES)
+            else drill_picks((row.verdict for row in rows), drill_first, drill_extra_failures)
+        )
         full = dict(_read_results(run_dir / RESULTS, set(picked)))
     n = len(rows)
     if n <= drill_first:

@@ -166,12 +166,13 @@ def write_reports(
     rows: Sequence[Row] | None = None,
     parquet: bool | None = None,
     own_steps: bool = False,
+    picks: tuple[list[int], int] | None = None,
 ) -> list[Path]:
     """Every report format for one finished run in ``out`` (reads ``out/results.jsonl``; with
     ``rows``, the ``to_row`` of every result in order, only the drill-down's results); ``parquet``:
-    see ``wants_parquet``; ``own_steps``: see ``load_run``."""
+    see ``wants_parquet``; ``own_steps`` and ``picks``: see ``load_run``."""
     out = Path(out)
-    run = load_run(out, summary=summary, calibration=calibration, rows=rows, own_steps=own_steps)
+    run = load_run(out, summary=summary, calibration=calibration, rows=rows, own_steps=own_steps, picks=picks)
     return render([analyse(run)], out, parquet=parquet)
 
 
