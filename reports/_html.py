@@ -8,21 +8,20 @@ Deterministic: the same runs give the same bytes except the single line holding
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from html import escape
 from typing import Any
 
-from judge import Check, DecisiveStep, Trajectory, TrajectoryResult, TrajectoryTurn, missing
+from judge import Check, DecisiveStep, TrajectoryResult, missing
 from reports import _orchestration as O
 from reports import _svg
 from reports._analysis import RunReport
 from reports._format import calibration_sentence, cell, num, pct, pct_ci, pivot_comparison, rows, trust_sentence
 from reports._frame import Table
+from reports._shown import ShownTrajectory, ShownTurn, shown_text
 from reports._tables import RADAR_AXES, STAGES, natural, pass_at_k_shown
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
-MAX_VALUE_CHARS = 600  # per argument / tool-output cell in the drill-down
 COLLAPSE_ROWS = 25
 MIN_TOOL_SUPPORT = 5  # a rate over fewer required steps is noise in a ranking chart (still in the table)
 
@@ -135,9 +134,7 @@ def _headline_cards(rep: RunReport) -> str:
     return "".join(out)
 
 
-def _short(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + f"… ({len(text)} chars)"
+_short = shown_text
 
 
 def _stage_key(r: TrajectoryResult) -> str:
@@ -172,7 +169,7 @@ def _orchestration_line(r: TrajectoryResult) -> str:
     return '<p class="note">orchestration: ' + escape(" · ".join(parts)) + "</p>"
 
 
-def _drill_item(r: TrajectoryResult, traj: Trajectory | None, item_id: str | None = None) -> str:
+def _drill_item(r: TrajectoryResult, traj: ShownTrajectory | None, item_id: str | None = None) -> str:
     stage = r.failure_stage.value if r.failure_stage else ""
     v = r.verdict.value
     attrs = {"verdict": v, "stage": _stage_key(r), "cap": r.capability or "unknown", "domain": r.domain or "unknown", "agent": r.agent or "unknown"}
@@ -214,7 +211,7 @@ def _drill_item(r: TrajectoryResult, traj: Trajectory | None, item_id: str | Non
             body.append(_steps_table(shown, episode, mark))
             answer = next((t.final_answer for t in reversed(shown) if t.final_answer is not None), None)
             cls = ' class="decisive"' if mark is not None and mark.at == "answer" else ""
-            body.append(f"<p{cls}><b>final answer:</b> {escape(_short(answer))}</p>")
+            body.append(f"<p{cls}><b>final answer:</b> {escape(_short(None) if answer is None else answer)}</p>")
         body.append("<table><thead><tr><th>check</th><th>outcome</th><th>stage</th><th>decided by</th><th>reason</th><th>evidence</th></tr></thead><tbody>")
         for ch in turn.checks:
             ev = "<br>".join(
@@ -262,22 +259,21 @@ def _decisive_text(d: DecisiveStep) -> str:
     return f"turn {d.turn_id}, {where}: {d.check.value} check, {d.decided_by}"
 
 
-def _steps_table(turns: list[TrajectoryTurn], episode: bool, mark: DecisiveStep | None) -> str:
+def _steps_table(turns: list[ShownTurn], episode: bool, mark: DecisiveStep | None) -> str:
     """The turns' queries and steps; steps numbered as graded (an episode's run on across its
     messages); the decisive step's row highlighted; in an episode each user message is a row."""
     rows: list[str] = []
     index = 0
     for tt in turns:
         if tt.query and episode:
-            rows.append(f'<tr class="msg"><td colspan="5">user: {escape(_short(tt.query))}</td></tr>')
+            rows.append(f'<tr class="msg"><td colspan="5">user: {escape(tt.query)}</td></tr>')
         for st in tt.steps:
-            out = st.error if st.error else st.result
             cls = ' class="decisive"' if mark is not None and mark.at == "call" and mark.step == index else ""
             rows.append(
-                f'<tr{cls}><td class="n">{index}</td><td>{escape(st.name)}</td><td><pre>{escape(_short(st.arguments))}</pre></td><td>{escape(st.status)}</td><td><pre>{escape(_short(out))}</pre></td></tr>'
+                f'<tr{cls}><td class="n">{index}</td><td>{escape(st.name)}</td><td><pre>{escape(st.arguments)}</pre></td><td>{escape(st.status)}</td><td><pre>{escape(st.output)}</pre></td></tr>'
             )
             index += 1
-    head = "" if episode or not turns[0].query else f"<p><b>query:</b> {escape(_short(turns[0].query))}</p>"
+    head = "" if episode or not turns[0].query else f"<p><b>query:</b> {escape(turns[0].query)}</p>"
     if mark is not None and mark.at == "end":
         what = "the run stopped here, before the agent finished" if mark.check == Check.ANSWER else "the turn ended here without a call it needed"
         rows.append(f'<tr class="decisive"><td class="n">{index}</td><td colspan="4">{what}</td></tr>')

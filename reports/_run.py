@@ -20,8 +20,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judge import BadInputError, RunSummary, Scores, Trajectory, TrajectoryResult, field_path
+from judge import BadInputError, RunSummary, Scores, TrajectoryResult, field_path
 from reports import _steps
+from reports._shown import ShownTrajectory
 from reports._steps import DRILL_EXTRA_FAILURES, DRILL_FIRST, drill_picks
 
 __all__ = [
@@ -192,8 +193,9 @@ class RunData:
     full: dict[int, TrajectoryResult]  # the drill-down rows as full results
     calibration: dict[str, Any] | None = None
     calibration_path: Path | None = None
-    trajectories: Mapping[int, Trajectory] = field(default_factory=dict)  # steps, drill-down rows only (reports._steps: read one at a time)
+    trajectories: Mapping[int, ShownTrajectory] = field(default_factory=dict)  # steps, drill-down rows only (reports._steps: read one at a time)
     steps_note: str = ""
+    own_steps: bool = False  # drill_steps.jsonl was written by this process (the grading run): reports._steps.KeptSteps
 
     @property
     def graded(self) -> list[Row]:
@@ -209,6 +211,8 @@ def load_run(
     drill_first: int | None = None,
     drill_extra_failures: int | None = None,
     rows: Sequence[Row] | None = None,
+    own_steps: bool = False,
+    picks: tuple[list[int], int] | None = None,
 ) -> RunData:
     """Read one run directory. ``summary`` may be passed in (the grading run has it in memory).
 
@@ -217,6 +221,10 @@ def load_run(
     grading run keeps steps for); the note says how many were left out.
     ``rows`` (``to_row`` of every result, in file order) may be passed in too: the grading run's
     workers make them as they grade, and only the drill-down's results are then read back.
+    ``own_steps``: the run's ``drill_steps.jsonl`` was written by this process from validated
+    trajectories (the grading run), so the report reads it as plain JSON. ``picks``: with
+    ``rows``, ``drill_picks`` of their verdicts under the default rule when the caller has them
+    (the grading run, which picked the steps it kept with them).
     """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -239,7 +247,11 @@ def load_run(
                 if later_failures <= drill_extra_failures:
                     full[i] = r
     else:
-        picked, later_failures = drill_picks((row.verdict for row in rows), drill_first, drill_extra_failures)
+        picked, later_failures = (
+            picks
+            if picks is not None and (drill_first, drill_extra_failures) == (_steps.DRILL_FIRST, _steps.DRILL_EXTRA_FAILURES)
+            else drill_picks((row.verdict for row in rows), drill_first, drill_extra_failures)
+        )
         full = dict(_read_results(run_dir / RESULTS, set(picked)))
     n = len(rows)
     if n <= drill_first:
@@ -261,6 +273,7 @@ def load_run(
         full=full,
         calibration=cal,
         calibration_path=cal_path,
+        own_steps=own_steps,
     )
 
 

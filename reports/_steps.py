@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import codecs
 import json
+import marshal
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -23,6 +25,8 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from judge import Trajectory, field_path
+from judge.core import UNDECIDED, loads_exact
+from reports._shown import ShownTrajectory
 
 if TYPE_CHECKING:
     from reports._run import RunData
@@ -129,17 +133,24 @@ def header_line(kept: int) -> bytes:
     return DrillStepsHeader(first=DRILL_FIRST, extra_failures=DRILL_EXTRA_FAILURES, kept=kept).model_dump_json().encode() + b"\n"
 
 
-class KeptSteps(Mapping[int, Trajectory]):
-    """The trajectories of ``drill_steps.jsonl`` for the wanted results, read one at a time: the
-    file is checked once (every wanted line validated, its trajectory id the result's) and only
-    the byte offsets are held, so the report holds one trajectory at a time, not the 2,000 the
-    drill-down may show (a long conversation each)."""
+class KeptSteps(Mapping[int, ShownTrajectory]):
+    """The trajectories of ``drill_steps.jsonl`` for the wanted results, as the drill-down shows
+    them (``ShownTrajectory``): the file is checked once (every wanted line validated, its
+    trajectory id the result's), and each wanted line's view goes, as it is read, into a spool (a
+    temporary file, ``marshal``: a few strings per step), so the report holds one trajectory at a
+    time, not the 2,000 the drill-down may show (a long conversation each), and never validates a
+    line twice.
 
-    def __init__(self, path: Path, wanted: dict[int, str | None]):
+    ``own``: the record was written by this process from validated trajectories (the grading run,
+    ``kept_line``): a line is read as plain JSON (``loads_exact``; the validated path where that
+    cannot decide), which gives the same view without validating it again."""
+
+    def __init__(self, path: Path, wanted: dict[int, str | None], own: bool = False):
         from reports._run import ReportInputError
 
         self.path = path
-        self._offsets: dict[int, int] = {}
+        self._spooled: dict[int, tuple[int, int]] = {}  # index -> (offset, length) in the spool
+        self._spool = tempfile.TemporaryFile()  # noqa: SIM115 (held as long as the mapping: closed when it goes)
         with open(path, "rb") as fh:
             head = fh.readline()
             try:
@@ -149,36 +160,54 @@ class KeptSteps(Mapping[int, Trajectory]):
                 raise ReportInputError(f"{path}:1: field {field_path(err['loc']) or '<root>'}: {err['msg']} (is this a {DRILL_STEPS}?)") from None
             if self.header.version != DRILL_STEPS_VERSION:
                 raise ReportInputError(f"{path}:1: field version: {self.header.version} is not {DRILL_STEPS_VERSION}, the version this trajectory-judge reads")
-            offset = len(head)
             for lineno, line in enumerate(fh, 2):
-                start, offset = offset, offset + len(line)
                 try:
                     index = kept_index(line)
                 except ValueError:
                     raise ReportInputError(f'{path}:{lineno}: field index: a line must start with {{"index": N (is this a {DRILL_STEPS}?)') from None
                 if index not in wanted:
                     continue
-                try:
-                    kept = KeptTrajectory.model_validate_json(line)
-                except ValidationError as exc:
-                    err = exc.errors(include_url=False)[0]
-                    raise ReportInputError(f"{path}:{lineno}: field {field_path(err['loc']) or '<root>'}: {err['msg']}") from None
-                if kept.trajectory.trajectory_id == wanted[index]:
-                    self._offsets[index] = start
+                shown = _own_view(line) if own else None
+                if shown is None:
+                    try:
+                        kept = KeptTrajectory.model_validate_json(line)
+                    except ValidationError as exc:
+                        err = exc.errors(include_url=False)[0]
+                        raise ReportInputError(f"{path}:{lineno}: field {field_path(err['loc']) or '<root>'}: {err['msg']}") from None
+                    shown = ShownTrajectory.from_trajectory(kept.trajectory)
+                if shown.trajectory_id == wanted[index]:
+                    data = marshal.dumps(shown.to_plain())
+                    self._spooled[index] = (self._spool.tell(), len(data))
+                    self._spool.write(data)
 
-    def __getitem__(self, index: int) -> Trajectory:
-        with open(self.path, "rb") as fh:
-            fh.seek(self._offsets[index])
-            return KeptTrajectory.model_validate_json(fh.readline()).trajectory
+    def __getitem__(self, index: int) -> ShownTrajectory:
+        offset, length = self._spooled[index]
+        self._spool.seek(offset)
+        shown = ShownTrajectory.from_plain(marshal.loads(self._spool.read(length)))
+        self._spool.seek(0, 2)
+        return shown
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._offsets)
+        return iter(self._spooled)
 
     def __len__(self) -> int:
-        return len(self._offsets)
+        return len(self._spooled)
 
     def __contains__(self, index: object) -> bool:
-        return index in self._offsets
+        return index in self._spooled
+
+
+def _own_view(line: bytes) -> ShownTrajectory | None:
+    """The view of a ``kept_line`` this process wrote, from its plain JSON; None where
+    ``loads_exact`` leaves the reading to the standard library, or the line is not shaped as
+    ``kept_line`` writes it (the validated path reads it and names what is wrong)."""
+    value = loads_exact(line)
+    if value is UNDECIDED:
+        return None
+    try:
+        return ShownTrajectory.from_dump(value["trajectory"])
+    except (KeyError, TypeError, IndexError):
+        return None
 
 
 def attach_trajectories(run: RunData) -> None:
@@ -188,7 +217,7 @@ def attach_trajectories(run: RunData) -> None:
     if not path.is_file():
         reread_sources(run)
         return
-    kept = KeptSteps(path, {i: run.full[i].trajectory_id for i in run.drill})
+    kept = KeptSteps(path, {i: run.full[i].trajectory_id for i in run.drill}, run.own_steps)
     run.trajectories = kept
     graded = [i for i in run.drill if run.full[i].verdict.value != "error"]
     missing = sum(1 for i in graded if i not in kept)
@@ -221,7 +250,7 @@ def reread_sources(run: RunData) -> None:
             continue
         wanted.setdefault(path, {}).setdefault(src.line, []).append(i)
     found = 0
-    shown: dict[int, Trajectory] = {}
+    shown: dict[int, ShownTrajectory] = {}
     run.trajectories = shown
     for path, lines in sorted(wanted.items()):
         try:
@@ -244,7 +273,7 @@ def reread_sources(run: RunData) -> None:
                     continue
                 for i in lines[lineno]:
                     if traj.trajectory_id == run.full[i].trajectory_id:
-                        shown[i] = traj
+                        shown[i] = ShownTrajectory.from_trajectory(traj)
                         found += 1
     missing = len(indices) - found
     run.steps_note = (

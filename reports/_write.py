@@ -24,6 +24,7 @@ from reports._analysis import RunReport, analyse
 from reports._frame import Table
 from reports._html import html_chunks
 from reports._markdown import render_markdown
+from reports._parquet import Unconverted, arrow_arrays, arrow_table
 from reports._run import ORCHESTRATION_COLUMNS, SCORE_NAMES, Row, RunData, load_run
 
 
@@ -48,6 +49,12 @@ def _write_table(df: Table, folder: Path, name: str, parquet: bool) -> list[Path
     if not parquet:
         return [csv]
     path = folder / f"{name}.parquet"
+    table = arrow_table(df)
+    if table is not None:  # pyarrow alone, the bytes of the pandas path below
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, path, compression="snappy")
+        return [csv, path]
     frame = df.to_pandas()
     for col in frame.columns:  # object columns mixing None and bools/str: Parquet needs one type
         if frame[col].dtype == object:
@@ -75,6 +82,19 @@ def _trajectory_schema() -> Any:
     )
 
 
+def _trajectory_chunk(table: Table, schema: Any) -> Any:
+    """A chunk of the trajectories table as ``pa.Table.from_pandas(table.to_pandas(), schema=...)``
+    gives it, from the columns' buffers (pandas where a value does not convert: ``Unconverted``)."""
+    import pyarrow as pa
+
+    if table.columns == schema.names:
+        try:
+            return pa.Table.from_arrays(arrow_arrays(table, schema.types), schema=schema)
+        except (Unconverted, UnicodeEncodeError):
+            pass
+    return pa.Table.from_pandas(table.to_pandas(), schema=schema, preserve_index=False)
+
+
 def _write_trajectories(run: RunData, folder: Path, parquet: bool) -> list[Path]:
     """The one-row-per-trajectory table, written in chunks (CSV appended, one Parquet row group
     per chunk with a fixed schema), so a 100k-trajectory run never holds the whole table."""
@@ -85,7 +105,6 @@ def _write_trajectories(run: RunData, folder: Path, parquet: bool) -> list[Path]
         fh = stack.enter_context(open(csv, "w", encoding="utf-8", newline=""))
         writer = None
         if parquet:
-            import pyarrow as pa
             import pyarrow.parquet as pq
 
             schema = _trajectory_schema()
@@ -94,7 +113,7 @@ def _write_trajectories(run: RunData, folder: Path, parquet: bool) -> list[Path]
             table = T.trajectories(run, start, start + TRAJECTORY_CHUNK)
             table.write_csv(fh, header=start == 0, eol=CSV_EOL)
             if writer is not None:
-                writer.write_table(pa.Table.from_pandas(table.to_pandas(), schema=schema, preserve_index=False))
+                writer.write_table(_trajectory_chunk(table, schema))
     return [csv, path] if parquet else [csv]
 
 
@@ -141,13 +160,19 @@ def render(reports: list[RunReport], out: Path, generated: str | None = None, pa
 
 
 def write_reports(
-    summary: RunSummary, out: Path, calibration: Path | None = None, rows: Sequence[Row] | None = None, parquet: bool | None = None
+    summary: RunSummary,
+    out: Path,
+    calibration: Path | None = None,
+    rows: Sequence[Row] | None = None,
+    parquet: bool | None = None,
+    own_steps: bool = False,
+    picks: tuple[list[int], int] | None = None,
 ) -> list[Path]:
     """Every report format for one finished run in ``out`` (reads ``out/results.jsonl``; with
     ``rows``, the ``to_row`` of every result in order, only the drill-down's results); ``parquet``:
-    see ``wants_parquet``."""
+    see ``wants_parquet``; ``own_steps`` and ``picks``: see ``load_run``."""
     out = Path(out)
-    run = load_run(out, summary=summary, calibration=calibration, rows=rows)
+    run = load_run(out, summary=summary, calibration=calibration, rows=rows, own_steps=own_steps, picks=picks)
     return render([analyse(run)], out, parquet=parquet)
 
 

@@ -93,8 +93,8 @@ class Publisher:
             gc.collect()
             trim_heap()
         rows = ErrorRowsOnDisk(cast("list[Row]", self.merged.report_rows), self.merged.error_rows, staging / RESULTS)
-        self._write_drill_steps(rows, staging)
-        _write_reports(summary, staging, rows, self.opts.parquet)
+        picks = self._write_drill_steps(rows, staging)
+        _write_reports(summary, staging, rows, self.opts.parquet, picks)
         self.merged.report_rows = []
         rest = sorted(p.name for p in staging.iterdir() if p.name not in (RESULTS, SUMMARY))
         files = RunDirectory(out).publish(staging, [RESULTS, SUMMARY, *rest])
@@ -104,23 +104,39 @@ class Publisher:
         files.insert(2, out / MANIFEST)
         return RunOutcome(summary=summary, out=out, files=files, resumed=self.resuming)
 
-    def _write_drill_steps(self, rows: Sequence[Row], staging: Path) -> None:
+    def _write_drill_steps(self, rows: Sequence[Row], staging: Path) -> tuple[list[int], int]:
         """``drill_steps.jsonl``: the trajectories of the results the drill-down shows (the report
         reads them there, never the inputs), copied from the ones the merge kept as it went
-        (``steps.partial``, in row order), now that every verdict is known."""
+        (``steps.partial``, in row order), now that every verdict is known. The spool is read
+        once: the picked lines' byte ranges (runs of adjacent lines merged), then those ranges
+        copied after the header that counts them. Returns the picks (``drill_picks``)."""
         from reports import DRILL_STEPS, drill_picks, header_line, kept_index
 
-        picked = set(drill_picks(row.verdict for row in rows)[0])
+        picks = drill_picks(row.verdict for row in rows)
+        picked = set(picks[0])
         spool = self.state.steps_path
+        ranges: list[list[int]] = []  # [start, end) byte ranges of the picked lines
         lines = 0
-        if spool.exists():  # read twice, streamed: the header counts the lines that follow it
+        if spool.exists():
             with open(spool, "rb") as src:
-                lines = sum(1 for line in src if kept_index(line) in picked)
+                offset = 0
+                for line in src:
+                    start, offset = offset, offset + len(line)
+                    if kept_index(line) not in picked:
+                        continue
+                    lines += 1
+                    if ranges and ranges[-1][1] == start:
+                        ranges[-1][1] = offset
+                    else:
+                        ranges.append([start, offset])
         with open(staging / DRILL_STEPS, "wb") as out:
             out.write(header_line(lines))
-            if lines:
+            if ranges:
                 with open(spool, "rb") as src:
-                    out.writelines(line for line in src if kept_index(line) in picked)
+                    for start, end in ranges:
+                        src.seek(start)
+                        shutil.copyfileobj(_Limited(src, end - start), out)
+        return picks
 
     def _write_errors(self, results: Path, path: Path) -> None:
         """Every error, one JSON line each, as summary.json lists its first ones: the tasks' and
@@ -252,10 +268,25 @@ def _answers_note(votes: dict[str, int]) -> dict[str, Any]:
     }
 
 
-def _write_reports(summary: RunSummary, out: Path, rows: ErrorRowsOnDisk, parquet: bool | None = None) -> list[Path]:
+def _write_reports(
+    summary: RunSummary, out: Path, rows: ErrorRowsOnDisk, parquet: bool | None = None, picks: tuple[list[int], int] | None = None
+) -> list[Path]:
     from reports import write_reports
 
-    return write_reports(summary, out, rows=rows, parquet=parquet)
+    return write_reports(summary, out, rows=rows, parquet=parquet, own_steps=True, picks=picks)  # _write_drill_steps wrote the record from kept_line
+
+
+class _Limited:
+    """The next ``left`` bytes of a file, for ``shutil.copyfileobj``."""
+
+    def __init__(self, fh: Any, left: int):
+        self.fh, self.left = fh, left
+
+    def read(self, size: int = -1) -> bytes:
+        size = self.left if size < 0 else min(size, self.left)
+        data = self.fh.read(size)
+        self.left -= len(data)
+        return data
 
 
 def _versions() -> dict[str, str]:

@@ -195,3 +195,24 @@ def test_a_compressed_input_shows_its_steps(tmp_path):
     out = tmp_path / "run"
     _grade(FORMATS / "native_tasks.jsonl", packed, out)
     assert _with_steps((out / "report.html").read_text(encoding="utf-8")) == 2
+
+
+def test_the_record_is_the_picked_lines_of_the_spool_in_order(tmp_path):
+    """One pass over ``steps.partial`` (byte ranges, adjacent ones merged) writes what filtering
+    it line by line wrote: the header counting the picked lines, then those lines."""
+    from types import SimpleNamespace
+
+    from pipelines.run.publish import Publisher
+    from reports import drill_picks, header_line, kept_index, kept_line
+
+    verdicts = ["pass", "fail"] * 1500 + ["error"] * 2000
+    spool = tmp_path / "steps.partial"
+    kept = [i for i in range(len(verdicts)) if i % 7 != 3]  # the spool misses some rows
+    spool.write_bytes(b"".join(kept_line(i, orjson.dumps({"trajectory_id": f"r{i}", "pad": "x" * (i % 50)})) for i in kept))
+    rows = [SimpleNamespace(verdict=v) for v in verdicts]
+    fake = SimpleNamespace(state=SimpleNamespace(steps_path=spool))
+    picks = Publisher._write_drill_steps(fake, rows, tmp_path)  # type: ignore[arg-type]
+    picked = set(drill_picks(verdicts)[0])
+    expected = [line for line in spool.read_bytes().splitlines(keepends=True) if kept_index(line) in picked]
+    assert (tmp_path / DRILL_STEPS).read_bytes() == header_line(len(expected)) + b"".join(expected)
+    assert picks == drill_picks(verdicts)
