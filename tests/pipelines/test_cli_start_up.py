@@ -36,10 +36,14 @@ def _paths() -> list[list[str]]:
 
 
 def _argvs() -> list[list[str]]:
-    """Help, no arguments, a bad option and an unknown sub-command, for every command path."""
+    """Help and a bad option for every command path; for the app and each group also no arguments
+    and an unknown sub-command (a command given those would run: ``rubrics export NAME`` writes)."""
     argvs: list[list[str]] = [[], ["--help"], ["no-such-command"], ["--bogus"]]
+    groups = {g.name for g in app.registered_groups}
     for path in _paths():
-        argvs += [[*path, "--help"], path, [*path, "--bogus"], [*path, "no-such-thing"]]
+        argvs += [[*path, "--help"], [*path, "--bogus"]]
+        if path[0] in groups and len(path) == 1:
+            argvs += [path, [*path, "no-such-thing"]]
     return argvs
 
 
