@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.main import get_command_name
@@ -14,12 +15,13 @@ from typer.testing import CliRunner
 
 from pipelines.cli import app, app_for
 
+REPO = Path(__file__).resolve().parents[2]
 ENV = {"COLUMNS": "100", "NO_COLOR": "1"}  # not TERMINAL_WIDTH: typer reads it once, at import
 # imported by nothing a judge-free one-line grade needs (clustering, tables, judges, pools, loops)
 NOT_IN_A_PLAIN_GRADE = (
     "sklearn", "scipy", "pandas", "numpy", "pyarrow", "jinja2", "openai", "instructor", "anthropic", "httpx",
     "asyncio", "multiprocessing", "concurrent.futures", "ssl", "rich.progress", "dateutil", "text_to_num",
-    "judge.llm", "pipelines.env.runtime",
+    "judge.llm", "pipelines.env._runtime", "sqlite3",
 )  # fmt: skip
 
 
@@ -94,3 +96,22 @@ def test_every_command_help_in_a_fresh_interpreter_is_the_whole_apps():
         whole = runner.invoke(app, argv, env=ENV, prog_name="judge")
         assert (code, output) == (whole.exit_code, whole.output), argv
         assert code in (0, 2) and "Usage: judge" in output, argv
+
+
+def test_a_one_line_grade_in_a_fresh_interpreter_imports_no_heavy_module(tmp_path):
+    from bench.conversations import generate
+
+    paths = generate(tmp_path / "conv", 1)
+    code = (
+        "import sys\nfrom pipelines.cli import main\nsys.argv[0] = 'judge'\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\nelse:\n    code = 0\n"
+        f"print('LOADED=' + ','.join(m for m in {NOT_IN_A_PLAIN_GRADE!r} if m in sys.modules), file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    args = ["grade", "--tasks", str(paths["episode"]), "--trajectories", str(paths["trajectories"]), "--out", str(tmp_path / "out")]
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]  # 1: the trajectory failed its checks
+    assert "1 graded" in proc.stdout
+    assert (tmp_path / "out" / "results.jsonl").read_text().count("\n") == 1
+    loaded = next(x for x in proc.stderr.splitlines() if x.startswith("LOADED="))[len("LOADED=") :]
+    assert loaded == "", f"a one-line grade imported {loaded}"
