@@ -73,9 +73,36 @@ def optional_values(argv: list[str]) -> list[str]:
     return out
 
 
+def _group() -> None:
+    """The callback of an app of one command: it keeps that app a group (``judge NAME ...``)."""
+
+
+def app_for(argv: list[str]) -> typer.Typer:
+    """The app to run ``argv`` with: for ``judge NAME ...`` one that holds command (or group)
+    NAME alone, for anything else (``--help``, no arguments, an unknown name) the whole ``app``.
+    Typer converts the signature of every command an app holds on each call (~0.1 s for all of
+    them), so the console script builds only the one it runs: help, errors and exit codes are the
+    whole app's, command for command."""
+    import copy
+
+    from typer.main import get_command_name
+
+    name = argv[0] if argv else None
+    commands = [c for c in app.registered_commands if (c.name or get_command_name(c.callback.__name__ if c.callback else "")) == name]
+    groups = [g for g in app.registered_groups if g.name == name]
+    if not commands and not groups:
+        return app
+    one = copy.copy(app)
+    one.registered_commands, one.registered_groups = commands, groups
+    one.info = copy.copy(app.info)
+    one.info.callback = _group
+    return one
+
+
 def main() -> None:  # pragma: no cover - the console script
     try:
-        app(args=optional_values(sys.argv[1:]))
+        argv = optional_values(sys.argv[1:])
+        app_for(argv)(args=argv)
     except SystemExit:
         raise
     except Exception as exc:
@@ -88,4 +115,4 @@ def main() -> None:  # pragma: no cover - the console script
         sys.exit(EXIT_INTERNAL)
 
 
-__all__ = ["EXIT_INPUT_ERROR", "EXIT_JUDGE_CONFIG", "EXIT_USAGE", "EXIT_WAITING", "app", "main", "optional_values"]
+__all__ = ["EXIT_INPUT_ERROR", "EXIT_JUDGE_CONFIG", "EXIT_USAGE", "EXIT_WAITING", "app", "app_for", "main", "optional_values"]

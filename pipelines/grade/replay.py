@@ -14,11 +14,13 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from judge import ReferenceCall, Step, Task, Trajectory, Turn, content_hash, dependency_order, response_key
 from pipelines.alignment import TurnsMode, align
-from pipelines.env import Environment, ExecResult, Session, load_environment
+
+if TYPE_CHECKING:  # the runtime (SQLite, the environment models) loads when a task has an environment
+    from pipelines.env import Environment, ExecResult, Session
 
 REFERENCE_CACHE_SIZE = 1024
 BFCL = "bfcl"  # Task.environment of BFCL's multi-turn entries: its own environment classes (pipelines.env._bfcl)
@@ -45,6 +47,8 @@ class Replayer:
         self.versions: dict[str, str] = {}  # environments used in this run -> version, for the manifest
 
     def environment(self, name: str) -> Environment:
+        from pipelines.env import load_environment
+
         env = load_environment(name, self.root)  # raises UnknownEnvironment with the known names
         self.versions[name] = env.version
         return env
@@ -63,6 +67,8 @@ class Replayer:
             return None  # a call whose arguments were not recorded cannot be run again: graded on what was recorded
         if task.environment == BFCL:
             return self._replay_bfcl(task, trajectory, turns)
+        from pipelines.env import ExecResult
+
         env = self.environment(task.environment)
         track_state = self._involves_writes(task, trajectory, env)
         alignment = align(task, trajectory, turns)
@@ -98,7 +104,7 @@ class Replayer:
         BFCL's own environment classes, each side in its own instances (``pipelines.env._bfcl``);
         every turn carries BFCL's checks of it. None when the dialogue is graded as one episode over
         several task turns (BFCL checks turn by turn: the turn assertions then stay open)."""
-        from pipelines.env import CallSpec, EntrySpec, TurnSpec, bfcl_version, replay_bfcl_entry
+        from pipelines.env import CallSpec, EntrySpec, ExecResult, TurnSpec, bfcl_version, replay_bfcl_entry
 
         alignment = align(task, trajectory, turns)
         if alignment.episode and len(task.turns) > 1:

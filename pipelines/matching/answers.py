@@ -42,8 +42,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from text_to_num import alpha2digit
-
 from judge import AnswerLabel, parse_json_text, strip_instructions
 from pipelines.matching.normalize import is_cjk, normalize_answer_text, normalize_ascii, tokens
 
@@ -385,6 +383,8 @@ _POLAR = frozenset(_POLARITY)
 
 def _english_digits(text: str) -> str:
     """English number words as digits ("twenty-one" -> "21"); other text unchanged."""
+    from text_to_num import alpha2digit  # on first use: a run without such answers never imports it
+
     try:
         return str(alpha2digit(text, "en", threshold=0))
     except Exception:  # the converter is a third-party parser: never let it decide

@@ -39,8 +39,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from dateutil import parser as date_parser
-
 from judge import ArgumentRule, pattern_full_match
 from pipelines.matching.literals import read_literal, value_schema
 from pipelines.matching.normalize import bfcl_normalize
@@ -225,6 +223,8 @@ _DEFAULT_B = datetime(2001, 2, 2, 1, 1, 1, 1)
 
 
 def _parse_when(text: str) -> _When | None:
+    from dateutil import parser as date_parser  # on first use: a run that compares no dates never imports it
+
     try:
         a = date_parser.parse(text, default=_DEFAULT_A, fuzzy=False)
         b = date_parser.parse(text, default=_DEFAULT_B, fuzzy=False)

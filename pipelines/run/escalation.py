@@ -6,7 +6,6 @@ so a resumed run replays it and never asks again."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from functools import cached_property
@@ -117,6 +116,8 @@ class Escalation:
                     if close is not None:
                         await close()
 
+            import asyncio  # here, not at the top: a run without judges never starts an event loop
+
             wait = asyncio.run(rounds())
             if wait is not None:
                 return wait
@@ -147,6 +148,8 @@ class Escalation:
                 elapsed_s=time.monotonic() - started,
                 done=done,
             )
+
+        import asyncio
 
         async def tick() -> None:
             while True:

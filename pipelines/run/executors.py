@@ -12,15 +12,16 @@ nothing here decides who runs what.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from judge import fresh_std_streams
 from pipelines.run.shards import GradingContext, Shard, ShardResult, grade_shard
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 __all__ = ["Executor", "InProcess", "ProcessPool", "RayCluster", "default_workers", "make_executor"]
 
@@ -90,6 +91,9 @@ class ProcessPool:
     reads_files = True  # a shard is sent as a range of the input (a few hundred bytes, not megabytes through a pipe)
 
     def __init__(self, ctx: GradingContext, workers: int):
+        import multiprocessing  # here: a run graded in this process never imports it
+        from concurrent.futures import ProcessPoolExecutor
+
         self.workers = workers
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         if method == "fork":

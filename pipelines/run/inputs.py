@@ -27,6 +27,7 @@ from pipelines.ingest import (
     with_tool_specs,
 )
 from pipelines.labels import LabelSet, load_labels
+from pipelines.run.lines import one_shard
 from pipelines.run.options import GradeOptions, NoTasks
 from pipelines.run.spool import TaskInput, display_name, sha256_of
 
@@ -135,10 +136,13 @@ def _detected_task_format(path: Path) -> str | None:
 
 
 def _tasks_in_shards(path: Path, fmt: str | None, opts: GradeOptions) -> bool:
-    """Worker processes load the tasks too: a native JSONL tasks file, local workers that fork."""
+    """Worker processes load the tasks too: a native JSONL tasks file of more than one shard, local
+    workers that fork (a file of one shard is read here: a pool would only add its start-up)."""
+    if opts.workers <= 1 or opts.ray or one_shard(path, opts.shard_lines, opts.shard_bytes):
+        return False
     import multiprocessing
 
-    if opts.workers <= 1 or opts.ray or "fork" not in multiprocessing.get_all_start_methods():
+    if "fork" not in multiprocessing.get_all_start_methods():
         return False
     return fmt == "native" and not starts_array(path)
 

@@ -19,7 +19,7 @@ import orjson
 
 from pipelines.run.spool import BLOCK, InputChanged
 
-__all__ = ["READ_BUFFER", "SHARD_BYTES", "ItemCounter", "LineShards", "RawShard"]
+__all__ = ["READ_BUFFER", "SHARD_BYTES", "ItemCounter", "LineShards", "RawShard", "one_shard"]
 
 # About how many bytes one shard holds. Measured at 100k realistic conversations (22 KB lines):
 # 4 MB shards cost one process ~3% more CPU than 8 MB (twice the shards: each is merged, journaled
@@ -30,6 +30,18 @@ SHARD_BYTES = 8 << 20
 # default 8 KB a 22 KB line takes several reads and joins; with 1 MB, cutting 20k realistic
 # conversations (449 MB) takes 0.65 s of CPU instead of 1.03 s.
 READ_BUFFER = BLOCK
+
+
+def one_shard(path: str | os.PathLike[str], max_lines: int, max_bytes: int) -> bool:
+    """The file holds fewer than ``max_lines`` lines in at most ``max_bytes``: ``LineShards`` cuts it
+    into one shard at most (a run of one line, a few hundred), which no pool of workers can share."""
+    try:
+        if os.stat(path).st_size > max_bytes:
+            return False
+        with open(path, "rb") as fh:
+            return fh.read(max_bytes + 1).count(b"\n") < max_lines
+    except OSError:
+        return False
 
 
 @dataclass

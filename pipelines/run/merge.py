@@ -19,33 +19,19 @@ from pipelines.grade import Aggregator, GradedCase
 from pipelines.run.executors import Executor, make_executor
 from pipelines.run.folder import RunDirError
 from pipelines.run.inputs import RunInputs
-from pipelines.run.lines import ItemCounter, LineShards, RawShard
+from pipelines.run.lines import ItemCounter, LineShards, RawShard, one_shard
 from pipelines.run.options import GradeOptions, InputErrorsFound, Progress
 from pipelines.run.records import InputProgress, ReplayTally, ShardRecord, WarningTally
 from pipelines.run.shards import GradingContext, Shard, ShardGrader, ShardResult, grade_shard
 from pipelines.run.state import RunState
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from reports import Row
 
 __all__ = ["PENDING", "Merger", "PendingRef", "trim_heap"]
 
 PENDING = "__pending__"  # the placeholder line of a case waiting for a judge in results.partial
 PendingRef = tuple[int, int]  # (shard index, position in that shard's pending list)
-
-
-def one_shard(path: Path, max_lines: int, max_bytes: int) -> bool:
-    """The file holds fewer than ``max_lines`` lines in at most ``max_bytes``: ``LineShards`` cuts it
-    into one shard at most (a run of one line, a few hundred), which no pool of workers can share."""
-    try:
-        if path.stat().st_size > max_bytes:
-            return False
-        with open(path, "rb") as fh:
-            return fh.read(max_bytes + 1).count(b"\n") < max_lines
-    except OSError:
-        return False
 
 
 class Merger:

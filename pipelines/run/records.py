@@ -239,6 +239,8 @@ class ShardRecord(_Record):
 class ControlAnswer(_Record):
     """A control item asked in a round, and the panel's decision on it."""
 
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built when a run journals or reads a round
+
     request: JudgeRequest
     expected: str
     built_as: str
@@ -247,6 +249,8 @@ class ControlAnswer(_Record):
 
 class DecidedRound(_Record):
     """A decided escalation round: each question (shard, position, turn, check) and its decision."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built when a run journals or reads a round
 
     version: int = JOURNAL_VERSION
     kind: Literal["decided"] = "decided"
@@ -258,6 +262,8 @@ class DecidedRound(_Record):
 
 class SubmittedBatches(_Record):
     """Provider batches sent for the round in progress (journaled the moment each exists: it is paid for)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built when a run journals or reads a round
 
     version: int = JOURNAL_VERSION
     kind: Literal["batches"] = "batches"

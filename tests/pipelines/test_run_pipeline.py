@@ -334,6 +334,20 @@ def _decodes(line: bytes) -> bool:
 # ---- tasks loaded in shards by workers ----------------------------------------------------------
 
 
+def test_a_tasks_file_of_one_shard_is_read_in_this_process(generated):
+    """Forked task readers cannot share one shard either: such a tasks file is read here (the same
+    task set, see the test below) and only a larger one starts a pool."""
+    from types import SimpleNamespace
+
+    from pipelines.run.inputs import _tasks_in_shards
+
+    tasks, _ = generated
+    lines = tasks.read_bytes().count(b"\n")
+    opts = SimpleNamespace(workers=2, ray=False, shard_lines=lines + 1, shard_bytes=1 << 30)
+    assert not _tasks_in_shards(tasks, "native", opts)  # type: ignore[arg-type]
+    assert _tasks_in_shards(tasks, "native", SimpleNamespace(**{**vars(opts), "shard_lines": lines}))  # type: ignore[arg-type]
+
+
 def test_tasks_loaded_in_shards_are_the_serially_loaded_task_set(tmp_path):
     from pipelines.ingest import load_tasks
     from pipelines.run.task_shards import load_tasks_in_shards
