@@ -18,6 +18,7 @@ from functools import cache
 from importlib import metadata
 from typing import Any
 
+from judge import TrajectoryJudgeError
 from reports._frame import STR, Table
 
 __all__ = ["VERIFIED", "Unconverted", "arrow_arrays", "arrow_table"]
@@ -47,7 +48,7 @@ def _versions() -> tuple[str, str] | None:
     return pandas, pa.__version__
 
 
-class Unconverted(ValueError):
+class Unconverted(TrajectoryJudgeError, ValueError):
     """A value the array builder does not convert as pandas would (the pandas path writes it)."""
 
 
