@@ -65,7 +65,7 @@ def cpu_side_by_side(n: int, rounds: int, baseline: str) -> dict:
     """Baseline, this tree and agentevals on the same conversations, interleaved, CPU of each."""
     import statistics
 
-    from bench.bench_cpu import baseline_tree, cpu_of, same_outputs
+    from bench.bench_cpu import baseline_tree, cpu_of, differing
     from bench.bench_peers import agentevals_superset
     from bench.conversations import generate
 
@@ -80,7 +80,7 @@ def cpu_side_by_side(n: int, rounds: int, baseline: str) -> dict:
         agentevals_superset(paths["trajectories"], paths["reference"])
         cpu["agentevals"].append(_children_cpu() - before)
     med = {k: statistics.median(v) for k, v in cpu.items()}
-    return {"n": n, "rounds": cpu, "ms": {k: v / n * 1e3 for k, v in med.items()}, "identical": same_outputs(outs["baseline"], outs["this tree"])}
+    return {"n": n, "rounds": cpu, "ms": {k: v / n * 1e3 for k, v in med.items()}, "differing": differing(outs["baseline"], outs["this tree"])}
 
 
 def _rounds(values: list[float]) -> str:
@@ -109,7 +109,7 @@ def main() -> None:
         ms = c["ms"]
         rows.append(
             _row(
-                f"CPU per realistic conversation, {c['n']:,} conversations, one core (median of {size['rounds']} interleaved rounds; outputs identical: {c['identical']})",
+                f"CPU per realistic conversation, {c['n']:,} conversations, one core (median of {size['rounds']} interleaved rounds; outputs identical: {'yes' if not c['differing'] else 'no, ' + ', '.join(c['differing']) + ' differ'})",
                 f"{ms['baseline']:.3f} ms",
                 f"{ms['this tree']:.3f} ms",
                 f"agentevals superset match {ms['agentevals']:.3f} ms",
