@@ -69,6 +69,7 @@ class TurnContext:
     replayed: bool = False
     ended_early: EndedEarly | None = None  # set on the turn the run stopped in, when it stopped before the agent finished
     environment: Any = None  # the benchmark environment's own checks of this turn (replay's ``environment``: BFCL multi-turn)
+    memo: dict[str, Any] = field(default_factory=dict)  # shared by the turns of one trajectory: what a check prepared once for later turns
 
     @cached_property
     def policy(self) -> Policy | None:
@@ -87,10 +88,12 @@ def build_context(
     prior_outputs: list[Any] | None = None,
     calls_before: int = 0,
     ended_early: EndedEarly | None = None,
+    memo: dict[str, Any] | None = None,
 ) -> TurnContext:
     """Merge the recorded trajectory with an optional replay (``pipelines.grade.replay.TurnReplay``);
     each step's name is read as the task's tool it means (the recorded step is left as written).
-    ``ended_early``: the trajectory's, when this turn is the one its run stopped in."""
+    ``ended_early``: the trajectory's, when this turn is the one its run stopped in. ``memo``: one
+    dict per trajectory, passed to every turn, so checks reuse what they prepared on earlier turns."""
     raw_steps = traj_turn.steps if traj_turn else []
     views: list[StepView] = []
     names = task.tool_names
@@ -131,4 +134,5 @@ def build_context(
         replayed=replay is not None,
         ended_early=ended_early,
         environment=getattr(replay, "environment", None),
+        memo={} if memo is None else memo,
     )

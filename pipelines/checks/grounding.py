@@ -23,7 +23,7 @@ from typing import Any
 from judge import Check, DecidedBy, Evidence, EvidenceKind, Outcome, StageResult
 from pipelines.checks._context import StepView, TurnContext
 from pipelines.checks._waterfall import CheckOutcome
-from pipelines.matching import Haystack, numbers_in, value_in_text
+from pipelines.matching import Haystack, HaystackParts, numbers_in, value_in_text
 
 
 class GroundingCheck:
@@ -50,8 +50,10 @@ class GroundingCheck:
             return StageResult(check=self.check, outcome=Outcome.INCONCLUSIVE, reason="no successful tool output to ground the answer in")
         prediction = ctx.traj_turn.final_answer if ctx.traj_turn is not None else None
         gold = ctx.turn.gold_answers or []
-        sources = [Haystack(outputs)]  # prepared once, searched per gold value and per number of the answer
-        with_lent = Haystack(outputs + [v.borrowed for v in lent]) if lent else None
+        # one prepared part per output, kept for the later turns: searched per gold value and per number
+        parts = [_part(ctx.memo, o) for o in outputs]
+        sources: list[Haystack | HaystackParts] = [HaystackParts(parts)]
+        with_lent = HaystackParts(parts + [Haystack(v.borrowed) for v in lent]) if lent else None
         supported_value = next((g for g in gold if value_in_text(g, sources[0])), None)
         value_lent = False
         if supported_value is None and with_lent is not None:
@@ -108,7 +110,19 @@ def _borrowed_evidence(view: StepView) -> Evidence:
     )
 
 
-def _lazy(sources: list[Haystack], *more: Any) -> Iterator[Haystack]:
+def _part(memo: dict[str, Any], output: Any) -> Haystack:
+    """``output`` prepared for search, once per trajectory: the same object is an earlier turn's
+    output on every later turn. Keyed by identity; the entry holds the object, so the id stays its own."""
+    parts: dict[int, tuple[Any, Haystack]] = memo.setdefault("grounding.parts", {})
+    hit = parts.get(id(output))
+    if hit is not None and hit[0] is output:
+        return hit[1]
+    hay = Haystack(output)
+    parts[id(output)] = (output, hay)
+    return hay
+
+
+def _lazy(sources: list[Haystack | HaystackParts], *more: Any) -> Iterator[Haystack | HaystackParts]:
     """The haystacks in order, each extra one prepared on first need and kept for the next number."""
     yield sources[0]
     for k, text in enumerate(more, 1):

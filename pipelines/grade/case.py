@@ -231,15 +231,19 @@ def grade_case(
     states: list[TurnState] = []
     prior_outputs: list[Any] = []
     calls_before = 0
+    memo: dict[str, Any] = {}  # the checks' per-trajectory store (grounding's prepared outputs)
     stopped = trajectory.ended_turn
     for i, (turn, traj_turn) in enumerate(alignment.pairs):
         rep = replay[i] if replay else None
         # the turn the run stopped in: the episode holding it, or the message turn itself
         ended = trajectory.ended_early if stopped is not None and (alignment.episode or traj_turn is stopped) else None
-        ctx = build_context(task, turn, trajectory, traj_turn, config, replay=rep, prior_outputs=prior_outputs, calls_before=calls_before, ended_early=ended)
+        ctx = build_context(
+            task, turn, trajectory, traj_turn, config, replay=rep, prior_outputs=prior_outputs, calls_before=calls_before, ended_early=ended, memo=memo
+        )
         states.append(_evaluate(ctx))
         prior_outputs = prior_outputs + [v.result for v in ctx.steps if v.ok]
         calls_before += len(ctx.steps)
+    memo.clear()  # the prepared outputs are not kept with the graded case
     return GradedCase(task=task, trajectory=trajectory, source=source, config=config, turns=states)
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "AnswerMatch",
     "AnswerThresholds",
     "Haystack",
+    "HaystackParts",
     "compare_answer",
     "is_missing",
     "numbers_in",
@@ -1011,22 +1012,53 @@ class Haystack:
         return self._readings
 
 
+class HaystackParts:
+    """Several haystacks searched as one (``Haystack(outputs)`` for the ``outputs`` they hold, one
+    part per output), so a part prepared once serves every later search that includes it: the
+    grounding of each turn of a conversation reuses the earlier turns' prepared tool outputs.
+
+    Equivalent because every rule of ``value_in_text`` is per leaf: a string is a run inside one
+    leaf, a number a reading of one leaf, a list or dict needs each element somewhere (each
+    element is looked for across all parts)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list[Haystack]):
+        self.parts = parts
+
+
+def _leaf_test(value: Any, relative_tolerance: float) -> Callable[[Haystack], bool]:
+    """The test ``value_in_text`` applies to one haystack for a parsed scalar ``value`` (not None)."""
+    readings = _as_number(value)
+    if readings is not None:
+        return lambda hay: any(_any_close(readings, r, relative_tolerance) for r in hay.readings())
+    needle = tokens(_text(value))
+    if not needle:
+        return lambda hay: False
+    if _LEAF_SEP in needle:
+        return lambda hay: any(_contains_run(tokens(_text(leaf)), needle) for leaf in hay.leaves if leaf is not None)
+    run = " " + " ".join(needle) + " "
+    return lambda hay: run in hay.line()
+
+
 def value_in_text(value: Any, text: Any, *, relative_tolerance: float = 1e-6) -> bool:
     """Does ``value`` appear in ``text`` (a tool output: JSON value, JSON text or plain text)?
 
     Numbers are looked for among the numbers in the text (with tolerance, any percent/scale
     reading); strings as normalised whole-word runs inside one string of the output; lists and
     dicts need every element/value to appear. An empty value is never evidence: False.
-    Pass a ``Haystack`` as ``text`` to search the same text for several values.
+    Pass a ``Haystack`` (or ``HaystackParts``) as ``text`` to search the same text for several values.
     """
     value = parse_json_text(value)
-    hay = text if isinstance(text, Haystack) else Haystack(text)
+    hay = text if isinstance(text, (Haystack, HaystackParts)) else Haystack(text)
     if isinstance(value, dict):
         value = list(value.values())
     if isinstance(value, (list, tuple)):
         return bool(value) and all(value_in_text(v, hay, relative_tolerance=relative_tolerance) for v in value)
     if value is None:
         return False
+    if isinstance(hay, HaystackParts):
+        return any(map(_leaf_test(value, relative_tolerance), hay.parts))
     readings = _as_number(value)
     if readings is not None:
         return any(_any_close(readings, r, relative_tolerance) for r in hay.readings())

@@ -1,0 +1,70 @@
+"""``HaystackParts`` (one prepared haystack per tool output, reused across a conversation's turns)
+answers every ``value_in_text`` question exactly as one ``Haystack`` over all the outputs does."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipelines.matching import Haystack, HaystackParts, value_in_text
+from pipelines.matching.answers import _LEAF_SEP
+
+PROPS = settings(max_examples=600, deadline=None, derandomize=True)
+
+# words that collide across outputs and leaf boundaries: digits, percent text, punctuation, articles,
+# non-ASCII, the private leaf separator, JSON-looking text
+words = st.sampled_from(
+    ["a", "the", "New", "york", "new-york", "U.S.", "1,234.5", "12%", "12", "0.12", "$4.50", "-3", "1e3",
+     "x", "café", "Café", "東京", "ß", "ss", _LEAF_SEP, f"a{_LEAF_SEP}b", "", " ", "[1, 2]", '{"k": "v"}',
+     "3.0", "3", "done.", "it's", "its", "50 %", "half"]
+)  # fmt: skip
+texts = st.one_of(st.lists(words, max_size=5).map(" ".join), st.text(max_size=10))
+scalars = st.one_of(
+    texts,
+    st.none(),
+    st.booleans(),
+    st.integers(-20, 2000),
+    st.floats(allow_nan=True, allow_infinity=True, width=32),
+    st.sampled_from([0.12, 12, 12.0, 1234.5, 1000, 3]),
+)
+outputs = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(["id", "name", "v", "x"]), inner, max_size=3)),
+    max_leaves=12,
+)
+needles = st.recursive(
+    scalars, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["a", "b"]), inner, max_size=2)), max_leaves=5
+)
+
+
+def _leaf_texts(value):
+    """Strings and numbers inside ``value``: needles that often hit (whole leaves and their slices)."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [t for v in value for t in _leaf_texts(v)]
+    return [] if value is None else [value]
+
+
+@PROPS
+@given(st.lists(outputs, max_size=4), st.data())
+def test_parts_answer_like_one_haystack(outs, data):
+    leaves = [x for o in outs for x in _leaf_texts(o)]
+    picks = [needles]
+    if leaves:
+        leaf = st.sampled_from(leaves)
+        sliced = leaf.flatmap(
+            lambda s: st.tuples(st.integers(0, len(s)), st.integers(0, len(s))).map(lambda ij: s[ij[0] : ij[1]]) if isinstance(s, str) else st.just(s)
+        )
+        picks += [leaf, sliced, st.lists(st.one_of(leaf, sliced), min_size=1, max_size=3)]  # lists: elements from different outputs
+    values = data.draw(st.lists(st.one_of(*picks), min_size=1, max_size=6))
+    whole = Haystack(outs)
+    parts = HaystackParts([Haystack(o) for o in outs])
+    for value in values:
+        assert value_in_text(value, parts) == value_in_text(value, whole), value
+        assert value_in_text(value, parts) == value_in_text(value, outs), value
+
+
+def test_list_elements_may_sit_in_different_parts():
+    parts = HaystackParts([Haystack({"a": "red apple"}), Haystack(["12%"])])
+    assert value_in_text(["red apple", 0.12], parts)
+    assert not value_in_text("apple 12", parts)  # a string run never spans two outputs
+    assert not value_in_text([], parts) and not value_in_text(None, parts)
