@@ -37,6 +37,7 @@ import math
 import re
 import unicodedata
 import warnings
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -963,13 +964,15 @@ class Haystack:
     pass over KBs of tool output, not one per question.
     """
 
-    __slots__ = ("_leaves", "_line", "_numbers", "_readings", "_text", "_texts")
+    __slots__ = ("_asked", "_inf", "_leaves", "_line", "_nan", "_numbers", "_readings", "_sorted", "_text", "_texts")
 
     def __init__(self, text: Any):
         self._text = text
         self._leaves: list[Any] | None = None  # walked on the first look-up (often none is needed)
         self._line: str | None = None
         self._readings: list[tuple[float, ...]] | None = None
+        self._sorted: list[float] | None = None  # the finite readings, sorted (``has_close``)
+        self._asked = False  # ``has_close`` was asked before
 
     @property
     def leaves(self) -> list[Any]:
@@ -1011,6 +1014,39 @@ class Haystack:
             self._readings = found
         return self._readings
 
+    def has_close(self, needle: tuple[float, ...], rel: float) -> bool:
+        """``any(_any_close(needle, r, rel) for r in self.readings())``, by bisection in the sorted
+        readings: a number asked of a long conversation's outputs is compared with its neighbours
+        only. ``isclose(x, y)`` implies ``|x - y| <= rel * |x| / (1 - rel)``, so every candidate lies
+        in that window (widened for rounding) and is confirmed with the same ``_close``. The first
+        question scans (most haystacks are asked once); the second sorts."""
+        if not self._asked:  # the first question scans
+            self._asked = True
+            return any(_any_close(needle, r, rel) for r in self.readings())
+        if not 0.0 <= rel < 0.5:
+            return any(_any_close(needle, r, rel) for r in self.readings())
+        if self._sorted is None:
+            flat = [y for r in self.readings() for y in r]
+            self._nan = any(math.isnan(y) for y in flat)
+            self._inf = {y for y in flat if math.isinf(y)}
+            self._sorted = sorted(y for y in flat if math.isfinite(y))
+        values = self._sorted
+        for x in needle:
+            if math.isnan(x):
+                if self._nan:
+                    return True
+            elif math.isinf(x):
+                if x in self._inf:
+                    return True
+            else:
+                width = abs(x) * rel / (1.0 - rel) * (1.0 + 1e-9) + 4.0 * math.ulp(x)
+                i, top = bisect_left(values, x - width), x + width
+                while i < len(values) and values[i] <= top:
+                    if _close(x, values[i], rel):
+                        return True
+                    i += 1
+        return False
+
 
 class HaystackParts:
     """Several haystacks searched as one (``Haystack(outputs)`` for the ``outputs`` they hold, one
@@ -1031,7 +1067,7 @@ def _leaf_test(value: Any, relative_tolerance: float) -> Callable[[Haystack], bo
     """The test ``value_in_text`` applies to one haystack for a parsed scalar ``value`` (not None)."""
     readings = _as_number(value)
     if readings is not None:
-        return lambda hay: any(_any_close(readings, r, relative_tolerance) for r in hay.readings())
+        return lambda hay: hay.has_close(readings, relative_tolerance)
     needle = tokens(_text(value))
     if not needle:
         return lambda hay: False
@@ -1061,7 +1097,7 @@ def value_in_text(value: Any, text: Any, *, relative_tolerance: float = 1e-6) ->
         return any(map(_leaf_test(value, relative_tolerance), hay.parts))
     readings = _as_number(value)
     if readings is not None:
-        return any(_any_close(readings, r, relative_tolerance) for r in hay.readings())
+        return hay.has_close(readings, relative_tolerance)
     needle = tokens(_text(value))
     if not needle:
         return False
@@ -1081,7 +1117,7 @@ def value_finder(value: Any, *, relative_tolerance: float = 1e-6) -> Callable[[H
         return lambda hay: False
     readings = _as_number(parsed)
     if readings is not None:
-        return lambda hay: any(_any_close(readings, r, relative_tolerance) for r in hay.readings())
+        return lambda hay: hay.has_close(readings, relative_tolerance)
     needle = tokens(_text(parsed))
     if not needle:
         return lambda hay: False

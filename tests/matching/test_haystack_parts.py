@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.matching import Haystack, HaystackParts, value_in_text
-from pipelines.matching.answers import _LEAF_SEP
+from pipelines.matching.answers import _LEAF_SEP, _any_close
 
 PROPS = settings(max_examples=600, deadline=None, derandomize=True)
 
@@ -68,3 +68,25 @@ def test_list_elements_may_sit_in_different_parts():
     assert value_in_text(["red apple", 0.12], parts)
     assert not value_in_text("apple 12", parts)  # a string run never spans two outputs
     assert not value_in_text([], parts) and not value_in_text(None, parts)
+
+
+floats = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 1.0, 12.0, 0.12, 1e-300, 5e-324, 1.7976931348623157e308, 1000.0]),
+)
+rels = st.sampled_from([0.0, 1e-12, 1e-6, 1e-3, 0.1, 0.49, 0.5, 2.0])
+
+
+@PROPS
+@given(st.lists(st.lists(floats, min_size=1, max_size=3).map(tuple), max_size=8), st.lists(floats, min_size=1, max_size=3), rels, st.data())
+def test_has_close_answers_like_the_scan(readings, needle, rel, data):
+    # a reading near the tolerance window of one needle number: just inside or just outside it
+    x = data.draw(st.sampled_from(needle))
+    factors = [1 + rel, 1 - rel, 1 / (1 + rel)] + ([1 / (1 - rel), (1 - 1e-9) / (1 - rel), (1 + 1e-9) / (1 - rel)] if rel < 1 else [])
+    if x == x and data.draw(st.booleans()):
+        readings = [*readings, (x * data.draw(st.sampled_from(factors)),)]
+    hay = Haystack(None)
+    hay._readings = readings  # the prepared readings, as the leaves would give them
+    scan = any(_any_close(tuple(needle), r, rel) for r in readings)
+    assert hay.has_close(tuple(needle), rel) == scan  # the first question scans
+    assert hay.has_close(tuple(needle), rel) == scan  # later ones bisect the sorted readings
