@@ -1071,7 +1071,7 @@ def _leaf_test(value: Any, relative_tolerance: float) -> Callable[[Haystack], bo
     needle = tokens(_text(value))
     if not needle:
         return lambda hay: False
-    if _LEAF_SEP in needle:
+    if _LEAF_SEP in needle:  # cannot be told from a leaf boundary: compare leaf by leaf
         return lambda hay: any(_contains_run(tokens(_text(leaf)), needle) for leaf in hay.leaves if leaf is not None)
     run = " " + " ".join(needle) + " "
     return lambda hay: run in hay.line()
@@ -1093,17 +1093,8 @@ def value_in_text(value: Any, text: Any, *, relative_tolerance: float = 1e-6) ->
         return bool(value) and all(value_in_text(v, hay, relative_tolerance=relative_tolerance) for v in value)
     if value is None:
         return False
-    if isinstance(hay, HaystackParts):
-        return any(map(_leaf_test(value, relative_tolerance), hay.parts))
-    readings = _as_number(value)
-    if readings is not None:
-        return hay.has_close(readings, relative_tolerance)
-    needle = tokens(_text(value))
-    if not needle:
-        return False
-    if _LEAF_SEP in needle:  # cannot be told from a leaf boundary: compare leaf by leaf
-        return any(_contains_run(tokens(_text(leaf)), needle) for leaf in hay.leaves if leaf is not None)
-    return " " + " ".join(needle) + " " in hay.line()
+    test = _leaf_test(value, relative_tolerance)
+    return any(map(test, hay.parts)) if isinstance(hay, HaystackParts) else test(hay)
 
 
 def value_finder(value: Any, *, relative_tolerance: float = 1e-6) -> Callable[[Haystack], bool]:
@@ -1115,13 +1106,4 @@ def value_finder(value: Any, *, relative_tolerance: float = 1e-6) -> Callable[[H
         return lambda hay: value_in_text(value, hay, relative_tolerance=relative_tolerance)  # each element is read per haystack as before
     if parsed is None:
         return lambda hay: False
-    readings = _as_number(parsed)
-    if readings is not None:
-        return lambda hay: hay.has_close(readings, relative_tolerance)
-    needle = tokens(_text(parsed))
-    if not needle:
-        return lambda hay: False
-    if _LEAF_SEP in needle:
-        return lambda hay: any(_contains_run(tokens(_text(leaf)), needle) for leaf in hay.leaves if leaf is not None)
-    run = " " + " ".join(needle) + " "
-    return lambda hay: run in hay.line()
+    return _leaf_test(parsed, relative_tolerance)

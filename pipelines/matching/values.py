@@ -491,15 +491,7 @@ def _compare_argument(
     extra_keys: bool = False,
     undeclared_keys: bool = False,
 ) -> ValueMatch:
-    """Does the agent's ``actual`` value satisfy the reference (``expected`` + ``rule``)?
-
-    ``expected`` is ``MISSING`` when the reference gives only ``rule.any_of`` or ``rule.pattern``;
-    ``actual`` is ``MISSING`` when the agent omitted the argument. ``extra_keys``: object keys the
-    reference does not mention are ignored. ``undeclared_keys``: a nested key no schema says the tool
-    reads is left out and reported in ``undeclared`` (see the module doc). Raises ``ValueError`` when the reference accepts no value
-    at all (no literal, no ``any_of``, no pattern, not ``any_value``, not omit-only): that is a broken
-    reference, not an agent error (the full comparison: ``compare_argument`` without its fast path).
-    """
+    """The full comparison: ``compare_argument`` without its fast path."""
     rule = rule or _NO_RULE
     if actual is MISSING:
         return ValueMatch(True) if rule.optional else ValueMatch(False, "required argument not given")
