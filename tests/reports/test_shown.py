@@ -52,14 +52,7 @@ def test_kept_steps_validates_each_wanted_line_once(tmp_path: Path, monkeypatch)
     trajectories = [Trajectory.model_validate({"task_id": "t", "trajectory_id": f"r{i}", "steps": [{"name": "f", "result": i}]}) for i in range(5)]
     path = tmp_path / "drill_steps.jsonl"
     path.write_bytes(header_line(5) + b"".join(kept_line(i, t.model_dump_json().encode()) for i, t in enumerate(trajectories)))
-    calls: list[bytes] = []
-    real = KeptTrajectory.model_validate_json.__func__  # type: ignore[attr-defined]
-
-    def counted(cls, line):
-        calls.append(line)
-        return real(cls, line)
-
-    monkeypatch.setattr(KeptTrajectory, "model_validate_json", classmethod(counted))
+    calls = _count_validations(monkeypatch)
     kept = KeptSteps(path, {0: "r0", 2: "r2", 3: "other"})
     assert sorted(kept) == [0, 2]
     for _ in range(3):
@@ -81,14 +74,7 @@ def test_the_grading_runs_own_record_reads_as_plain_json(tmp_path: Path, monkeyp
     path.write_bytes(header_line(3) + b"".join(kept_line(i, t.model_dump_json().encode()) for i, t in enumerate(trajectories)))
     wanted: dict[int, str | None] = {0: "r0", 1: "r1", 2: "r2"}
     validated = KeptSteps(path, wanted)
-    calls: list[bytes] = []
-    real = KeptTrajectory.model_validate_json.__func__  # type: ignore[attr-defined]
-
-    def counted(cls, line):
-        calls.append(line)
-        return real(cls, line)
-
-    monkeypatch.setattr(KeptTrajectory, "model_validate_json", classmethod(counted))
+    calls = _count_validations(monkeypatch)
     own = KeptSteps(path, wanted, own=True)
     assert [kept_index(line) for line in calls] == [1]
     assert list(own) == list(validated) == [0, 1, 2]
@@ -122,3 +108,16 @@ def test_shown_text_is_json_dumps_cut(value):
         return
     assert shown_text(value) == (text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + f"… ({len(text)} chars)")
     assert shown_text([value] * 200) == shown_text([value] * 200)
+
+
+def _count_validations(monkeypatch) -> list[bytes]:
+    """The lines ``KeptTrajectory.model_validate_json`` is called with from now on, in order."""
+    calls: list[bytes] = []
+    real = KeptTrajectory.model_validate_json.__func__  # type: ignore[attr-defined]
+
+    def counted(cls, line):
+        calls.append(line)
+        return real(cls, line)
+
+    monkeypatch.setattr(KeptTrajectory, "model_validate_json", classmethod(counted))
+    return calls
