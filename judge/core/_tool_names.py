@@ -34,16 +34,32 @@ def sanitise_tool_name(name: str) -> str:
     return _OUTSIDE.sub("_", name)[:MAX_TOOL_NAME] or "_"
 
 
+def _rewrites(known: frozenset[str]) -> dict[str, str]:
+    """Sanitised name -> the one known tool it means; only unambiguous rewrites (a name that is
+    already its own sanitised form needs no entry). Kept per set of names: tasks of one benchmark
+    declare the same tools, and each task would otherwise sanitise them all again. Read only."""
+    unique = _REWRITES.get(known)
+    if unique is None:
+        by_sanitised: dict[str, set[str]] = {}
+        for name in known:
+            by_sanitised.setdefault(sanitise_tool_name(name), set()).add(name)
+        unique = {s: next(iter(names)) for s, names in by_sanitised.items() if len(names) == 1 and s not in names}
+        if len(_REWRITES) >= _KEPT:
+            _REWRITES.clear()
+        _REWRITES[known] = unique
+    return unique
+
+
+_KEPT = 1024  # sets of tool names remembered (all forgotten when full)
+_REWRITES: dict[frozenset[str], dict[str, str]] = {}
+
+
 class ToolNames:
     """The known tool names of a task, and what a called name means among them."""
 
     def __init__(self, known: Iterable[str]):
         self.known = frozenset(known)
-        by_sanitised: dict[str, set[str]] = {}
-        for name in self.known:
-            by_sanitised.setdefault(sanitise_tool_name(name), set()).add(name)
-        # only unambiguous rewrites; a name that is already its own sanitised form needs no entry
-        self._unique = {s: next(iter(names)) for s, names in by_sanitised.items() if len(names) == 1 and s not in names}
+        self._unique = _rewrites(self.known)
 
     def resolve(self, name: str) -> str:
         """The known tool ``name`` means: itself when known, else the one known tool that
