@@ -67,39 +67,44 @@ def _convert(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
     builder = TurnBuilder(ctx)
     system: list[str] = []
     for i, message in enumerate(messages):
-        path = f"messages[{i}]"
-        expect(message, dict, path, "a message")
+        # a message's path is written out only where an error, or a location kept for one, needs it
+        if not isinstance(message, dict):
+            expect(message, dict, f"messages[{i}]", "a message")
         role = message.get("role")
         if role == "function":
-            raise ItemError("unsupported", "legacy 'function' role messages are not supported; convert them to 'tool' messages", f"{path}.role")
+            raise ItemError("unsupported", "legacy 'function' role messages are not supported; convert them to 'tool' messages", f"messages[{i}].role")
         if not isinstance(role, str) or role not in _ROLES:
-            raise ItemError("invalid_field", f"unknown role {role!r}; expected one of {sorted(_ROLES)}", f"{path}.role")
+            raise ItemError("invalid_field", f"unknown role {role!r}; expected one of {sorted(_ROLES)}", f"messages[{i}].role")
         if "function_call" in message and message["function_call"] is not None:
-            raise ItemError("unsupported", "legacy 'function_call' messages are not supported; convert them to 'tool_calls'", f"{path}.function_call")
+            raise ItemError("unsupported", "legacy 'function_call' messages are not supported; convert them to 'tool_calls'", f"messages[{i}].function_call")
         content = message.get("content")
         if role in ("system", "developer"):
-            text = text_of(content, f"{path}.content")
+            text = text_of(content, f"messages[{i}].content")
             if text:
                 system.append(text)
         elif role == "user":
             if content is None or content == "" or content == []:
                 continue
-            builder.start(text_of(content, f"{path}.content"))
+            builder.start(content if isinstance(content, str) else text_of(content, f"messages[{i}].content"))
         elif role == "assistant":
             builder.begin_message()
             calls = message.get("tool_calls")
-            text = text_of(content, f"{path}.content")
+            text = content if content is None or isinstance(content, str) else text_of(content, f"messages[{i}].content")
             if text:
                 builder.say(text)
             if calls:
-                expect(calls, list, f"{path}.tool_calls", "tool_calls")
+                if not isinstance(calls, list):
+                    expect(calls, list, f"messages[{i}].tool_calls", "tool_calls")
                 for j, call in enumerate(calls):
-                    _add_call(builder, call, f"{path}.tool_calls[{j}]")
+                    _add_call(builder, call, f"messages[{i}].tool_calls[{j}]")
             elif text is not None:  # an empty assistant message does not erase an earlier answer
                 builder.set_answer(text)
         else:  # tool
-            call_id = expect(message.get("tool_call_id"), str, f"{path}.tool_call_id", "tool_call_id")
-            result = parse_json_text(text_of(content, f"{path}.content"))
+            path = f"messages[{i}]"
+            call_id = message.get("tool_call_id")
+            if not isinstance(call_id, str):
+                expect(call_id, str, f"{path}.tool_call_id", "tool_call_id")
+            result = parse_json_text(content if content is None or isinstance(content, str) else text_of(content, f"{path}.content"))
             builder.add_result(call_id, result, message.get("status"), path, "tool_call_id")
     meta = extra_metadata(item, _KNOWN)
     if system:
@@ -108,15 +113,18 @@ def _convert(item: dict[str, Any], ctx: ItemContext) -> Trajectory:
 
 
 def _add_call(builder: TurnBuilder, call: Any, path: str) -> None:
-    expect(call, dict, path, "a tool call")
+    if not isinstance(call, dict):
+        expect(call, dict, path, "a tool call")
     if call.get("type", "function") != "function":
         raise ItemError("unsupported", f"tool call type {call.get('type')!r} is not supported (only 'function')", f"{path}.type")
-    function = expect(call.get("function"), dict, f"{path}.function", "function")
+    function = call.get("function")
+    if not isinstance(function, dict):
+        expect(function, dict, f"{path}.function", "function")
     name = function.get("name")
     if not isinstance(name, str) or not name:
         raise ItemError("invalid_field", f"a tool call needs a function name, got {short(name)}", f"{path}.function.name")
     call_id = call.get("id")
-    if call_id is not None:
+    if call_id is not None and not isinstance(call_id, str):
         expect(call_id, str, f"{path}.id", "tool call id")
     arguments, error = parse_arguments(function.get("arguments"))
     builder.add_call(name, arguments, call_id, path, error)
