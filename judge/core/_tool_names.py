@@ -15,6 +15,7 @@ Reading a call's name back (``ToolNames.resolve``), invariants:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -34,24 +35,15 @@ def sanitise_tool_name(name: str) -> str:
     return _OUTSIDE.sub("_", name)[:MAX_TOOL_NAME] or "_"
 
 
+@functools.lru_cache(maxsize=1024)
 def _rewrites(known: frozenset[str]) -> dict[str, str]:
     """Sanitised name -> the one known tool it means; only unambiguous rewrites (a name that is
-    already its own sanitised form needs no entry). Kept per set of names: tasks of one benchmark
+    already its own sanitised form needs no entry). Cached per set of names: tasks of one benchmark
     declare the same tools, and each task would otherwise sanitise them all again. Read only."""
-    unique = _REWRITES.get(known)
-    if unique is None:
-        by_sanitised: dict[str, set[str]] = {}
-        for name in known:
-            by_sanitised.setdefault(sanitise_tool_name(name), set()).add(name)
-        unique = {s: next(iter(names)) for s, names in by_sanitised.items() if len(names) == 1 and s not in names}
-        if len(_REWRITES) >= _KEPT:
-            _REWRITES.clear()
-        _REWRITES[known] = unique
-    return unique
-
-
-_KEPT = 1024  # sets of tool names remembered (all forgotten when full)
-_REWRITES: dict[frozenset[str], dict[str, str]] = {}
+    by_sanitised: dict[str, set[str]] = {}
+    for name in known:
+        by_sanitised.setdefault(sanitise_tool_name(name), set()).add(name)
+    return {s: next(iter(names)) for s, names in by_sanitised.items() if len(names) == 1 and s not in names}
 
 
 class ToolNames:
