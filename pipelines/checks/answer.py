@@ -32,14 +32,14 @@ from pipelines.checks._waterfall import CheckOutcome
 from pipelines.matching import AnswerLabel, AnswerThresholds, Haystack, compare_answer, is_missing, value_finder, value_in_text
 
 
-def communicated(info: str, told: Told) -> int | None:
-    """Index of the first agent message that conveys ``info``, else None (see the module rules)."""
+def communicated(info: str, told: Told) -> bool:
+    """Whether some agent message conveys ``info`` (see the module rules). tau2's substring rule
+    is asked of every message first (a C-speed scan): only an item it finds in none of them needs
+    the messages' words and numbers (``Haystack``, prepared once for all items)."""
     needle = info.lower()
-    found = value_finder(info)  # the item read once for all messages
-    for i, (plain, hay) in enumerate(zip(told.plain, told.haystacks, strict=True)):
-        if needle in plain or found(hay):
-            return i
-    return None
+    if any(needle in plain for plain in told.plain):
+        return True
+    return any(map(value_finder(info), told.haystacks))  # the item read once for all messages
 
 
 class Told:
@@ -89,7 +89,7 @@ class AnswerCheck:
         if turn.required_content:
             messages = _agent_messages(ctx)
             prepared = Told(messages)
-            missing = [info for info in turn.required_content if communicated(info, prepared) is None]
+            missing = [info for info in turn.required_content if not communicated(info, prepared)]
             if missing and unheard:
                 return not_recorded_result(ctx, f"whether the agent told the user {missing} is unknown: what it said was not recorded")
             if missing:
