@@ -50,8 +50,11 @@ class GroundingCheck:
             return StageResult(check=self.check, outcome=Outcome.INCONCLUSIVE, reason="no successful tool output to ground the answer in")
         prediction = ctx.traj_turn.final_answer if ctx.traj_turn is not None else None
         gold = ctx.turn.gold_answers or []
-        # one prepared part per output, kept for the later turns: searched per gold value and per number
-        parts = [_part(ctx.memo, o) for o in outputs]
+        # one prepared part per output, kept for the later turns: searched per gold value and per
+        # number, newest first (every rule is per part, so the order changes only how many parts a
+        # search prepares before it finds the value, never what it finds: a turn's answer is most
+        # often in its own latest outputs, and the earlier turns' outputs then stay unprepared)
+        parts = [_part(ctx.memo, o) for o in reversed(outputs)]
         sources: list[Haystack | HaystackParts] = [HaystackParts(parts)]
         with_lent = HaystackParts(parts + [Haystack(v.borrowed) for v in lent]) if lent else None
         supported_value = next((g for g in gold if value_in_text(g, sources[0])), None)
