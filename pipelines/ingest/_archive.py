@@ -26,7 +26,6 @@ import zlib
 from typing import IO, Any, cast
 
 import orjson
-import zstandard
 
 from judge import UNIQUE_KEYS, BadInputError, DuplicateKey, InputErrorInfo
 from pipelines.ingest._base import Limits
@@ -36,8 +35,15 @@ MAX_MEMBERS = 200_000  # an eval log holds one member per sample and epoch, plus
 ZIP_ZSTANDARD = 93  # APPNOTE.TXT 4.4.5
 ZSTD_MAX_WINDOW = 1 << 27  # bytes of decoding window a zstd frame may ask for (libzstd's own default cap)
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # zipfile's structFileHeader: 30 bytes
-_READ_ERRORS = (zipfile.BadZipFile, zlib.error, zstandard.ZstdError, NotImplementedError, RuntimeError, EOFError, OSError)
 _WAY_OUT = "re-save the log in a readable form with Inspect (`inspect log convert --to json`) and read the .json"
+
+
+def _read_errors() -> tuple[type[BaseException], ...]:
+    """What reading a member may raise (zstandard imported only once an archive is read: 7 ms of
+    every run's start-up otherwise)."""
+    import zstandard
+
+    return (zipfile.BadZipFile, zlib.error, zstandard.ZstdError, NotImplementedError, RuntimeError, EOFError, OSError)
 
 
 class ArchiveError(BadInputError):
@@ -110,7 +116,7 @@ class Archive:
                     data = handle.read(limit + 1)
         except NotImplementedError as err:
             return self._error("unsupported", f"member {name} uses a compression method this reader cannot read ({err}); {_WAY_OUT}", name)
-        except _READ_ERRORS as err:
+        except _read_errors() as err:
             return self._error("malformed_archive", f"member {name} cannot be read: {err}", name)
         if len(data) > limit:
             return self._error("too_large", f"member {name} inflates to more than the limit of {limit} bytes (its header said {info.file_size})", name)
@@ -149,6 +155,8 @@ class Archive:
             fields = _LOCAL_HEADER.unpack(header)
             handle.seek(fields[10] + fields[11], 1)  # the member's name and extra field as the local header gives them
             window = cast(IO[bytes], _Window(handle, info.compress_size))  # the decoder calls only read()
+            import zstandard
+
             decoder = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
             with decoder.stream_reader(window, read_across_frames=True, closefd=False) as reader:
                 chunks: list[bytes] = []
