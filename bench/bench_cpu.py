@@ -10,8 +10,12 @@ weighs on both alike; the median of each side is reported, with every round.
 ``--baseline REF``: the other tree is ``git archive REF`` unpacked under ``bench/out/base-<sha>``
 (made once; outputs of both are compared byte for byte, the report's one timestamp aside).
 
+``--tasks turns``: the same conversations against per-turn tasks (a gold answer per user turn:
+the answer and grounding checks run on every turn), the shape of a VAKRA-style benchmark; the
+target's figure is the episode one.
+
 Target (issue 27): <= 50% of the baseline's CPU per conversation, every stage still done.
-Run: .venv/bin/python bench/bench_cpu.py [--n 4000] [--rounds 3] [--baseline main]
+Run: .venv/bin/python bench/bench_cpu.py [--n 4000] [--rounds 3] [--baseline main] [--tasks episode|turns]
 """
 
 from __future__ import annotations
@@ -71,19 +75,20 @@ def differing(a: Path, b: Path) -> list[str]:
     return [name for name in COMPARED if not filecmp.cmp(a / name, b / name, shallow=False)]
 
 
-def compare(n: int = 4000, rounds: int = 3, baseline: str = "main") -> dict:
+def compare(n: int = 4000, rounds: int = 3, baseline: str = "main", tasks: str = "episode") -> dict:
     from bench.conversations import generate
 
     paths = generate(ROOT / "bench" / "out" / f"conv-{n}", n)
     trees = {"baseline": baseline_tree(baseline), "this tree": ROOT}
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
-    outs = {name: ROOT / "bench" / "out" / f"cpu-{name.replace(' ', '-')}-{n}" for name in trees}
+    outs = {name: ROOT / "bench" / "out" / f"cpu-{name.replace(' ', '-')}-{tasks}-{n}" for name in trees}
     for _ in range(rounds):
         for name, tree in trees.items():
-            runs[name].append(cpu_of(tree, paths["episode"], paths["trajectories"], outs[name]))
+            runs[name].append(cpu_of(tree, paths[tasks], paths["trajectories"], outs[name]))
     med = {name: statistics.median(r["cpu_s"] for r in rs) for name, rs in runs.items()}
     return {
         "n": n,
+        "tasks": tasks,
         "baseline": baseline,
         "rounds": runs,
         "cpu_per_conversation_ms": {name: m / n * 1e3 for name, m in med.items()},
@@ -98,8 +103,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=4000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--baseline", default="main", help="the commit to compare with (a git ref)")
+    parser.add_argument("--tasks", choices=("episode", "turns"), default="episode", help="a task per conversation (the target's figure) or per user turn")
     args = parser.parse_args()
-    r = compare(args.n, args.rounds, args.baseline)
+    r = compare(args.n, args.rounds, args.baseline, args.tasks)
     for name, per in r["cpu_per_conversation_ms"].items():
         rounds = ", ".join(f"{x['cpu_s']:.2f}" for x in r["rounds"][name])
         print(f"{name}: {per:.3f} ms CPU per conversation (median of {args.rounds}; rounds, CPU s: {rounds})")
