@@ -100,3 +100,17 @@ def test_term_counts_and_l2_normalisation_equal_scikit_learn():
     for m in (matrix, shuffled):
         want, got = normalize(m, norm="l2"), _kmeans.l2_normalize(m)
         assert np.array_equal(got.data, want.data) and np.array_equal(got.indices, want.indices) and np.array_equal(got.indptr, want.indptr)
+
+
+@pytest.mark.parametrize(("name", "n", "blocks", "seed"), CASES, ids=[c[0] for c in CASES])
+def test_grid_labels_from_numpy_matmul_equal_the_dgemm_labels(name, n, blocks, seed):
+    """On the grid, every distance is exact, so numpy's matmul (which ``KMeans(grid=True)`` uses to
+    keep ``scipy.linalg`` unimported) picks the same centres as scikit-learn's ``dgemm`` call,
+    ties included (duplicate rows and centres that are rows)."""
+    rng = np.random.default_rng(seed)
+    X = _kmeans.on_grid(_features(rng, n, blocks))
+    for k in (2, 5, 12):
+        centers = np.vstack([X[rng.integers(0, n, k)], _kmeans.on_grid(X[rng.integers(0, n, k)] * 0.5)])
+        exact = _kmeans._dense_labels(X, centers, exact=True)
+        assert exact.dtype == np.int32
+        assert np.array_equal(exact, _kmeans._dense_labels(X, centers)), (name, k)
