@@ -1,6 +1,6 @@
 """Failure-mode clustering in a child process (``python -m pipelines.orchestration._child``).
 
-Why: clustering a large run needs working memory (numpy, scipy and the dense matrices); in a
+Why: clustering a large run needs working memory (numpy and the dense matrices); in a
 child it is returned to the system when it exits, the streaming grader's peak stays where it was, and the child works while the
 parent computes the rest of the summary. Same function, same inputs (JSON both ways, floats
 round-trip exactly): the same bytes as in process. If the child cannot run, the clustering runs

@@ -1,5 +1,6 @@
-"""The few pieces of scikit-learn that failure-mode clustering uses, in numpy (and scipy's BLAS),
-computing what scikit-learn 1.9 computes operation for operation, so the floats are the same bits.
+"""The few pieces of scikit-learn that failure-mode clustering uses, in numpy (sparse matrices as
+``_csr.CSR``; scipy's BLAS only off the grid), computing what scikit-learn 1.9 computes operation
+for operation, so the floats are the same bits.
 
 Why: importing scikit-learn (which imports scipy.stats) costs ~1.5 s of CPU, more than the
 clustering itself on runs of thousands of trajectories (issue 27). What is reproduced, each from
@@ -37,7 +38,8 @@ import re
 from typing import Any
 
 import numpy as np
-from scipy import sparse
+
+from pipelines.orchestration._csr import CSR
 
 CHUNK_SIZE = 256  # sklearn/cluster/_k_means_common.pyx
 MAX_ITER = 300  # KMeans defaults
@@ -52,7 +54,7 @@ def on_grid(values: Any) -> Any:
 
 
 def count_terms(texts: list[str], pattern: re.Pattern[str], stop_words: frozenset[str]) -> tuple[Any, list[str]]:
-    """(CSR term counts as float64, sorted terms) of ``texts``; ``ValueError`` when no document
+    """(``CSR`` term counts as float64, sorted terms) of ``texts``; ``ValueError`` when no document
     holds a term (as ``CountVectorizer.fit_transform`` raises). Rows may store their columns in
     any order: callers convert to CSC first, as ``clusters._tfidf`` does, which orders them."""
     vocabulary: dict[str, int] = {}
@@ -78,18 +80,17 @@ def count_terms(texts: list[str], pattern: re.Pattern[str], stop_words: frozense
         indices.extend(counts)
         values.extend(counts.values())
         indptr.append(len(indices))
-    matrix = sparse.csr_matrix(
-        (np.asarray(values, dtype=np.float64), rank[np.asarray(indices, dtype=np.int64)] if indices else np.zeros(0, np.int32), np.asarray(indptr)),
-        shape=(len(texts), len(terms)),
+    matrix = CSR(
+        np.asarray(values, dtype=np.float64), rank[np.asarray(indices, dtype=np.int64)] if indices else np.zeros(0, np.int64), indptr, (len(texts), len(terms))
     )
     return matrix, terms
 
 
-def l2_normalize(matrix: Any) -> Any:
-    """A copy of the CSR ``matrix`` with each nonzero row scaled to unit L2 norm
-    (``sklearn.utils.sparsefuncs_fast._inplace_csr_row_normalize_l2``: a sequential sum of squares
-    per row, in stored order)."""
-    out = sparse.csr_matrix(matrix, dtype=np.float64, copy=True)
+def l2_normalize(matrix: Any) -> CSR:
+    """A copy of the CSR ``matrix`` (a ``CSR`` or scipy's) with each nonzero row scaled to unit L2
+    norm (``sklearn.utils.sparsefuncs_fast._inplace_csr_row_normalize_l2``: a sequential sum of
+    squares per row, in stored order)."""
+    out = CSR(np.array(matrix.data, dtype=np.float64), np.array(matrix.indices), np.array(matrix.indptr), matrix.shape)
     data, indptr = out.data, out.indptr
     lengths = np.diff(indptr)
     sums = np.zeros(out.shape[0], dtype=np.float64)
@@ -198,8 +199,8 @@ def _dense_labels(X: Any, centers: Any, exact: bool = False) -> Any:
 
 def _sparse_labels(X: Any, centers: Any) -> Any:
     """The E-step of ``lloyd_iter_chunked_sparse``: per row and centre, the dot product summed
-    over the row's stored values in order, then ``||c||^2 - 2 dot``; the first centre at the least."""
-    X = sparse.csr_matrix(X)
+    over the row's stored values in order, then ``||c||^2 - 2 dot``; the first centre at the least.
+    ``X``: a ``CSR`` or scipy's CSR matrix."""
     n_samples = X.shape[0]
     norms = _row_norms_squared(centers)
     lengths = np.diff(X.indptr)
@@ -332,7 +333,7 @@ class KMeans:
         return labels, _inertia(X, sample_weight, centers, labels), centers
 
     def predict(self, X: Any) -> Any:
-        if sparse.issparse(X):
+        if hasattr(X, "indptr"):  # a CSR matrix (``CSR`` or scipy's)
             return _sparse_labels(X, self.cluster_centers_)
         return _dense_labels(np.ascontiguousarray(X, dtype=np.float64), self.cluster_centers_, self.grid)
 

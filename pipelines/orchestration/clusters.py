@@ -100,7 +100,8 @@ class Clustering:
 
 def _one_hot(values: list[tuple[str, ...]]) -> Any:
     import numpy as np
-    from scipy import sparse
+
+    from pipelines.orchestration._csr import CSR
 
     vocab = {v: i for i, v in enumerate(sorted({x for vs in values for x in vs}))}
     indptr, indices = [0], []
@@ -108,11 +109,11 @@ def _one_hot(values: list[tuple[str, ...]]) -> Any:
         indices.extend(sorted(vocab[x] for x in set(vs)))
         indptr.append(len(indices))
     data = np.ones(len(indices), dtype=float)
-    return sparse.csr_matrix((data, indices, indptr), shape=(len(values), max(len(vocab), 1)))
+    return CSR(data, indices, indptr, (len(values), max(len(vocab), 1)))
 
 
 def _normalised(block: Any, weight: float) -> Any:
-    return _l2(block) * weight
+    return _l2(block).scaled(weight)
 
 
 def _tfidf(texts: list[str], counts: Any) -> tuple[Any, list[str]]:
@@ -120,27 +121,26 @@ def _tfidf(texts: list[str], counts: Any) -> tuple[Any, list[str]]:
     stands for ``counts[i]`` identical trajectories): sublinear tf, smooth idf, L2 rows. A term
     must occur in ``MIN_DF`` trajectories (or all are kept in runs under 20 trajectories)."""
     import numpy as np
-    from scipy import sparse
 
+    from pipelines.orchestration._csr import CSR
     from pipelines.orchestration._kmeans import count_terms
 
     try:
         counted, terms = count_terms(texts, _token_pattern(), _stop_words())
     except ValueError:  # no term at all
-        return sparse.csr_matrix((len(texts), 1)), []
-    tf = counted.tocsc()  # column order within rows now canonical, whatever order the counts were stored in
+        return CSR.empty(len(texts), 1), []
+    tf = counted.columns_ascending()  # column order within rows now canonical, whatever order the counts were stored in
     total = float(counts.sum())
-    df = np.asarray((tf > 0).T.astype(np.float64) @ counts).ravel()
+    df = np.bincount(tf.indices, weights=counts[tf.row_of_each_value()], minlength=tf.shape[1])  # trajectories per term: sums of whole numbers, exact
     keep = np.flatnonzero(df >= (MIN_DF if total >= 20 else 1))
     if keep.size > MAX_TERMS:  # the most frequent terms, ties by name
         keep = np.sort(sorted(keep, key=lambda j: (-df[j], terms[j]))[:MAX_TERMS])
     if keep.size == 0:
-        return sparse.csr_matrix((len(texts), 1)), []
-    tf = tf[:, keep].tocsr()
+        return CSR.empty(len(texts), 1), []
+    tf = tf.kept_columns(keep)
     tf.data = 1.0 + np.log(tf.data)
     idf = np.log((1.0 + total) / (1.0 + df[keep])) + 1.0
-    matrix = tf @ sparse.diags(idf)
-    return _l2(sparse.csr_matrix(matrix)), [str(terms[j]) for j in keep]
+    return _l2(tf.times_diagonal(idf)), [str(terms[j]) for j in keep]  # tf >= 1 and idf >= 1: no product is zero
 
 
 def _l2(matrix: Any) -> Any:
@@ -164,7 +164,8 @@ def cluster_failures(rows: list[FailureFeatures], members: list[Member], seed: i
 
 def _cluster_rows(rows: list[FailureFeatures], members: list[Member], seed: int, max_k: int, method: str) -> Clustering:
     import numpy as np
-    from scipy import sparse
+
+    from pipelines.orchestration._csr import hstack
 
     counts = np.bincount([m.row for m in members], minlength=len(rows)).astype(float)
     text, terms = _tfidf([r.text for r in rows], counts)
@@ -174,7 +175,7 @@ def _cluster_rows(rows: list[FailureFeatures], members: list[Member], seed: int,
         _normalised(_one_hot([r.kinds for r in rows]), WEIGHTS["kind"]),
         _normalised(text, WEIGHTS["text"]),
     ]
-    X = _on_grid(sparse.hstack(blocks, format="csr"))
+    X = _on_grid(hstack(blocks))
     labels, k, silhouette, centres = _choose_k(X, counts, [m.row for m in members], seed, max_k)
     described, ids = _describe(rows, members, X, text, terms, labels, centres)
     summary = {"clustered": len(members), "k": k, "silhouette": silhouette, "method": method, "clusters": described}
@@ -187,8 +188,7 @@ def _on_grid(X: Any) -> Any:
     from pipelines.orchestration._kmeans import on_grid
 
     X.data = on_grid(X.data)
-    X.eliminate_zeros()
-    return X
+    return X.without_zeros()
 
 
 def _distinct_rows(X: Any) -> int:
@@ -207,8 +207,7 @@ def _choose_k(X: Any, counts: Any, member_rows: list[int], seed: int, max_k: int
     n_rows = X.shape[0]
     distinct = _distinct_rows(X)
     if distinct < 2:
-        centre = np.asarray(X.multiply(counts[:, None]).sum(axis=0) / counts.sum())
-        return np.zeros(n_rows, dtype=int), 1, None, centre
+        return np.zeros(n_rows, dtype=int), 1, None, X.weighted_column_sums(counts) / counts.sum()
     rng = np.random.default_rng(seed)
     population = np.asarray(member_rows)
     if len(population) > FIT_SAMPLE:  # large runs: fit on a seeded sample of the trajectories
@@ -222,15 +221,14 @@ def _choose_k(X: Any, counts: Any, member_rows: list[int], seed: int, max_k: int
     # otherwise score a perfect 1 and every split into identical groups would look best
     present = np.flatnonzero(counts)
     sample = present if len(present) <= SILHOUETTE_SAMPLE else present[np.sort(rng.choice(len(present), SILHOUETTE_SAMPLE, replace=False))]
-    X_fit = X[fit_rows].toarray()  # at most FIT_SAMPLE rows: dense k-means is far faster than sparse
-    X_sample = X[sample].toarray()
+    X_fit = X.toarray(fit_rows)  # at most FIT_SAMPLE rows: dense k-means is far faster than sparse
+    X_sample = X.toarray(sample)
     # one thread: these fits are small, OpenMP threads only spin against each other (5x slower on
     # a busy 2-core machine), and the result cannot depend on the machine's core count
     with threadpool_limits(limits=1):
-        best = _best_k(X_fit, fit_weights, X_sample, len(sample), min(max_k, _distinct_rows(X[fit_rows])), seed)
+        best = _best_k(X_fit, fit_weights, X_sample, len(sample), min(max_k, _distinct_rows(X.rows(fit_rows))), seed)
     if best is None:  # too few trajectories to compare partitions: one cluster
-        centre = np.asarray(X.multiply(counts[:, None]).sum(axis=0) / counts.sum())
-        return np.zeros(n_rows, dtype=int), 1, None, centre
+        return np.zeros(n_rows, dtype=int), 1, None, X.weighted_column_sums(counts) / counts.sum()
     score, k, model = best
     with threadpool_limits(limits=1):
         labels = model.predict(X)
@@ -275,7 +273,7 @@ def _describe(
         kinds = Counter(k for m in group for k in rows[m.row].kinds)
         agents = Counter(m.agent or "unknown" for m in group)
         member_rows = np.asarray([m.row for m in group])
-        weights = text[member_rows].mean(axis=0).A1 if text.shape[1] == len(terms) and terms else np.zeros(0)
+        weights = text.column_means(member_rows) if text.shape[1] == len(terms) and terms else np.zeros(0)
         order = sorted(range(len(weights)), key=lambda i: (-round(float(weights[i]), 9), terms[i]))
         top_terms = [terms[i] for i in order if weights[i] > 0][:TOP_TERMS]
         stage = _top(stages)
@@ -283,7 +281,7 @@ def _describe(
         label = stage + (f" at {tool}" if tool and tools[tool] * 2 >= len(group) else "") + (": " + ", ".join(top_terms) if top_terms else "")
         centre = np.asarray(centres[c]).ravel()
         distinct_rows = sorted(set(member_rows.tolist()))
-        block = X[distinct_rows].toarray() - centre  # distinct rows of one cluster: small
+        block = X.toarray(distinct_rows) - centre  # distinct rows of one cluster: small
         dist = {r: float(np.linalg.norm(block[i])) for i, r in enumerate(distinct_rows)}
         first_members: dict[int, list[Member]] = {}
         for m in group:  # per row, its first EXAMPLES members in input order
