@@ -55,8 +55,8 @@ def on_grid(values: Any) -> Any:
 
 def count_terms(texts: list[str], pattern: re.Pattern[str], stop_words: frozenset[str]) -> tuple[Any, list[str]]:
     """(``CSR`` term counts as float64, sorted terms) of ``texts``; ``ValueError`` when no document
-    holds a term (as ``CountVectorizer.fit_transform`` raises). Rows may store their columns in
-    any order: callers convert to CSC first, as ``clusters._tfidf`` does, which orders them."""
+    holds a term (as ``CountVectorizer.fit_transform`` raises). Rows store their columns in order
+    of first occurrence: callers order them (``CSR.columns_ascending``), as ``clusters._tfidf`` does."""
     vocabulary: dict[str, int] = {}
     rows: list[dict[int, int]] = []
     for text in texts:
