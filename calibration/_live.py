@@ -10,8 +10,9 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, cast
+
+import msgspec
 
 from calibration._gold import GoldItem
 from calibration._prompts import FewShotExample, JudgeRun
@@ -20,17 +21,16 @@ from judge.llm import Rubric
 from rubrics import RubricExample, TemplateRubric, append_examples
 
 
-@dataclass(frozen=True)
-class FewShotRubric:
+class FewShotRubric(msgspec.Struct, frozen=True):
     """Satisfies ``judge.Rubric``: the base rubric plus few-shot examples in the system message."""
 
     base: Rubric
     examples: tuple[FewShotExample, ...]
-    version: str = field(init=False)
 
-    def __post_init__(self) -> None:
+    @property
+    def version(self) -> str:
         tag = content_hash([e.model_dump(mode="json") for e in self.examples])[:8]
-        object.__setattr__(self, "version", f"{self.base.version}+fs{len(self.examples)}-{tag}")
+        return f"{self.base.version}+fs{len(self.examples)}-{tag}"
 
     @property
     def name(self) -> str:

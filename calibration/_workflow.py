@@ -18,9 +18,10 @@ import asyncio
 import json
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
+
+import msgspec
 
 from calibration._gold import GoldItem, GoldSet, why_not_judgeable
 from calibration._gold_io import load_gold
@@ -38,8 +39,7 @@ from judge.llm import ConfigFile, JudgeSettings, Rubric, build_panel
 BUILTIN_VERSION = "builtin"
 
 
-@dataclass(frozen=True)
-class PromptVersion:
+class PromptVersion(msgspec.Struct, frozen=True):
     """A named rubric table: what one prompt version of every rubric is."""
 
     name: str

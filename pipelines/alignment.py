@@ -21,8 +21,9 @@ made, whichever mode grades.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
+
+import msgspec
 
 from judge import BadInputError, Task, Trajectory, TrajectoryTurn, Turn
 
@@ -34,8 +35,7 @@ class TurnAlignmentError(BadInputError):
     """The trajectory's turns cannot be matched to the task's (per-message grading)."""
 
 
-@dataclass(frozen=True)
-class Alignment:
+class Alignment(msgspec.Struct, frozen=True):
     """Task turns paired with the trajectory turn that answers each (None: never reached)."""
 
     pairs: list[tuple[Turn, TrajectoryTurn | None]]

@@ -31,8 +31,9 @@ import json
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import msgspec
 
 from judge import JudgeRequest, Outcome, PanelDecision
 from pipelines.matching import AnswerLabel, compare_answer, value_in_text
@@ -42,8 +43,7 @@ CONTROL_KEY = "control/"  # the prefix of a control's request key
 MIN_CONTROLS = 6  # per rubric, at least this many (when they can be built), at most 5% of its questions beyond
 
 
-@dataclass(frozen=True)
-class Control:
+class Control(msgspec.Struct, frozen=True):
     """One control question and the outcome its verdict must have (match: known to pass)."""
 
     request: JudgeRequest
@@ -51,8 +51,7 @@ class Control:
     built_as: str  # how it was made, for the report ("gold against itself", ...)
 
 
-@dataclass
-class ControlStats:
+class ControlStats(msgspec.Struct):
     """One judge's controls on one rubric."""
 
     known_pass: int = 0
@@ -70,15 +69,14 @@ class ControlStats:
         return None if not self.n else (self.known_pass_passed + self.known_fail_failed) / self.n
 
 
-@dataclass
-class ControlLedger:
+class ControlLedger(msgspec.Struct):
     """Every control asked in the run and how each judge answered it; gating follows from it."""
 
     mode: ControlsMode = "gate"
     threshold: float = 0.8
     seed: int = 0
-    asked: set[str] = field(default_factory=set)  # rubrics whose controls were asked
-    stats: dict[tuple[str, str], ControlStats] = field(default_factory=dict)  # (judge, rubric) -> stats
+    asked: set[str] = msgspec.field(default_factory=set)  # rubrics whose controls were asked
+    stats: dict[tuple[str, str], ControlStats] = msgspec.field(default_factory=dict)  # (judge, rubric) -> stats
     calls: int = 0
     cost_usd: float = 0.0
 

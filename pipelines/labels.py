@@ -15,9 +15,10 @@ every other id of a scored category passed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from judge import ExternalLabel, InputErrorInfo, InputWarning, Trajectory, label_passed
 from pipelines.ingest import Limits, read_bfcl_scores, sniff_bfcl_scores
@@ -26,12 +27,11 @@ from pipelines.ingest._reader import read_items
 __all__ = ["LabelSet", "load_labels"]
 
 
-@dataclass
-class LabelSet:
-    by_trajectory: Mapping[str, ExternalLabel] = field(default_factory=dict)
-    by_task: Mapping[str, ExternalLabel] = field(default_factory=dict)
-    errors: list[InputErrorInfo] = field(default_factory=list)
-    used: set[str] = field(default_factory=set)  # keys ("trajectory:<id>" / "task:<id>") that labelled something
+class LabelSet(msgspec.Struct):
+    by_trajectory: Mapping[str, ExternalLabel] = msgspec.field(default_factory=dict)
+    by_task: Mapping[str, ExternalLabel] = msgspec.field(default_factory=dict)
+    errors: list[InputErrorInfo] = msgspec.field(default_factory=list)
+    used: set[str] = msgspec.field(default_factory=set)  # keys ("trajectory:<id>" / "task:<id>") that labelled something
 
     def apply(self, trajectory: Trajectory) -> Trajectory:
         """The trajectory with its label appended (a label of its own wins over its task's)."""

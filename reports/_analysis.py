@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from reports import _orchestration as O
 from reports import _tables as T
@@ -12,14 +13,13 @@ from reports._run import RunData
 from reports._steps import attach_trajectories
 
 
-@dataclass
-class RunReport:
+class RunReport(msgspec.Struct):
     run: RunData
     tables: dict[str, Table]
     vote_facts: dict[str, Any]
     calibration_facts: dict[str, Any] | None
-    notes: list[str] = field(default_factory=list)
-    control_facts: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = msgspec.field(default_factory=list)
+    control_facts: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 def analyse(run: RunData) -> RunReport:

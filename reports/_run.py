@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from pydantic import ValidationError
 
 from judge import BadInputError, RunSummary, Scores, TrajectoryResult, field_path
@@ -47,8 +47,7 @@ class ReportInputError(BadInputError):
     """A run directory or one of its files cannot be read; the message names file, line, field."""
 
 
-@dataclass(frozen=True)
-class VoteFacts:
+class VoteFacts(msgspec.Struct, frozen=True):
     judge: str
     label: str | None
     abstained: bool
@@ -57,8 +56,7 @@ class VoteFacts:
     cached: bool
 
 
-@dataclass(frozen=True)
-class DecisionFacts:
+class DecisionFacts(msgspec.Struct, frozen=True):
     outcome: str
     label: str | None
     agreement: float | None
@@ -80,8 +78,7 @@ ORCHESTRATION_COLUMNS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
+class Row(msgspec.Struct, frozen=True):
     """The per-trajectory facts every table needs (strings, not enums: cheap and picklable).
 
     Slots and a score tuple keep a row near 300 bytes: a 100k-trajectory run fits in ~30 MB.
@@ -182,8 +179,7 @@ def read_summary(path: Path) -> RunSummary:
         raise ReportInputError(f"{path}: field {where}: {first['msg']} (is this a trajectory-judge summary.json?)") from None
 
 
-@dataclass
-class RunData:
+class RunData(msgspec.Struct):
     name: str
     path: Path
     summary: RunSummary
@@ -193,7 +189,7 @@ class RunData:
     full: dict[int, TrajectoryResult]  # the drill-down rows as full results
     calibration: dict[str, Any] | None = None
     calibration_path: Path | None = None
-    trajectories: Mapping[int, ShownTrajectory] = field(default_factory=dict)  # steps, drill-down rows only (reports._steps: read one at a time)
+    trajectories: Mapping[int, ShownTrajectory] = msgspec.field(default_factory=dict)  # steps, drill-down rows only (reports._steps: read one at a time)
     steps_note: str = ""
     own_steps: bool = False  # drill_steps.jsonl was written by this process (the grading run): reports._steps.KeptSteps
 

@@ -20,7 +20,7 @@ RUBRICS: dict[str, TemplateRubric] = {
 }
 
 for _rubric in RUBRICS.values():
-    register_rubric(cast(Rubric, _rubric))  # a frozen dataclass: mypy reads the protocol's plain attributes as settable
+    register_rubric(cast(Rubric, _rubric))  # a frozen msgspec Struct: mypy reads the protocol's plain attributes as settable
 
 
 def get_rubric(name: str) -> TemplateRubric:

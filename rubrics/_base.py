@@ -19,16 +19,15 @@ file bytes: a built-in exported to a file and read back has the built-in's versi
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
 import jinja2
 import jinja2.meta
+import msgspec
 from jinja2.loaders import split_template_path
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, Field
@@ -160,8 +159,7 @@ def template_environment(folders: tuple[Path, ...]) -> SandboxedEnvironment:
     return env
 
 
-@dataclass(frozen=True)
-class RubricExample:
+class RubricExample(msgspec.Struct, frozen=True):
     """A human-labelled worked example appended to the system message (few-shot)."""
 
     label: str
@@ -185,8 +183,7 @@ def append_examples(messages: list[dict[str, str]], examples: Sequence[tuple[str
     return messages
 
 
-@dataclass(frozen=True)
-class TemplateRubric:
+class TemplateRubric(msgspec.Struct, frozen=True, dict=True):
     """Satisfies ``judge.Rubric``. ``required``/``optional``: the material keys (see judge.core._escalation).
 
     ``folder``: the user folder the template (and what it includes) is looked up in before the
@@ -201,7 +198,7 @@ class TemplateRubric:
     required: tuple[str, ...]
     optional: tuple[str, ...] = ()
     description: str = ""
-    extra_fields: tuple[str, ...] = field(default=())
+    extra_fields: tuple[str, ...] = msgspec.field(default=())
     check: str | None = None
     folder: Path | None = None
     examples: tuple[RubricExample, ...] = ()
@@ -278,7 +275,7 @@ class TemplateRubric:
 
     def with_examples(self, examples: Sequence[RubricExample]) -> TemplateRubric:
         """The same rubric with these few-shot examples (a new version)."""
-        return dataclasses.replace(self, examples=tuple(examples))
+        return msgspec.structs.replace(self, examples=tuple(examples))
 
     def render(self, material: Mapping[str, Any]) -> list[dict[str, str]]:
         missing = [k for k in self.required if k not in material]

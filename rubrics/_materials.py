@@ -11,16 +11,15 @@ rendered text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from pydantic import BaseModel
 
 from judge import MATERIAL_FOR_RUBRIC, material_keys
 
 
-@dataclass(frozen=True)
-class MaterialContract:
+class MaterialContract(msgspec.Struct, frozen=True):
     """A check's material: its keys come from the typed model in ``judge.core`` (one home), the
     sample is what rubric files are test-rendered with (it validates against that model)."""
 

@@ -8,23 +8,22 @@ computed from those results, never written by hand.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from pipelines.env import Environment
 
 
-@dataclass
-class Call:
+class Call(msgspec.Struct):
     name: str
     arguments: dict[str, Any]
     id: str
-    depends_on: list[str] = field(default_factory=list)
+    depends_on: list[str] = msgspec.field(default_factory=list)
     label: str | None = None
 
 
-@dataclass
-class TurnPlan:
+class TurnPlan(msgspec.Struct):
     query: str
     calls: list[Call]
     answer: Callable[[list[Any]], Any]  # results (one per call, in order) -> gold answer
@@ -33,8 +32,7 @@ class TurnPlan:
     answer_column: str | None = None  # where a wrong text answer can be drawn from
 
 
-@dataclass
-class TaskPlan:
+class TaskPlan(msgspec.Struct):
     task_id: str
     capability: str
     domain: str
@@ -43,8 +41,8 @@ class TaskPlan:
     policy_condition: str | None = None
     hop_count: int | None = None
     tool_names: list[str] | None = None  # None: every tool of the domain
-    tags: dict[str, Any] = field(default_factory=dict)
-    write_variants: dict[int, TurnPlan] = field(default_factory=dict)  # build-only: the write a read-only policy forbids
+    tags: dict[str, Any] = msgspec.field(default_factory=dict)
+    write_variants: dict[int, TurnPlan] = msgspec.field(default_factory=dict)  # build-only: the write a read-only policy forbids
 
 
 class PlanRejected(ValueError):

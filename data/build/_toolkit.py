@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array"}
 
@@ -133,20 +134,18 @@ def slot_family(tables: list[str]) -> list[dict[str, Any]]:
     ]
 
 
-@dataclass
-class Table:
+class Table(msgspec.Struct):
     name: str
     ddl: str
     rows: list[tuple]
 
 
-@dataclass
-class Domain:
+class Domain(msgspec.Struct):
     name: str
     tables: list[Table]
     tools: list[dict[str, Any]]
     docs: list[dict[str, str]]
-    facts: dict[str, Any] = field(default_factory=dict)  # generator-side knowledge for task templates
+    facts: dict[str, Any] = msgspec.field(default_factory=dict)  # generator-side knowledge for task templates
 
 
 def write_domain(domain: Domain, root: Path) -> Path:

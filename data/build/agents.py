@@ -14,8 +14,9 @@ import random
 import sqlite3
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from data.build._plan import TaskPlan, TurnPlan
 from judge import canonical_json, response_key
@@ -103,8 +104,7 @@ class NotApplicable(Exception):
     """The profile's premise does not hold for this task (e.g. no write to duplicate)."""
 
 
-@dataclass
-class PlannedStep:
+class PlannedStep(msgspec.Struct):
     name: str
     arguments: dict[str, Any]
     call_id: str | None

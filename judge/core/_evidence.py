@@ -45,8 +45,9 @@ import json
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import msgspec
 
 Anchor = Literal["answer", "grounding", "calls", "quote", "none"]
 AnswerLabelFn = Callable[[list[Any], str], str | None]
@@ -70,8 +71,7 @@ MAX_SCAN = 100_000  # characters of one string scanned for verdict-like text
 DEFAULT_CANDIDATE_TOKENS = 12
 
 
-@dataclass(frozen=True)
-class EvidenceRule:
+class EvidenceRule(msgspec.Struct, frozen=True):
     """Which material keys are trusted, and how a pass is checked against them (module docstring).
     ``answer`` / ``results``: the keys holding the agent's answer and its calls (for the anchors)."""
 
@@ -90,8 +90,7 @@ class EvidenceRule:
 UNCHECKED = EvidenceRule(anchor="none")
 
 
-@dataclass(frozen=True)
-class Comparisons:
+class Comparisons(msgspec.Struct, frozen=True):
     """The deterministic comparisons a check needs (``judge`` cannot import ``pipelines``: the
     grading layer registers its own with ``use_comparisons``). ``answer_label(gold_answers,
     candidate)``: "correct" / "incorrect" / "missing" or None (cannot tell); ``states(value,
@@ -156,8 +155,7 @@ def _text_of(value: Any) -> str:
 # ---------------------------------------------------------------- verdict-like text
 
 
-@dataclass(frozen=True)
-class Flag:
+class Flag(msgspec.Struct, frozen=True):
     """Verdict-like text found in an untrusted block: where, and the text (cut short)."""
 
     block: str
@@ -236,8 +234,7 @@ def _cut(text: str, spans: list[tuple[int, int]]) -> str:
 # ---------------------------------------------------------------- verification
 
 
-@dataclass(frozen=True)
-class Verified:
+class Verified(msgspec.Struct, frozen=True):
     """The outcome of checking one passing vote: ``ok`` False with ``why``; ``label``: the label
     the code decided from the candidate (None: the judge's stands)."""
 
@@ -246,8 +243,7 @@ class Verified:
     label: str | None = None
 
 
-@dataclass
-class CaseEvidence:
+class CaseEvidence(msgspec.Struct):
     """One request's material prepared once for all its votes: flags, and the text a quote may be
     found in per block (untrusted blocks without their flagged spans)."""
 
@@ -255,7 +251,7 @@ class CaseEvidence:
     rule: EvidenceRule
     flags: list[Flag]
     cleaned: dict[str, list[str]]
-    _texts: dict[str, str] = field(default_factory=dict)
+    _texts: dict[str, str] = msgspec.field(default_factory=dict)
 
     @classmethod
     def of(cls, material: Mapping[str, Any], rule: EvidenceRule) -> CaseEvidence:

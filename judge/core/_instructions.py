@@ -18,8 +18,9 @@ its sentence, so the whole instruction goes, not just its first words.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from judge.core._patterns import MAX_TEXT, compile_pattern
 
@@ -58,8 +59,7 @@ _SCANNER = "(?i)(?:" + "|".join(f"(?:{p})" for p in _PATTERNS) + ")"
 _SENTENCE_END = compile_pattern(r"[.!?。！？\n]")
 
 
-@dataclass(frozen=True)
-class InstructionScan:
+class InstructionScan(msgspec.Struct, frozen=True):
     """The text with its instruction-like sentences removed, and what was removed."""
 
     text: str

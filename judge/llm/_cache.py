@@ -36,9 +36,10 @@ import sqlite3
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from judge.core._canonical import canonical_json, content_hash
 from judge.core._errors import ConfigurationError
@@ -78,8 +79,7 @@ class KeyTemplate:
         return hashlib.sha256((self._head + canonical_json(messages) + self._tail).encode("utf-8")).hexdigest()
 
 
-@dataclass(frozen=True)
-class Claim:
+class Claim(msgspec.Struct, frozen=True):
     """What ``JudgeCache.claim`` found: the answer, our claim, or another live claimant's."""
 
     payload: dict[str, Any] | None = None  # the answer is already there

@@ -41,9 +41,9 @@ import logging
 import sqlite3
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+import msgspec
 from pydantic import ValidationError
 
 from judge.core import AbstainReason
@@ -62,8 +62,7 @@ log = logging.getLogger("judge.caller")
 ABSTAIN_REASON = {"timeout": "timeout", "rate_limit": "error", "server": "error", "connection": "error"}
 
 
-@dataclass(frozen=True)
-class JudgeCall:
+class JudgeCall(msgspec.Struct, frozen=True):
     """One question for one judge. ``key``: the content hash of everything that determines the
     answer (``JudgeClient.identity``); the cache, single flight and claims all go by it."""
 

@@ -15,8 +15,9 @@ import asyncio
 import random
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from judge.llm._settings import PriceConfig, RetryConfig
 
@@ -64,11 +65,10 @@ def cost_usd(price: PriceConfig | None, input_tokens: int, output_tokens: int) -
     return round((input_tokens * price.input_per_1m + output_tokens * price.output_per_1m) / 1_000_000, 10)
 
 
-@dataclass
-class RetryPolicy:
-    config: RetryConfig = field(default_factory=RetryConfig)
+class RetryPolicy(msgspec.Struct):
+    config: RetryConfig = msgspec.field(default_factory=RetryConfig)
     sleep: Sleep = asyncio.sleep
-    rng: random.Random = field(default_factory=random.Random)
+    rng: random.Random = msgspec.field(default_factory=random.Random)
 
     def delay(self, attempt: int, retry_after: float | None, config: RetryConfig | None = None) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based), by ``config`` (a
@@ -107,8 +107,7 @@ class RateLimiter:
             self.tokens -= 1.0
 
 
-@dataclass
-class Budget:
+class Budget(msgspec.Struct):
     """``max_cost_usd`` over a run's judge calls. ``ledger``: spending shared by the processes that
     judge for one run (a ``multiprocessing.Value("d")``, see ``_sharded``), so the limit stays the
     run's: every process checks the run's total before each call and adds its costs to it, and the

@@ -104,7 +104,7 @@ class AnswerVerdict(JudgeVerdict):
 
 @runtime_checkable
 class Rubric(Protocol):
-    """Read-only members: a frozen dataclass or plain attributes satisfy it alike."""
+    """Read-only members: a frozen record (msgspec Struct) or plain attributes satisfy it alike."""
 
     @property
     def name(self) -> str: ...

@@ -63,11 +63,11 @@ from __future__ import annotations
 
 import ipaddress
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+import msgspec
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -153,8 +153,7 @@ class ConfigFile(_Strict):
 DEFAULT_CONCURRENCY = 32  # calls in flight over the whole run when nothing is set
 
 
-@dataclass(frozen=True)
-class ProviderDefaults:
+class ProviderDefaults(msgspec.Struct, frozen=True):
     """What a judge starts with where nothing is set (the module docstring's table).
     ``concurrency``: calls in flight to the provider (None: only the run's limit); ``retry``:
     None keeps the run's retry settings."""

@@ -46,10 +46,11 @@ import pickle
 import traceback
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
+
+import msgspec
 
 from judge.core import AbstainReason, fresh_std_streams
 from judge.core._escalation import Escalator, JudgeRequest
@@ -94,8 +95,7 @@ class _RemoteTraceback(Exception):
         return "\n" + self.text
 
 
-@dataclass
-class _Worker:
+class _Worker(msgspec.Struct):
     index: int
     process: BaseProcess
     conn: Connection

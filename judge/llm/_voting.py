@@ -16,18 +16,18 @@ Ties are broken by the panel's tie-breaker judge, never by list order.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+
+import msgspec
 
 from judge.core._verdict import Vote
 from judge.llm._weights import VoteWeights
 
 
-@dataclass
-class Tally:
+class Tally(msgspec.Struct):
     label: str | None
-    tied: list[str] = field(default_factory=list)  # >1 labels: a tie the tie-breaker may settle
+    tied: list[str] = msgspec.field(default_factory=list)  # >1 labels: a tie the tie-breaker may settle
     reason: str = ""
-    missing_weights: list[str] = field(default_factory=list)
+    missing_weights: list[str] = msgspec.field(default_factory=list)
 
 
 def counted(votes: Sequence[Vote]) -> list[Vote]:

@@ -31,8 +31,9 @@ calls check matches calls on their own, and later turns see only recorded result
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from judge import ReferenceCall, Step, Task, ToolSpec, Trajectory, TrajectoryTurn, Turn, canonical_json, dependency_order, looks_like_error, parse_json_text
 from pipelines.env import has_reference
@@ -111,7 +112,7 @@ def borrow_outputs(task: Task, turn: Turn, trajectory: Trajectory, traj_turn: Tr
     out: list[StepView] = []
     for view in views:
         lent = None if changed or view.status != "unknown" or view.step.result is not None else _lender(task, view.step, by_call)
-        out.append(view if lent is None else replace(view, borrowed_from=lent[0], borrowed=lent[1]))
+        out.append(view if lent is None else msgspec.structs.replace(view, borrowed_from=lent[0], borrowed=lent[1]))
         changed = changed or _may_change_state(task, view.step)
     return out
 

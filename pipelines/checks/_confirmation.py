@@ -62,9 +62,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+import msgspec
 
 from judge import Evidence, EvidenceKind, Trajectory
 from pipelines.alignment import dialogue_turn_of_steps
@@ -120,8 +121,7 @@ _CHANGE_OF_PLAN = frozenset(tokens("but however instead except unless if rather 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
-@dataclass(frozen=True)
-class _Sentence:
+class _Sentence(msgspec.Struct, frozen=True):
     words: tuple[str, ...]
     question: bool
 
@@ -210,8 +210,7 @@ def _clip(text: str) -> str:
     return flat if len(flat) <= _CLIP else flat[: _CLIP - 3] + "..."
 
 
-@dataclass
-class _AgentMessage:
+class _AgentMessage(msgspec.Struct):
     text: str
     _hay: Haystack | None = None
     _words: tuple[str, ...] | None = None
@@ -229,15 +228,14 @@ class _AgentMessage:
         return self._words
 
 
-@dataclass
-class _Dialogue:
+class _Dialogue(msgspec.Struct):
     """``trajectory.turns`` as the rule reads them: per turn, the user message that opens it and
     what the agent said in it (each message searched many times, prepared once)."""
 
     turn_ids: list[str]
     user: list[str | None]
     agent: list[list[_AgentMessage]]
-    _replies: dict[int, Reply] = field(default_factory=dict)
+    _replies: dict[int, Reply] = msgspec.field(default_factory=dict)
 
     @classmethod
     def of(cls, trajectory: Trajectory) -> _Dialogue:
@@ -294,8 +292,7 @@ def _names(words: tuple[str, ...], stems: list[str]) -> bool:
     return bool(stems) and has(stems[0]) and (len(stems) == 1 or any(has(s) for s in stems[1:]))
 
 
-@dataclass(frozen=True)
-class WriteVerdict:
+class WriteVerdict(msgspec.Struct, frozen=True):
     """The rule's finding on one write: ``confirmed`` / ``violation`` / ``open`` / ``unrecorded``
     (its arguments, or the agent's messages, were not recorded: open, never asked of a judge),
     with its evidence."""

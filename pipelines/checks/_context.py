@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+
+import msgspec
 
 from judge import EndedEarly, Policy, Step, Task, Trajectory, TrajectoryTurn, Turn, parse_json_text
 from pipelines.checks._borrowed import borrow_outputs
 from pipelines.config import GradingConfig
 
 
-@dataclass(frozen=True)
-class StepView:
+class StepView(msgspec.Struct, frozen=True):
     """A predicted step as grading sees it: replay (when available) overrides the recorded result,
     and ``step`` carries the name of the tool the call means (``Task.tool_names``: a sanitised name
     such as ``math_factorial`` read as ``math.factorial``), so every check reads the same name.
@@ -53,23 +53,22 @@ class StepView:
         return "unknown"
 
 
-@dataclass
-class TurnContext:
+class TurnContext(msgspec.Struct, dict=True):
     task: Task
     turn: Turn
     trajectory: Trajectory
     traj_turn: TrajectoryTurn | None  # None: the agent never reached this turn
     config: GradingConfig
-    steps: list[StepView] = field(default_factory=list)
+    steps: list[StepView] = msgspec.field(default_factory=list)
     reference_outputs: list[Any] | None = None  # per reference call; None entries: unknown
     reference_state: str | None = None
     predicted_state: str | None = None
-    prior_outputs: list[Any] = field(default_factory=list)  # successful outputs of earlier turns
+    prior_outputs: list[Any] = msgspec.field(default_factory=list)  # successful outputs of earlier turns
     calls_before: int = 0  # calls made in earlier turns (max_calls counts the whole trajectory)
     replayed: bool = False
     ended_early: EndedEarly | None = None  # set on the turn the run stopped in, when it stopped before the agent finished
     environment: Any = None  # the benchmark environment's own checks of this turn (replay's ``environment``: BFCL multi-turn)
-    memo: dict[str, Any] = field(default_factory=dict)  # shared by the turns of one trajectory: what a check prepared once for later turns
+    memo: dict[str, Any] = msgspec.field(default_factory=dict)  # shared by the turns of one trajectory: what a check prepared once for later turns
 
     @cached_property
     def policy(self) -> Policy | None:

@@ -16,17 +16,17 @@ right name, whether its arguments match is unknown (``CallDiff.unrecorded``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from judge import ArgumentRule, FailureStage, ReferenceCall, Step, ToolSpec
 from pipelines.matching import MISSING, compare_argument, identical
 
 
-@dataclass
-class CallDiff:
+class CallDiff(msgspec.Struct):
     stage: FailureStage | None  # None: the step matches the reference call (or does, but for ``undeclared``)
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = msgspec.field(default_factory=list)
     undeclared: tuple[str, ...] = ()  # nested keys no schema says the tool reads (with ``undeclared_keys``)
     unrecorded: bool = False  # the right tool, called with arguments that were not recorded: match unknown
 

@@ -11,15 +11,15 @@ the waterfall.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+import msgspec
 
 from judge import Check, StageResult
 from pipelines.checks._context import TurnContext
 
 
-@dataclass(frozen=True)
-class CheckOutcome:
+class CheckOutcome(msgspec.Struct, frozen=True):
     result: StageResult
     detail: Any = None  # e.g. the calls check's full matching (scores, drill-down)
 

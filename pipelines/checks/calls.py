@@ -54,8 +54,9 @@ Invariants, each a general rule:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from judge import Check, Evidence, EvidenceKind, FailureStage, Outcome, StageResult, canonical_json, dependency_order, response_key
 from pipelines.checks._context import StepView, TurnContext
@@ -63,8 +64,7 @@ from pipelines.checks._diff import CallDiff, diff_call
 from pipelines.checks._waterfall import CheckOutcome
 
 
-@dataclass
-class RefStatus:
+class RefStatus(msgspec.Struct):
     index: int
     satisfied_by: int | None = None  # step index
     how: str = ""  # structural | response | undeclared (equal but for keys no schema declares)
@@ -74,11 +74,10 @@ class RefStatus:
     inconclusive: bool = False
     unrecorded: bool = False  # inconclusive because the attempt's arguments (or those of every stand-in) were not recorded
     advisory: bool = False  # its absence never fails the check
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = msgspec.field(default_factory=list)
 
 
-@dataclass
-class CallMatching:
+class CallMatching(msgspec.Struct):
     """The full matching of one turn, kept for scores and drill-down evidence."""
 
     refs: list[RefStatus]

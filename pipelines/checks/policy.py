@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from judge import Check, Evidence, EvidenceKind, FailureStage, Outcome, Policy, StageResult, pattern_search
 from pipelines.checks._confirmation import judge_writes
@@ -94,14 +95,13 @@ def policy_violations(ctx: TurnContext, policy: Policy) -> list[Evidence]:
     return found
 
 
-@dataclass(frozen=True)
-class PolicyFindings:
+class PolicyFindings(msgspec.Struct, frozen=True):
     """Every rule of a policy over one turn: ``violations`` decide; ``open`` are findings a rule could
     not decide (the reason in each message); ``facts`` are what a passed rule rested on."""
 
-    violations: list[Evidence] = field(default_factory=list)
-    open: list[Evidence] = field(default_factory=list)
-    facts: list[Evidence] = field(default_factory=list)
+    violations: list[Evidence] = msgspec.field(default_factory=list)
+    open: list[Evidence] = msgspec.field(default_factory=list)
+    facts: list[Evidence] = msgspec.field(default_factory=list)
 
 
 def unrecorded_bans(ctx: TurnContext, policy: Policy) -> list[Evidence]:

@@ -48,9 +48,10 @@ import pickle
 import select
 import signal
 import time
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
+
+import msgspec
 
 from judge import ConfigurationError, TrajectoryJudgeError
 
@@ -136,12 +137,11 @@ def method_owners(involved: list[str]) -> dict[str, str]:
 # ---------------------------------------------------------------- calls
 
 
-@dataclass(frozen=True)
-class CallSpec:
+class CallSpec(msgspec.Struct, frozen=True):
     """One call to run: a method name with literal arguments."""
 
     name: str
-    kwargs: dict[str, Any] = field(default_factory=dict)
+    kwargs: dict[str, Any] = msgspec.field(default_factory=dict)
     args: tuple[Any, ...] = ()
 
 
@@ -183,15 +183,13 @@ def bind_call(call: CallSpec, owners: dict[str, str]) -> dict[str, Any]:
 # ---------------------------------------------------------------- one entry
 
 
-@dataclass(frozen=True)
-class TurnSpec:
+class TurnSpec(msgspec.Struct, frozen=True):
     model: list[CallSpec]  # the model's calls of the turn, in order (every step's calls)
     truth: list[CallSpec]  # the ground truth's calls of the turn
     reached: bool = True  # the model's run got to this turn
 
 
-@dataclass(frozen=True)
-class EntrySpec:
+class EntrySpec(msgspec.Struct, frozen=True):
     entry_id: str
     involved_classes: list[str]
     initial_config: dict[str, Any]
@@ -199,8 +197,7 @@ class EntrySpec:
     turns: list[TurnSpec]
 
 
-@dataclass
-class TurnOutcome:
+class TurnOutcome(msgspec.Struct):
     """What BFCL's checker sees of one turn (every list indexed like the turn's calls)."""
 
     model_results: list[str]

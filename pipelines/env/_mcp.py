@@ -39,12 +39,12 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 import mcp_types as types
+import msgspec
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
@@ -89,13 +89,12 @@ def _text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-@dataclass
-class SessionState:
+class SessionState(msgspec.Struct):
     """What one MCP session has done: its environment session and its last shortlist."""
 
     session: Session
-    active: list[ToolSpec] = field(default_factory=list)
-    last_used: float = field(default_factory=time.monotonic)
+    active: list[ToolSpec] = msgspec.field(default_factory=list)
+    last_used: float = msgspec.field(default_factory=time.monotonic)
 
 
 class SessionStates:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
 
 import bm25s
 import jieba
+import msgspec
 
 jieba.setLogLevel(logging.WARNING)
 
@@ -34,8 +34,7 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(msgspec.Struct, frozen=True):
     index: int
     score: float
 

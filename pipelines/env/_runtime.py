@@ -18,9 +18,10 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from judge import BadInputError, ConfigurationError, ToolSpec, canonical_json, json_lines
 from pipelines.env import _slot
@@ -37,8 +38,7 @@ IMPL_KINDS = ("sql", "write", "slot", "retrieve")
 SLOT_OPS = ("get_data", "filter", "select", "sort", "aggregate", "retrieve")
 
 
-@dataclass(frozen=True)
-class ExecResult:
+class ExecResult(msgspec.Struct, frozen=True):
     ok: bool
     result: Any = None
     error: str | None = None
@@ -56,10 +56,9 @@ class UnknownEnvironment(DomainError):
     """No domain of that name under the root; the message lists the known ones."""
 
 
-@dataclass
-class _Outcome:
+class _Outcome(msgspec.Struct):
     result: Any
-    datasets: dict[str, _slot.Dataset] = field(default_factory=dict)
+    datasets: dict[str, _slot.Dataset] = msgspec.field(default_factory=dict)
 
 
 def _json_ready(value: Any) -> Any:

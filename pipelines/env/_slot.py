@@ -9,9 +9,10 @@ from the database schema; nothing from an argument is ever turned into SQL.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
+
+import msgspec
 
 from judge import BadInputError, content_hash
 
@@ -26,8 +27,7 @@ class SlotError(BadInputError):
     pass
 
 
-@dataclass(frozen=True)
-class Dataset:
+class Dataset(msgspec.Struct, frozen=True, dict=True):
     columns: tuple[str, ...]
     rows: tuple[tuple[Any, ...], ...]
 

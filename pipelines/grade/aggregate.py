@@ -26,8 +26,9 @@ import sys
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
+
+import msgspec
 
 from calibration import group_metrics
 from calibration._exact import np_mean, np_sum
@@ -46,20 +47,19 @@ SCORE_FIELDS = tuple(Scores.model_fields)
 _STAGE_TUPLES: dict[tuple[str, ...], tuple[str, ...]] = {}
 
 
-@dataclass
-class Aggregator:
+class Aggregator(msgspec.Struct):
     config: GradingConfig
-    rows: dict[str, list[Any]] = field(default_factory=lambda: defaultdict(list))
-    errors: list[dict[str, Any]] = field(default_factory=list)  # the first ERRORS_LISTED (memory stays flat with a million bad lines)
-    error_counts: dict[str, dict[str, int]] = field(default_factory=dict)  # scope -> kind -> count, of every error
+    rows: dict[str, list[Any]] = msgspec.field(default_factory=lambda: defaultdict(list))
+    errors: list[dict[str, Any]] = msgspec.field(default_factory=list)  # the first ERRORS_LISTED (memory stays flat with a million bad lines)
+    error_counts: dict[str, dict[str, int]] = msgspec.field(default_factory=dict)  # scope -> kind -> count, of every error
     judge_calls: int = 0
     judge_cost: float = 0.0
     policy_not_audited: int = 0  # graded trajectories whose domain-wide policy document was judge context only
-    judge_controls: dict[str, Any] = field(default_factory=dict)  # set by the run (pipelines.controls): the judges' control items
-    scores: dict[str, array] = field(default_factory=dict)  # NaN = not applicable; 8 bytes a value
-    warnings: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (kind, field pattern) -> count, first
-    external: dict[str, _External] = field(default_factory=dict)  # label source -> what agreement needs
-    orchestration: OrchestrationTally = field(default_factory=OrchestrationTally)
+    judge_controls: dict[str, Any] = msgspec.field(default_factory=dict)  # set by the run (pipelines.controls): the judges' control items
+    scores: dict[str, array] = msgspec.field(default_factory=dict)  # NaN = not applicable; 8 bytes a value
+    warnings: dict[tuple[str, str], dict[str, Any]] = msgspec.field(default_factory=dict)  # (kind, field pattern) -> count, first
+    external: dict[str, _External] = msgspec.field(default_factory=dict)  # label source -> what agreement needs
+    orchestration: OrchestrationTally = msgspec.field(default_factory=OrchestrationTally)
 
     def add_warnings(self, warnings: list[InputWarning]) -> None:
         for w in warnings:
@@ -94,7 +94,7 @@ class Aggregator:
         accumulated per row would merge exactly only if added in the same order: keep per-row
         values as columns.)
         """
-        for name in self.__dataclass_fields__:
+        for name in self.__struct_fields__:
             if name == "config":
                 continue
             setattr(self, name, _merged(getattr(self, name), getattr(other, name), name))
@@ -242,21 +242,20 @@ def _merged(mine: Any, theirs: Any, name: str) -> Any:
         return mine + theirs
     if isinstance(mine, str):  # a first-occurrence detail (where a warning was first seen): the earlier one stays
         return mine
-    if is_dataclass(mine) and not isinstance(mine, type):
-        for sub in fields(mine):
-            setattr(mine, sub.name, _merged(getattr(mine, sub.name), getattr(theirs, sub.name), f"{name}.{sub.name}"))
+    if isinstance(mine, msgspec.Struct):
+        for sub in mine.__struct_fields__:
+            setattr(mine, sub, _merged(getattr(mine, sub), getattr(theirs, sub), f"{name}.{sub}"))
         return mine
     raise TypeError(f"Aggregator.merge: field {name!r} of type {type(mine).__name__} has no merge rule")
 
 
-@dataclass
-class _External:
+class _External(msgspec.Struct):
     """Our verdicts beside one source's own (only what agreement needs; disagreements in full)."""
 
-    ours: list[str] = field(default_factory=list)  # pass | fail | unresolved
-    theirs: list[str | None] = field(default_factory=list)  # pass | fail | None (not a pass/fail value)
-    tasks: list[str] = field(default_factory=list)
-    disagreements: list[dict[str, Any]] = field(default_factory=list)
+    ours: list[str] = msgspec.field(default_factory=list)  # pass | fail | unresolved
+    theirs: list[str | None] = msgspec.field(default_factory=list)  # pass | fail | None (not a pass/fail value)
+    tasks: list[str] = msgspec.field(default_factory=list)
+    disagreements: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
     def add(self, r: TrajectoryResult, label: Any) -> None:
         ours = r.verdict.value

@@ -13,9 +13,9 @@ stays unresolved with the trajectory's ``not_recorded`` reason unless a check fa
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from pydantic import BaseModel
 
 from judge import (
@@ -71,17 +71,15 @@ _EVALUATION_ORDER = evaluation_order(WATERFALL)
 _MAX_TEXT = 4000  # characters of one tool output shown to a judge
 
 
-@dataclass
-class TurnState:
+class TurnState(msgspec.Struct):
     ctx: TurnContext
     checks: dict[Check, StageResult]
     facts: TurnFacts
-    asked: set[Check] = field(default_factory=set)  # escalated already (decided or left open)
+    asked: set[Check] = msgspec.field(default_factory=set)  # escalated already (decided or left open)
     open_reason: str | None = None  # why the turn cannot pass on what is checked here: unresolved, never asked
 
 
-@dataclass
-class GradedCase:
+class GradedCase(msgspec.Struct):
     task: Task
     trajectory: Trajectory
     source: SourceRef | None

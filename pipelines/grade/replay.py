@@ -12,9 +12,10 @@ are cached per call inside the environment. Writes are never served from a cache
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from judge import ReferenceCall, Step, Task, Trajectory, Turn, content_hash, dependency_order, response_key
 from pipelines.alignment import TurnsMode, align
@@ -26,8 +27,7 @@ REFERENCE_CACHE_SIZE = 1024
 BFCL = "bfcl"  # Task.environment of BFCL's multi-turn entries: its own environment classes (pipelines.env._bfcl)
 
 
-@dataclass
-class TurnReplay:
+class TurnReplay(msgspec.Struct):
     turn_id: str
     reference: list[ExecResult]  # one per reference call, indexed like turn.reference_calls (executed in dependency order)
     predicted: list[ExecResult]  # one per predicted step of the trajectory turn, in order

@@ -21,7 +21,7 @@ None: whether the arguments matched, or repeated, is unknown.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from judge import AnswerLabel, Outcome, Scores, StageResult, Task
 from pipelines.checks._context import TurnContext
@@ -29,8 +29,7 @@ from pipelines.checks.calls import CallMatching, call_signature
 from pipelines.config import GradingConfig
 
 
-@dataclass
-class TurnFacts:
+class TurnFacts(msgspec.Struct):
     ctx: TurnContext
     matching: CallMatching
     policy: StageResult

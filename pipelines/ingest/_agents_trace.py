@@ -47,9 +47,10 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+import msgspec
 
 from judge import Trajectory, parse_json_text
 from pipelines.ingest import _openai
@@ -74,8 +75,7 @@ def _sniff(head: bytes, first: dict[str, Any] | None) -> bool:
     return set(first) == {"data"} and isinstance(data, list) and bool(data) and _is_export(data[0])
 
 
-@dataclass
-class _Span:
+class _Span(msgspec.Struct):
     data: dict[str, Any]  # span_data
     kind: str
     trace_id: str
@@ -86,12 +86,11 @@ class _Span:
     error: Any = None
 
 
-@dataclass
-class _Group:
+class _Group(msgspec.Struct):
     key: str
-    trace_ids: list[str] = field(default_factory=list)
-    traces: list[dict[str, Any]] = field(default_factory=list)
-    spans: list[_Span] = field(default_factory=list)
+    trace_ids: list[str] = msgspec.field(default_factory=list)
+    traces: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    spans: list[_Span] = msgspec.field(default_factory=list)
 
 
 def _time(value: Any) -> float:

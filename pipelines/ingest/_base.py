@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
+import msgspec
 import orjson
 from pydantic import ValidationError
 
@@ -34,8 +34,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(msgspec.Struct, frozen=True):
     """Size limits that keep one hostile or broken line from exhausting memory."""
 
     max_line_bytes: int = 32 * 2**20  # a line (or JSON-array item) larger than this -> too_large
@@ -45,8 +44,7 @@ class Limits:
     max_inflated_bytes: int = 8 * 2**30  # a compressed input (.gz, .bz2, .xz, .zst) that inflates to more -> refused naming the file
 
 
-@dataclass
-class Loaded:
+class Loaded(msgspec.Struct):
     """One trajectory item read from a file: exactly one of ``trajectory`` / ``error`` is set."""
 
     source: SourceRef
@@ -54,7 +52,7 @@ class Loaded:
     error: InputErrorInfo | None
     task_id: str | None  # best effort, also for error rows (so the output can still name them)
     trajectory_id: str | None
-    warnings: list[InputWarning] = field(default_factory=list)
+    warnings: list[InputWarning] = msgspec.field(default_factory=list)
     # how the reader chose the task id where the format has no one place for it (trace attributes):
     # added to the error when the id matches no task
     task_id_note: str | None = None
@@ -64,8 +62,7 @@ class Loaded:
             raise ValueError("a Loaded item carries exactly one of trajectory / error")
 
 
-@dataclass
-class TaskSet:
+class TaskSet(msgspec.Struct):
     """Every task read, plus every task item that could not be used and why.
 
     ``ambiguous`` ids (defined twice with different content, or once unreadably) are *not* in
@@ -76,13 +73,13 @@ class TaskSet:
     at 100k trajectories must not mean 100k live models.
     """
 
-    tasks: TaskStore = field(default_factory=TaskStore)
-    sources: SourceIndex = field(default_factory=SourceIndex)
-    errors: list[InputErrorInfo] = field(default_factory=list)
-    ambiguous: dict[str, InputErrorInfo] = field(default_factory=dict)
-    invalid: dict[str, InputErrorInfo] = field(default_factory=dict)
-    warnings: list[InputWarning] = field(default_factory=list)
-    _by_query: dict[str, list[str]] | None = field(default=None, repr=False, compare=False)
+    tasks: TaskStore = msgspec.field(default_factory=TaskStore)
+    sources: SourceIndex = msgspec.field(default_factory=SourceIndex)
+    errors: list[InputErrorInfo] = msgspec.field(default_factory=list)
+    ambiguous: dict[str, InputErrorInfo] = msgspec.field(default_factory=dict)
+    invalid: dict[str, InputErrorInfo] = msgspec.field(default_factory=dict)
+    warnings: list[InputWarning] = msgspec.field(default_factory=list)
+    _by_query: dict[str, list[str]] | None = None  # an index built on first use (ids_for_query)
 
     def ids_for_query(self, query: str) -> list[str]:
         """The ids of the tasks whose first question is ``query`` (whitespace runs count as one
@@ -220,8 +217,7 @@ def _stem(file: str) -> str:
     return Path(file).stem  # asked once per item of a file: parse its name once
 
 
-@dataclass(frozen=True)
-class ItemContext:
+class ItemContext(msgspec.Struct, frozen=True):
     """Where an item comes from, and a place for the converter to leave warnings (kept on the row).
 
     ``tasks``: the run's tasks, when the reader was given them, so that a transcript naming no
@@ -230,7 +226,7 @@ class ItemContext:
     file: str
     line: int | None
     default_trajectory_id: str
-    warnings: list[InputWarning] = field(default_factory=list)
+    warnings: list[InputWarning] = msgspec.field(default_factory=list)
     tasks: TaskSet | None = None
 
     def warn(self, kind: str, message: str, field: str | None = None) -> None:
@@ -261,8 +257,7 @@ class ItemContext:
         )
 
 
-@dataclass(frozen=True)
-class TrajectoryFormat:
+class TrajectoryFormat(msgspec.Struct, frozen=True):
     """A trajectory input format: how to recognise an item, name it, and convert it."""
 
     name: str
@@ -275,8 +270,7 @@ class TrajectoryFormat:
     bare: Callable[[list[Any]], bool] | None = None
 
 
-@dataclass
-class Bundle:
+class Bundle(msgspec.Struct):
     """What a container format yields: the trajectories of a file that may also carry its tasks
     (tau2 results, Inspect logs) and the items' own verdicts. ``tasks`` is None when the file holds
     no tasks (they come from ``--tasks``)."""
@@ -285,8 +279,7 @@ class Bundle:
     items: Iterator[Loaded]
 
 
-@dataclass(frozen=True)
-class BundleFormat:
+class BundleFormat(msgspec.Struct, frozen=True):
     """A trajectory format read as a whole file rather than item by item: results files with
     tasks inside (tau2), archives (Inspect ``.eval``), span exports grouped by trace (OTel).
 
@@ -302,8 +295,7 @@ class BundleFormat:
     keyed_read: Callable[[str, Limits, str], Bundle] | None = None
 
 
-@dataclass(frozen=True)
-class TaskFormat:
+class TaskFormat(msgspec.Struct, frozen=True):
     """A task input format. ``load`` reads the file (and its reference file, when the format has one)."""
 
     name: str

@@ -33,8 +33,9 @@ import json
 import math
 import operator
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 __all__ = ["Decoded", "DecodedCall", "decode_result"]
 
@@ -46,19 +47,17 @@ _MAX_TEXT = 1 << 20  # a call list longer than this is not decoded (ast on huge 
 _MAX_COLLECTION = 100_000  # items produced by +/- on literal strings or lists
 
 
-@dataclass
-class DecodedCall:
+class DecodedCall(msgspec.Struct):
     name: str
     arguments: dict[str, Any]
     error: str | None = None  # the call could not be read: a failed step
-    positional: list[str] = field(default_factory=list)  # source text of positional arguments (dropped)
+    positional: list[str] = msgspec.field(default_factory=list)  # source text of positional arguments (dropped)
 
 
-@dataclass
-class Decoded:
+class Decoded(msgspec.Struct):
     """What the model proposed: its calls, or why the result is not a call structure."""
 
-    calls: list[DecodedCall] = field(default_factory=list)
+    calls: list[DecodedCall] = msgspec.field(default_factory=list)
     error: str | None = None  # the result is not a call structure: the model's failure
     text: str | None = None  # the model's text when the result is text
     syntax: str | None = None  # "python", "json" or "structured"

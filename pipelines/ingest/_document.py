@@ -22,10 +22,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 
 from judge import UNIQUE_KEYS, BadInputError, DuplicateKey, InputErrorInfo
@@ -43,8 +43,7 @@ class DocumentError(BadInputError):
         self.info = info
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(msgspec.Struct, frozen=True):
     """Where one array item lies in the text: ``[start, end)`` and the 1-based line it starts on."""
 
     index: int
@@ -54,13 +53,12 @@ class Span:
     checked: bool = True  # the scan decoded it strictly (no duplicate key): a fast decoder may read it again
 
 
-@dataclass
-class Document:
+class Document(msgspec.Struct):
     file: str
     text: str
     limits: Limits
-    members: dict[str, Any] = field(default_factory=dict)  # decoded top-level members
-    spans: dict[str, list[Span]] = field(default_factory=dict)  # the item arrays, item by item
+    members: dict[str, Any] = msgspec.field(default_factory=dict)  # decoded top-level members
+    spans: dict[str, list[Span]] = msgspec.field(default_factory=dict)  # the item arrays, item by item
     stopped: InputErrorInfo | None = None  # a syntax error that ended the scan early
 
     def decode(self, name: str, span: Span) -> Any:

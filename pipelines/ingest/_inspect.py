@@ -39,10 +39,10 @@ from __future__ import annotations
 import re
 import zipfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+import msgspec
 from pydantic import ValidationError
 
 from judge import EndedEarly, ExternalLabel, InputErrorInfo, InputWarning, SourceRef, Task, Trajectory, parse_json_text
@@ -131,16 +131,15 @@ class _Attachments:
 # ---- tasks --------------------------------------------------------------------------------------
 
 
-@dataclass
-class _TaskParts:
+class _TaskParts(msgspec.Struct):
     """What one sample id contributes to its task, gathered over its epochs."""
 
     sample_id: str
     where: SourceRef
     field_prefix: str
     raw: dict[str, Any]  # input, target, choices, metadata, setup, sandbox, files of the first epoch
-    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
-    changed_tools: set[str] = field(default_factory=set)  # offered with different definitions (warned once)
+    tools: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    changed_tools: set[str] = msgspec.field(default_factory=set)  # offered with different definitions (warned once)
     epochs: int = 0
 
 
@@ -508,8 +507,7 @@ def _labels(scores: Any, path: str) -> list[ExternalLabel]:
 # ---- the two containers -------------------------------------------------------------------------
 
 
-@dataclass
-class _SampleRef:
+class _SampleRef(msgspec.Struct):
     """Where one sample lies: a member of an archive, or an item of a JSON log's ``samples``."""
 
     prefix: str  # field path prefix of the sample's fields

@@ -10,8 +10,9 @@ while building a task names the file its field came from (the format says which)
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from judge import InputErrorInfo, InputWarning, SourceRef, Task, canonical_json
 from pipelines.ingest._base import ItemError, Limits, TaskCollector
@@ -69,8 +70,7 @@ def index_by_id(path: str, limits: Limits, collector: TaskCollector, role: str, 
     return entries
 
 
-@dataclass(frozen=True)
-class JoinSpec:
+class JoinSpec(msgspec.Struct, frozen=True):
     """What a format tells the join. ``build`` returns the task and soft problems as (kind,
     message, field in the reference item); ``from_main_file`` says whether a build error names a
     field of the main item (else of the reference item); ``not_graded`` returns why an item is

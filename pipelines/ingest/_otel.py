@@ -47,9 +47,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from pydantic import ValidationError
 
 from judge import ExternalLabel, InputErrorInfo, SourceRef, Trajectory, label_passed
@@ -160,8 +160,7 @@ def _system_instructions(span: Span) -> list[str]:
 # ---------------------------------------------------------------- the transcript
 
 
-@dataclass
-class _Step:
+class _Step(msgspec.Struct):
     name: str
     arguments: dict[str, Any] | None  # None: not recorded (a tool span without content)
     call_id: str | None
@@ -185,17 +184,16 @@ class _Step:
         return step
 
 
-@dataclass
-class _Transcript:
+class _Transcript(msgspec.Struct):
     """Turns, steps and rounds of one conversation, merged from overlapping span views."""
 
     ctx: ItemContext
-    turns: list[dict[str, Any]] = field(default_factory=list)
-    steps: list[_Step] = field(default_factory=list)
-    seen: Counter = field(default_factory=Counter)
-    orphans: list[dict[str, Any]] = field(default_factory=list)
+    turns: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    steps: list[_Step] = msgspec.field(default_factory=list)
+    seen: Counter = msgspec.field(default_factory=Counter)
+    orphans: list[dict[str, Any]] = msgspec.field(default_factory=list)
     rounds: int = 0
-    round_of_span: dict[str, int] = field(default_factory=dict)
+    round_of_span: dict[str, int] = msgspec.field(default_factory=dict)
     last_model_span: str | None = None
 
     # -- turns
@@ -389,8 +387,7 @@ def _exception_message(span: Span) -> str | None:
 # ---------------------------------------------------------------- one conversation
 
 
-@dataclass
-class _Conversation:
+class _Conversation(msgspec.Struct):
     key: str
     trace_ids: list[str]
     spans: list[Span]

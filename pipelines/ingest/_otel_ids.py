@@ -26,8 +26,9 @@ key:value tags), for the message of a trajectory whose task id matches no task.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from pipelines.ingest._otel_spans import Span, TraceInfo, parse_json_value
 
@@ -47,8 +48,7 @@ _NOT_IDS = (
 _SHOWN = 30  # attributes listed in a message
 
 
-@dataclass(frozen=True)
-class Found:
+class Found(msgspec.Struct, frozen=True):
     value: str
     source: str  # where it was read, as a user names it: "session.id", "metadata.example_id", "tag task_id:"
 

@@ -22,8 +22,9 @@ Reasoning parts are not answers; media parts carry no text.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from pipelines.ingest._otel_spans import parse_json_value
 
@@ -35,34 +36,30 @@ _TEXT_PARTS = ("text", "input_text", "output_text")
 _MAX_KEY_DEPTH = 16  # segments of an indexed attribute key; deeper ones are not message fields
 
 
-@dataclass
-class Call:
+class Call(msgspec.Struct):
     id: str | None
     name: str
     arguments: Any  # an object, JSON text, or None (not recorded)
 
 
-@dataclass
-class Result:
+class Result(msgspec.Struct):
     id: str | None
     response: Any
     status: str | None = None  # "error" when the message says so (LangChain status, Anthropic is_error)
 
 
-@dataclass
-class Message:
+class Message(msgspec.Struct):
     role: str  # system | user | assistant | tool
-    texts: list[str] = field(default_factory=list)
-    calls: list[Call] = field(default_factory=list)
-    results: list[Result] = field(default_factory=list)
-    tools: list[dict[str, Any]] = field(default_factory=list)  # tool definitions met as messages
+    texts: list[str] = msgspec.field(default_factory=list)
+    calls: list[Call] = msgspec.field(default_factory=list)
+    results: list[Result] = msgspec.field(default_factory=list)
+    tools: list[dict[str, Any]] = msgspec.field(default_factory=list)  # tool definitions met as messages
 
 
-@dataclass
-class Extracted:
-    messages: list[Message] = field(default_factory=list)
-    tools: list[dict[str, Any]] = field(default_factory=list)
-    system: list[str] = field(default_factory=list)
+class Extracted(msgspec.Struct):
+    messages: list[Message] = msgspec.field(default_factory=list)
+    tools: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    system: list[str] = msgspec.field(default_factory=list)
 
 
 def messages_from(value: Any, default_role: str) -> Extracted:

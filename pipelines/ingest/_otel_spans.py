@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import ast
 import json
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+import msgspec
 
 from judge import BadInputError
 
@@ -35,14 +36,12 @@ __all__ = ["Span", "SpanEvent", "TraceInfo", "parse_json_value", "spans_of_item"
 _MAX_LITERAL = 1 << 20  # Python-literal text (LangChain dumps) longer than this stays text
 
 
-@dataclass
-class SpanEvent:
+class SpanEvent(msgspec.Struct):
     name: str
     attributes: dict[str, Any]
 
 
-@dataclass
-class Span:
+class Span(msgspec.Struct):
     trace_id: str
     span_id: str
     parent_id: str | None
@@ -50,10 +49,10 @@ class Span:
     start: float | None  # seconds since the epoch
     end: float | None
     attributes: dict[str, Any]
-    resource: dict[str, Any] = field(default_factory=dict)
+    resource: dict[str, Any] = msgspec.field(default_factory=dict)
     status: str = "unset"  # ok | error | unset
     status_message: str | None = None
-    events: list[SpanEvent] = field(default_factory=list)
+    events: list[SpanEvent] = msgspec.field(default_factory=list)
     observation_type: str | None = None  # Langfuse: GENERATION, TOOL, AGENT, SPAN, EVENT...
     input: Any = None  # Langfuse: the observation's input (messages, or a tool's arguments)
     output: Any = None
@@ -65,17 +64,16 @@ class Span:
     order: int = 0  # position in the file (a stable tie-break)
 
 
-@dataclass
-class TraceInfo:
+class TraceInfo(msgspec.Struct):
     """What an export says about a whole trace besides its spans (Langfuse: scores, metadata)."""
 
     trace_id: str
     name: str | None = None
     session_id: str | None = None
     user_id: str | None = None
-    tags: list[Any] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    scores: list[dict[str, Any]] = field(default_factory=list)
+    tags: list[Any] = msgspec.field(default_factory=list)
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    scores: list[dict[str, Any]] = msgspec.field(default_factory=list)
     line: int | None = None
 
 

@@ -19,8 +19,9 @@ the run's store can resolve every key.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from judge import InputErrorInfo, InputWarning, SourceRef, Task
 from pipelines.ingest._base import Limits, TaskCollector
@@ -34,9 +35,8 @@ __all__ = ["TaskRecord", "TaskShard", "read_task_shard", "replay_task_shard"]
 TaskRecord = tuple[Any, ...]
 
 
-@dataclass
-class TaskShard:
-    records: list[TaskRecord] = field(default_factory=list)
+class TaskShard(msgspec.Struct):
+    records: list[TaskRecord] = msgspec.field(default_factory=list)
     items: int = 0
     overran: bool = False  # the reader reached the end of the shard inside an item
     sample: Any = None  # (first task, tool keys) when asked for: primes the run's store

@@ -39,9 +39,10 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+import msgspec
 
 from judge import UNDECIDED, UNIQUE_KEYS, DuplicateKey, InputErrorInfo, SharedMembers, loads_exact_bounded, text_nesting_error
 from pipelines.ingest._base import Limits
@@ -70,8 +71,7 @@ def _bom(line: _Line) -> int:
     return 3 if line.offset == 0 and line.raw is not None and line.raw.startswith(b"\xef\xbb\xbf") else 0
 
 
-@dataclass
-class RawItem:
+class RawItem(msgspec.Struct):
     """One item of a file: its parsed JSON value, or the error that kept it from being read."""
 
     line: int
@@ -126,8 +126,7 @@ def reader_lines(handle: IO[bytes], limits: Limits = Limits()) -> Iterator[tuple
         yield line.raw, line.size
 
 
-@dataclass
-class _Line:
+class _Line(msgspec.Struct):
     number: int
     offset: int  # byte offset of the line start in the file
     raw: bytes | None  # None: longer than the limit (its bytes were skipped)

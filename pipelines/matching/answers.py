@@ -40,8 +40,9 @@ import warnings
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from judge import AnswerLabel, parse_json_text, strip_instructions
 from pipelines.matching.normalize import is_cjk, normalize_answer_text, normalize_ascii, tokens
@@ -61,8 +62,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class AnswerThresholds:
+class AnswerThresholds(msgspec.Struct, frozen=True):
     """The tunable deterministic tolerances (calibration tunes them)."""
 
     accept_similarity: float = 1.0  # token F1 >= this -> correct (1.0: same tokens after normalisation)
@@ -71,8 +71,7 @@ class AnswerThresholds:
     numeric_relative_tolerance: float = 1e-6
 
 
-@dataclass(frozen=True)
-class AnswerMatch:
+class AnswerMatch(msgspec.Struct, frozen=True):
     label: AnswerLabel | None  # None = inconclusive: escalate to a judge, never guess
     reason: str
     gold_index: int | None = None
@@ -104,8 +103,7 @@ _MENTION_START = re.compile(r"[-+\u2212$€£¥₹.\d](?<![\w.].)")
 _CURRENCY_WORDS = frozenset({"us", "usd", "eur", "gbp", "cny", "rmb", "jpy", "inr", "aud", "cad", "chf"})
 
 
-@dataclass(frozen=True)
-class _Mention:
+class _Mention(msgspec.Struct, frozen=True):
     """One number written in text. ``value`` is what it literally says; ``readings`` adds the
     percent (12% -> 0.12) and scale (1.2 million -> 1200000) readings, any of which may be meant."""
 
@@ -339,8 +337,7 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-@dataclass(frozen=True)
-class _Ctx:
+class _Ctx(msgspec.Struct, frozen=True):
     ordered: bool
     rel: float
     th: AnswerThresholds
@@ -567,8 +564,7 @@ _HEDGE_WORDS = frozenset(
 _CJK_HEDGES = re.compile(r"[是否对错不没非未或但若]|可能|也许|大概|或许|如果|除非|要是|可是")
 
 
-@dataclass(frozen=True)
-class _PolarAnswer:
+class _PolarAnswer(msgspec.Struct, frozen=True):
     """The yes/no a text clearly commits to: its polar word, family and polarity, and whether the
     text says nothing more (``bare``)."""
 

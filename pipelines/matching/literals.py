@@ -35,9 +35,9 @@ accepted here either (``LITERAL_TYPES`` lists those that are).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import re2
 
 __all__ = ["LANGUAGES", "LITERAL_TYPES", "ReadLiteral", "language_of_category", "read_literal", "value_schema"]
@@ -107,8 +107,7 @@ def value_schema(language: str, declared: str, items: str | None = None) -> dict
     return schema
 
 
-@dataclass(frozen=True)
-class ReadLiteral:
+class ReadLiteral(msgspec.Struct, frozen=True):
     value: Any = None
     error: str | None = None  # the value is not a string: BFCL's type error for the language
 

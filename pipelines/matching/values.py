@@ -35,9 +35,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
+
+import msgspec
 
 from judge import ArgumentRule, pattern_full_match
 from pipelines.matching.literals import read_literal, value_schema
@@ -69,8 +70,7 @@ class _Missing:
 MISSING: Final = _Missing()
 
 
-@dataclass(frozen=True)
-class ValueMatch:
+class ValueMatch(msgspec.Struct, frozen=True):
     ok: bool
     reason: str = ""  # for a mismatch: short human text naming the path inside nested values
     undeclared: tuple[str, ...] = ()  # with undeclared_keys: paths of keys no schema declares, left out of the comparison
@@ -79,8 +79,7 @@ class ValueMatch:
 _SAME: Final = ValueMatch(True)  # frozen: one shared result for every identical pair
 
 
-@dataclass(frozen=True)
-class _Opts:
+class _Opts(msgspec.Struct, frozen=True):
     tolerance: float | None = None
     relative_tolerance: float | None = None
     unordered: bool | None = None  # applies to the top-level list only; nested lists follow their schema
@@ -104,8 +103,7 @@ class _Opts:
         )
 
 
-@dataclass(frozen=True)
-class _Diff:
+class _Diff(msgspec.Struct, frozen=True):
     """Why two values differ, at ``path`` (relative to the argument: ``[1].value``)."""
 
     path: str
@@ -209,8 +207,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-@dataclass(frozen=True)
-class _When:
+class _When(msgspec.Struct, frozen=True):
     """A parsed date or date-time; ``has_time`` is False for a date-only string."""
 
     moment: datetime

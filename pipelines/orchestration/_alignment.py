@@ -9,7 +9,7 @@ step's name is the tool it means, as grading reads it (``Task.tool_names``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import msgspec
 
 from judge import Check, EvidenceKind, ReferenceCall, Step, Task, Trajectory, TrajectoryResult, Turn
 from pipelines.alignment import TurnsMode
@@ -32,13 +32,12 @@ def failure_kind(step: Step) -> str:
     return "tool_error" if step.status == "error" else step.status
 
 
-@dataclass
-class TurnView:
+class TurnView(msgspec.Struct):
     turn_id: str
     references: list[ReferenceCall]
     steps: list[Step]
-    satisfied_by: dict[int, int] = field(default_factory=dict)  # reference index -> step index
-    reached: dict[int, set[int]] = field(default_factory=dict)  # step index -> reference indices it satisfied
+    satisfied_by: dict[int, int] = msgspec.field(default_factory=dict)  # reference index -> step index
+    reached: dict[int, set[int]] = msgspec.field(default_factory=dict)  # step index -> reference indices it satisfied
     ended: bool = False  # the run ended early (a limit, a crash) in this turn, as the grader marks it
 
     def open_at(self, step: int) -> set[int]:

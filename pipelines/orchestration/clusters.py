@@ -32,8 +32,9 @@ import functools
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from judge import CHECK_DEFAULT_STAGE, EvidenceKind, Outcome, TrajectoryResult, VerdictLabel
 from pipelines.orchestration._stop_words import ENGLISH_STOP_WORDS
@@ -54,8 +55,7 @@ _TOKEN = r"(?u)\b[^\W\d_][^\W\d]+\b"  # words and snake_case identifiers, no dig
 _EXTRA_STOP_WORDS = ("step", "steps")  # in nearly every evidence message: says nothing about the bug
 
 
-@dataclass(frozen=True, slots=True)
-class FailureFeatures:
+class FailureFeatures(msgspec.Struct, frozen=True):
     stage: str
     tools: tuple[str, ...]
     kinds: tuple[str, ...]
@@ -84,16 +84,14 @@ def failure_features(result: TrajectoryResult) -> FailureFeatures | None:
     return FailureFeatures(stage, tuple(tools), tuple(kinds), text)
 
 
-@dataclass(frozen=True, slots=True)
-class Member:
+class Member(msgspec.Struct, frozen=True):
     trajectory_id: str | None
     task_id: str | None
     agent: str | None
     row: int  # index of its (deduplicated) feature row
 
 
-@dataclass(frozen=True)
-class Clustering:
+class Clustering(msgspec.Struct, frozen=True):
     summary: dict[str, Any]  # JSON-ready: the ``failure_modes`` section of summary.json
     member_clusters: list[int]  # cluster id of each member, in member order
 

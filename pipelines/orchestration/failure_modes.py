@@ -8,8 +8,9 @@ feature text shared by many trajectories is stored once.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from judge import TrajectoryResult
 from pipelines.orchestration._child import PendingClustering
@@ -19,17 +20,16 @@ ISOLATE_FROM = 2000  # failing trajectories from which the clustering runs in a 
 _SEP = "\x1f"
 
 
-@dataclass
-class FailureModes:
+class FailureModes(msgspec.Struct):
     """Collects the features of a run's failing and unresolved trajectories (see the module docstring)."""
 
-    trajectory_ids: list[str | None] = field(default_factory=list)
-    task_ids: list[str | None] = field(default_factory=list)
-    agents: list[str | None] = field(default_factory=list)
-    stages: list[str] = field(default_factory=list)
-    tools: list[str] = field(default_factory=list)  # joined by _SEP
-    kinds: list[str] = field(default_factory=list)  # joined by _SEP
-    texts: list[str] = field(default_factory=list)
+    trajectory_ids: list[str | None] = msgspec.field(default_factory=list)
+    task_ids: list[str | None] = msgspec.field(default_factory=list)
+    agents: list[str | None] = msgspec.field(default_factory=list)
+    stages: list[str] = msgspec.field(default_factory=list)
+    tools: list[str] = msgspec.field(default_factory=list)  # joined by _SEP
+    kinds: list[str] = msgspec.field(default_factory=list)  # joined by _SEP
+    texts: list[str] = msgspec.field(default_factory=list)
 
     def add(self, result: TrajectoryResult) -> None:
         features = failure_features(result)

@@ -14,7 +14,8 @@ single duplicate is an inefficiency, a call made over and over is a loop.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+
+import msgspec
 
 from judge import Step, canonical_json, response_key
 from pipelines.orchestration._alignment import TurnView
@@ -22,8 +23,7 @@ from pipelines.orchestration._alignment import TurnView
 LOOP_MIN_REPEATS = 2
 
 
-@dataclass(frozen=True)
-class LoopFacts:
+class LoopFacts(msgspec.Struct, frozen=True):
     loop_repeats: int
     looping: bool
 

@@ -39,7 +39,8 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections import defaultdict
-from dataclasses import dataclass
+
+import msgspec
 
 from judge import RecoveryEvent, RecoveryOutcome, canonical_json
 from pipelines.orchestration._alignment import TurnView, failure_kind, is_failed_call
@@ -80,8 +81,7 @@ def _next_after(positions: list[int], i: int) -> int | None:
     return positions[at] if at < len(positions) else None
 
 
-@dataclass(frozen=True)
-class _Goal:
+class _Goal(msgspec.Struct, frozen=True):
     key: str | None  # the tool whose open reference calls are the goal; ANY_TOOL: every open one
     empty: bool  # nothing open: the goal is the call itself
 

@@ -21,9 +21,10 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+import msgspec
 
 from judge import ReferenceCall, dependency_order
 from pipelines.orchestration._alignment import TurnView
@@ -36,8 +37,7 @@ def dag_key(calls: list[ReferenceCall]) -> DagKey:
     return tuple((c.id, tuple(c.depends_on), c.required, bool(c.alternatives)) for c in calls)
 
 
-@dataclass(frozen=True)
-class DagFacts:
+class DagFacts(msgspec.Struct, frozen=True):
     critical_path: int
     same_depth_groups: tuple[tuple[int, ...], ...]  # required calls sharing a depth (two or more), by depth: every pair is one round's worth
     branches: bool  # two required calls are independent, or a call accepts alternative argument sets
@@ -60,8 +60,7 @@ def dag_facts(key: DagKey) -> DagFacts:
     return DagFacts(max(depth, default=0), shared, alternatives or bool(shared))
 
 
-@dataclass(frozen=True)
-class RoundFacts:
+class RoundFacts(msgspec.Struct, frozen=True):
     rounds_used: int | None
     rounds_minimum: int
     parallel_efficiency: float | None

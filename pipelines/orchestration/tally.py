@@ -18,8 +18,9 @@ Definitions of the per-run figures:
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from judge import DIFFICULTY_TIERS, RECOVERY_OUTCOMES, Orchestration, TrajectoryResult
 from pipelines.orchestration._child import PendingClustering
@@ -30,11 +31,10 @@ def _rate(num: float, den: float) -> float | None:
     return round(num / den, 6) if den else None
 
 
-@dataclass
-class _Recovery:
+class _Recovery(msgspec.Struct):
     failed: int = 0
     recovered: int = 0
-    outcomes: Counter[str] = field(default_factory=Counter)
+    outcomes: Counter[str] = msgspec.field(default_factory=Counter)
 
     def dump(self) -> dict[str, Any]:
         return {
@@ -45,8 +45,7 @@ class _Recovery:
         }
 
 
-@dataclass
-class _Rounds:
+class _Rounds(msgspec.Struct):
     n: int = 0
     used: int = 0
     minimum: int = 0
@@ -76,8 +75,7 @@ class _Rounds:
         }
 
 
-@dataclass
-class _Loops:
+class _Loops(msgspec.Struct):
     n: int = 0
     repeats: int = 0
     looping: int = 0
@@ -86,18 +84,17 @@ class _Loops:
         return {"trajectories": self.n, "loop_repeats": self.repeats, "looping_trajectories": self.looping, "looping_share": _rate(self.looping, self.n)}
 
 
-@dataclass
-class OrchestrationTally:
-    recovery: _Recovery = field(default_factory=_Recovery)
-    recovery_by: dict[str, dict[str, _Recovery]] = field(
+class OrchestrationTally(msgspec.Struct):
+    recovery: _Recovery = msgspec.field(default_factory=_Recovery)
+    recovery_by: dict[str, dict[str, _Recovery]] = msgspec.field(
         default_factory=lambda: {"agent": defaultdict(_Recovery), "tool": defaultdict(_Recovery), "fault": defaultdict(_Recovery)}
     )
-    rounds: _Rounds = field(default_factory=_Rounds)
-    rounds_by_agent: dict[str, _Rounds] = field(default_factory=lambda: defaultdict(_Rounds))
-    loops: _Loops = field(default_factory=_Loops)
-    loops_by_agent: dict[str, _Loops] = field(default_factory=lambda: defaultdict(_Loops))
-    tiers: Counter[str] = field(default_factory=Counter)
-    failure_modes: FailureModes = field(default_factory=FailureModes)
+    rounds: _Rounds = msgspec.field(default_factory=_Rounds)
+    rounds_by_agent: dict[str, _Rounds] = msgspec.field(default_factory=lambda: defaultdict(_Rounds))
+    loops: _Loops = msgspec.field(default_factory=_Loops)
+    loops_by_agent: dict[str, _Loops] = msgspec.field(default_factory=lambda: defaultdict(_Loops))
+    tiers: Counter[str] = msgspec.field(default_factory=Counter)
+    failure_modes: FailureModes = msgspec.field(default_factory=FailureModes)
 
     def add(self, r: TrajectoryResult) -> None:
         o = r.orchestration
@@ -141,8 +138,7 @@ class OrchestrationTally:
         }
 
 
-@dataclass
-class PendingSummary:
+class PendingSummary(msgspec.Struct):
     tally: OrchestrationTally
     clustering: PendingClustering
 

@@ -28,9 +28,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from judge import RunSummary
 from pipelines.ingest import UsageError
@@ -40,8 +41,7 @@ __all__ = ["RESULT_FILE", "CategoryRow", "CategoryRun", "FolderRow", "grade_fold
 RESULT_FILE = re.compile(r"^BFCL_v(?P<version>\d+)_(?P<category>.+)_result\.json$")
 
 
-@dataclass(frozen=True)
-class CategoryRun:
+class CategoryRun(msgspec.Struct, frozen=True):
     """One category's run: its result file, the question and possible-answer files it needs."""
 
     name: str  # BFCL_vN_<category>: the question file's stem, and the run's folder under OUT
@@ -52,8 +52,7 @@ class CategoryRun:
     problem: str | None = None
 
 
-@dataclass
-class CategoryRow:
+class CategoryRow(msgspec.Struct):
     name: str
     category: str
     result: str
@@ -74,8 +73,7 @@ class CategoryRow:
     problem: str | None = None
 
 
-@dataclass
-class FolderRow:
+class FolderRow(msgspec.Struct):
     categories: list[CategoryRow]
     entries: int
     passed: int
@@ -142,7 +140,7 @@ def grade_folder(opts: Any, run: Callable[[Any], RunSummary | int], announce: Ca
             out = Path(opts.out) / cat.name
             announce(f"{cat.name}: {cat.result}")
             labels = _score_file(opts.labels, cat.name)
-            sub = replace(
+            sub = msgspec.structs.replace(
                 opts, trajectories=cat.result, tasks=cat.questions, reference=cat.answers, labels=labels, out=out, task_format="bfcl", trajectory_format="bfcl"
             )
             outcome = run(sub)
@@ -219,8 +217,8 @@ def _total(rows: list[CategoryRow]) -> FolderRow:
 def write_row(out: Path, folder: FolderRow) -> None:
     out.mkdir(parents=True, exist_ok=True)
     data = {
-        "categories": [vars(r) for r in folder.categories],
-        "total": {k: v for k, v in vars(folder).items() if k != "categories"},
+        "categories": [msgspec.structs.asdict(r) for r in folder.categories],
+        "total": {k: v for k, v in msgspec.structs.asdict(folder).items() if k != "categories"},
     }
     (out / "bfcl.json").write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "bfcl.md").write_text(render(folder), encoding="utf-8")

@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
 from typing import IO, Any, cast
 
+import msgspec
 import orjson
 
 from pipelines.run.spool import BLOCK, InputChanged
@@ -44,8 +44,7 @@ def one_shard(path: str | os.PathLike[str], max_lines: int, max_bytes: int) -> b
         return False
 
 
-@dataclass
-class RawShard:
+class RawShard(msgspec.Struct):
     """A run of whole lines of the trajectories input, where it starts, and what it holds.
 
     A line longer than the reader's limit is not held: ``data`` has an empty placeholder at its
@@ -89,7 +88,7 @@ class RawShard:
             if self.size <= max_line_bytes:  # no line can be too long to keep: the bytes as they are
                 data = fh.read(self.size)  # buffered: reads on until it has them all (or the file ends)
                 sha256 = hashlib.sha256(data).hexdigest() if digest else ""
-                raw: RawShard | None = replace(self, data=data, lines=_count_lines(data), size=len(data), path=None, sha256=sha256)
+                raw: RawShard | None = msgspec.structs.replace(self, data=data, lines=_count_lines(data), size=len(data), path=None, sha256=sha256)
             else:  # cut into lines as the run cut it, holding none that is too long
                 try:
                     cutter = LineShards(cast(IO[bytes], _Range(fh, self.size)), max_line_bytes=max_line_bytes)
@@ -107,7 +106,7 @@ class RawShard:
     def join(self, following: RawShard) -> RawShard:
         """This shard and the one after it as one (the cut split an item)."""
         assert following.first_byte == self.first_byte + self.size and following.path == self.path, "only a shard and the next one join"
-        joined = replace(
+        joined = msgspec.structs.replace(
             self,
             lines=self.lines + following.lines,
             nonblank=self.nonblank + following.nonblank,
@@ -119,7 +118,7 @@ class RawShard:
         shift = len(self.data)
         data = self.data + following.data
         virtual = self.virtual + tuple((at + shift, size, nl) for at, size, nl in following.virtual)
-        return replace(joined, data=data, virtual=virtual, sha256=_digest(data, virtual))
+        return msgspec.structs.replace(joined, data=data, virtual=virtual, sha256=_digest(data, virtual))
 
 
 class ItemCounter:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+
+import msgspec
 
 from judge import BadInputError, ConfigurationError, Escalator, InputErrorInfo, RunSummary
 from pipelines.config import GradingConfig
@@ -37,8 +38,7 @@ class InputErrorsFound(BadInputError):
         self.info = info
 
 
-@dataclass
-class GradeOptions:
+class GradeOptions(msgspec.Struct):
     tasks: Path | None  # None: the trajectory file carries its tasks (tau2 results, Inspect logs)
     trajectories: Path
     out: Path
@@ -46,11 +46,11 @@ class GradeOptions:
     task_format: str | None = None
     trajectory_format: str | None = None
     on_error: Literal["skip", "fail"] = "skip"
-    config: GradingConfig = field(default_factory=GradingConfig)
+    config: GradingConfig = msgspec.field(default_factory=GradingConfig)
     escalator: Escalator | None = None
     replayer: Replayer | None = None  # replay in executable environments (--replay)
-    limits: Limits = field(default_factory=Limits)
-    command: list[str] = field(default_factory=list)
+    limits: Limits = msgspec.field(default_factory=Limits)
+    command: list[str] = msgspec.field(default_factory=list)
     strict: bool = False  # unknown fields are errors, not warnings
     task_key: str | None = None  # --task-key: the attribute that holds a trace's task id (otel)
     labels: Path | None = None  # external labels (--labels) to report agreement with
@@ -69,8 +69,7 @@ class GradeOptions:
     judge_shard_min: int | None = None  # escalation rounds this large are judged by ``workers`` processes (None: judge.llm.SHARD_MIN_REQUESTS)
 
 
-@dataclass
-class BatchWait:
+class BatchWait(msgspec.Struct):
     """A run that stopped to wait for provider batches (``--judge-mode batch``): the escalation
     round they answer, each batch as last seen, how many this invocation submitted."""
 
@@ -80,8 +79,7 @@ class BatchWait:
     out: Path | None = None
 
 
-@dataclass(frozen=True)
-class JudgingProgress:
+class JudgingProgress(msgspec.Struct, frozen=True):
     """Where an escalation round stands, for a live line while judges work: questions of the round
     (controls included), those decided so far (None: not known until the round's worker shares come
     back), and the judge calls, free answers (cache, shared), abstentions and cost of the run so far."""
@@ -104,8 +102,7 @@ class JudgingProgress:
         return self.elapsed_s / self.answered * (self.questions - self.answered)
 
 
-@dataclass
-class RunOutcome:
+class RunOutcome(msgspec.Struct):
     summary: RunSummary
     out: Path
     files: list[Path]

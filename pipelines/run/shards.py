@@ -22,9 +22,9 @@ one a single reader of the whole file writes:
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, cast
 
+import msgspec
 from pydantic import BaseModel
 
 from judge import InputErrorInfo, Trajectory
@@ -48,15 +48,14 @@ def json_bytes(model: BaseModel, *, exclude_none: bool = False) -> bytes:
     return model.__pydantic_serializer__.to_json(model, exclude_none=exclude_none)
 
 
-@dataclass
-class GradingContext:
+class GradingContext(msgspec.Struct):
     """What every shard is graded with: built once by the run, shipped once to each worker."""
 
     tasks: TaskSet
     config: GradingConfig
     fmt: str | None  # the trajectory format, detected once for the whole input (None: the stream detects it)
     name: str  # the input's name as rows carry it
-    limits: Limits = field(default_factory=Limits)
+    limits: Limits = msgspec.field(default_factory=Limits)
     escalating: bool = False  # a judge panel waits: inconclusive cases come back pending
     replayer: Replayer | None = None  # replay in executable environments (each worker process has its own copy)
     stop_at_error: bool = False  # --on-error fail: stop at the first error row
@@ -64,8 +63,7 @@ class GradingContext:
     labels: LabelSet | None = None  # external labels applied to each trajectory
 
 
-@dataclass
-class Shard:
+class Shard(msgspec.Struct):
     raw: RawShard
     first_item: int  # index of its first item in the whole input
     seen: dict[tuple[str, str], int | None] | None = None  # ids of earlier shards repeated in this one
@@ -73,8 +71,7 @@ class Shard:
     drill_failures: bool = True  # keep the trajectories of non-passing rows past the first ones: the drill-down may still pick them
 
 
-@dataclass
-class ShardResult:
+class ShardResult(msgspec.Struct):
     index: int
     first_item: int
     rows: list[bytes | int]  # a result line, or a position in ``pending``
@@ -85,11 +82,11 @@ class ShardResult:
     items: int
     overran: bool
     first_error: InputErrorInfo | None
-    replay: dict[str, Any] = field(default_factory=dict)  # environments used -> version, reference cache hits
-    labels_used: set[str] = field(default_factory=set)  # external labels that labelled a trajectory here
-    report_rows: list[Row | None] = field(default_factory=list)  # reports.to_row of each row (None for a pending case)
+    replay: dict[str, Any] = msgspec.field(default_factory=dict)  # environments used -> version, reference cache hits
+    labels_used: set[str] = msgspec.field(default_factory=set)  # external labels that labelled a trajectory here
+    report_rows: list[Row | None] = msgspec.field(default_factory=list)  # reports.to_row of each row (None for a pending case)
     sha256: str = ""  # of the bytes graded (``RawShard.sha256``; read by the worker when the shard is a range)
-    steps: list[tuple[int, bytes]] = field(default_factory=list)  # (row position, trajectory JSON) of the rows the drill-down may pick
+    steps: list[tuple[int, bytes]] = msgspec.field(default_factory=list)  # (row position, trajectory JSON) of the rows the drill-down may pick
 
 
 def grade_shard(ctx: GradingContext, shard: Shard) -> ShardResult:

@@ -24,9 +24,10 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+import msgspec
 
 from judge import BadInputError
 from pipelines.ingest import MAGIC_BYTES, Limits, compression_of, inflate, inner_name
@@ -84,8 +85,7 @@ def open_stream(path: str | os.PathLike) -> Iterator[BinaryIO]:
         yield fh
 
 
-@dataclass
-class TaskInput:
+class TaskInput(msgspec.Struct):
     """A tasks or reference input as a regular file the format readers can open by path.
 
     ``path`` is the file to read; ``display`` the name errors must carry (the spool's own path

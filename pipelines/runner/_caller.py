@@ -16,9 +16,9 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import orjson
 
 from judge import MAX_DEPTH, ToolSpec, nesting_error
@@ -41,8 +41,7 @@ def request_key(identity: dict[str, Any]) -> str:
     return hashlib.sha256(text).hexdigest()
 
 
-@dataclass
-class CallRecord:
+class CallRecord(msgspec.Struct):
     """One model message as the trajectory records it."""
 
     cached: bool
@@ -51,8 +50,7 @@ class CallRecord:
     cost_usd: float
 
 
-@dataclass
-class CallerStats:
+class CallerStats(msgspec.Struct):
     """For the manifest: what the run's model calls cost and how often they had to be retried."""
 
     requests: int = 0
@@ -60,11 +58,11 @@ class CallerStats:
     cache_hits: int = 0
     attempts: int = 0
     retries: int = 0
-    retry_reasons: dict[str, int] = field(default_factory=dict)
+    retry_reasons: dict[str, int] = msgspec.field(default_factory=dict)
     input_tokens: int = 0  # live calls only
     output_tokens: int = 0
     cost_usd: float = 0.0  # spent by this run (live calls)
-    model_versions: dict[str, int] = field(default_factory=dict)
+    model_versions: dict[str, int] = msgspec.field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -7,12 +7,12 @@ answers every call of the ``ModelReply`` just before it, in the same order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 
-@dataclass(frozen=True)
-class ToolCall:
+
+class ToolCall(msgspec.Struct, frozen=True):
     """One call the model asked for. ``arguments`` is None when ``raw_arguments`` is not a JSON object."""
 
     id: str
@@ -22,8 +22,7 @@ class ToolCall:
     parse_error: str | None = None
 
 
-@dataclass(frozen=True)
-class ModelReply:
+class ModelReply(msgspec.Struct, frozen=True):
     """One model message, as parsed from the provider's response (live or cached)."""
 
     text: str | None
@@ -35,8 +34,7 @@ class ModelReply:
     output_tokens: int = 0
 
 
-@dataclass(frozen=True)
-class ToolReply:
+class ToolReply(msgspec.Struct, frozen=True):
     """What the agent is told a call returned (the text it sees, and whether it is an error)."""
 
     call_id: str
@@ -45,23 +43,20 @@ class ToolReply:
     is_error: bool = False
 
 
-@dataclass(frozen=True)
-class UserMessage:
+class UserMessage(msgspec.Struct, frozen=True):
     text: str
 
 
-@dataclass(frozen=True)
-class ToolResults:
+class ToolResults(msgspec.Struct, frozen=True):
     replies: tuple[ToolReply, ...]
 
 
 Message = UserMessage | ModelReply | ToolResults
 
 
-@dataclass
-class Conversation:
+class Conversation(msgspec.Struct):
     system: str
-    messages: list[Message] = field(default_factory=list)
+    messages: list[Message] = msgspec.field(default_factory=list)
 
     def add(self, message: Message) -> None:
         self.messages.append(message)

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+
+import msgspec
 
 from judge import ConfigurationError
 
@@ -35,15 +36,13 @@ class FaultSpecError(ConfigurationError):
     """A ``--faults`` value that cannot be read; the message names the spec and the part."""
 
 
-@dataclass(frozen=True)
-class FaultRule:
+class FaultRule(msgspec.Struct, frozen=True):
     rate: float
     kinds: tuple[str, ...]
     tool: str | None = None
 
 
-@dataclass(frozen=True)
-class FaultPlan:
+class FaultPlan(msgspec.Struct, frozen=True):
     rules: tuple[FaultRule, ...]  # at most one general rule (tool=None); per-tool rules override it
     seed: int = 0
     specs: tuple[str, ...] = ()

@@ -23,8 +23,9 @@ Invariants:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from judge import EndedEarly, Step, Task, TokenUsage, ToolNames, Trajectory, TrajectoryTurn, Turn
 from pipelines.runner._caller import ModelCaller
@@ -39,8 +40,7 @@ INJECTED_ERROR = "injected fault: the tool is unavailable"
 INJECTED_TIMEOUT = "injected fault: the tool did not answer in time"
 
 
-@dataclass(frozen=True)
-class TrajectoryJob:
+class TrajectoryJob(msgspec.Struct, frozen=True):
     """One (task, trial) of the run."""
 
     task: Task
@@ -50,8 +50,7 @@ class TrajectoryJob:
     order: int  # position in the run's canonical order (task order, then trial)
 
 
-@dataclass(frozen=True)
-class LoopSettings:
+class LoopSettings(msgspec.Struct, frozen=True):
     agent: str  # recorded as the trajectory's agent
     max_steps: int
     enforce_policy: bool = True

@@ -23,10 +23,11 @@ import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
+
+import msgspec
 
 from judge import BadInputError, ConfigurationError, InputErrorInfo
 from judge.llm import Budget, ConfigFile, JudgeCache, JudgeConfigError, JudgeSettings, RateLimiter, RetryPolicy, load_config_file, price_for
@@ -55,8 +56,7 @@ class TaskInputError(BadInputError):
         self.info = info
 
 
-@dataclass
-class RunOptions:
+class RunOptions(msgspec.Struct):
     agent: str
     tasks: Path
     out: Path
@@ -72,11 +72,11 @@ class RunOptions:
     max_cost_usd: float | None = None
     config_path: Path | None = None  # [providers.*], [prices], [retry] (the judges' config file)
     base_url: str | None = None
-    sampling: Sampling = field(default_factory=Sampling)
+    sampling: Sampling = msgspec.field(default_factory=Sampling)
     max_tools: int | None = None  # None: the provider's cap (OpenAI 128); shortlist above it
     mcp_command: str | None = None
     mcp_url: str | None = None
-    mcp_headers: dict[str, str] = field(default_factory=dict)
+    mcp_headers: dict[str, str] = msgspec.field(default_factory=dict)
     env_root: Path | None = None
     cache_path: Path | None = None
     no_cache: bool = False
@@ -84,14 +84,13 @@ class RunOptions:
     agent_name: str | None = None
     overwrite: bool = False
     on_error: Literal["skip", "fail"] = "skip"
-    limits: Limits = field(default_factory=Limits)
+    limits: Limits = msgspec.field(default_factory=Limits)
     retry: RetryPolicy | None = None  # tests inject a policy that does not sleep
     progress: Callable[[int, int], None] | None = None  # (finished, to run) after each trajectory
-    command: list[str] = field(default_factory=list)
+    command: list[str] = msgspec.field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class RunError:
+class RunError(msgspec.Struct, frozen=True):
     task_id: str
     trajectory_id: str
     trial: int
@@ -103,8 +102,7 @@ class RunError:
         return {"task_id": self.task_id, "trajectory_id": self.trajectory_id, "trial": self.trial, "kind": self.kind, "message": self.message}
 
 
-@dataclass
-class CollectOutcome:
+class CollectOutcome(msgspec.Struct):
     out: Path
     trajectories: Path
     planned: int

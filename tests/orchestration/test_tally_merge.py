@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import json
 from array import array
-from dataclasses import fields, is_dataclass
 from typing import Any
+
+import msgspec
 
 from pipelines.orchestration import OrchestrationTally
 from tests.orchestration.test_clusters import synthetic_run
 
 
 def merged(mine: Any, theirs: Any) -> Any:
-    """Counts add, columns append, maps merge key by key, dataclasses field by field; anything else
+    """Counts add, columns append, maps merge key by key, records (msgspec Structs) field by field; anything else
     has no safe merge and fails the test."""
     if isinstance(mine, (list, array)):
         mine.extend(theirs)
@@ -25,9 +26,9 @@ def merged(mine: Any, theirs: Any) -> Any:
         return mine
     if isinstance(mine, int) and not isinstance(mine, bool):
         return mine + theirs
-    if is_dataclass(mine) and not isinstance(mine, type):
-        for f in fields(mine):
-            setattr(mine, f.name, merged(getattr(mine, f.name), getattr(theirs, f.name)))
+    if isinstance(mine, msgspec.Struct):
+        for name in mine.__struct_fields__:
+            setattr(mine, name, merged(getattr(mine, name), getattr(theirs, name)))
         return mine
     raise AssertionError(f"no merge rule for {type(mine).__name__}")
 

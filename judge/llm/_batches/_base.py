@@ -16,8 +16,9 @@ guess (a request with no result line fails with the reason the batch gives).
 from __future__ import annotations
 
 import abc
-from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
+
+import msgspec
 
 from judge.llm._providers import JudgeCallError, JudgeClient
 
@@ -26,8 +27,7 @@ from judge.llm._providers import JudgeCallError, JudgeClient
 Answer = Any
 
 
-@dataclass
-class BatchRecord:
+class BatchRecord(msgspec.Struct):
     """One submitted provider batch, as the run journals it (JSON)."""
 
     id: str
@@ -40,22 +40,21 @@ class BatchRecord:
     input_file_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return msgspec.structs.asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BatchRecord:
         return cls(**data)
 
 
-@dataclass
-class BatchStatus:
+class BatchStatus(msgspec.Struct):
     """What a poll found. ``ended``: the provider will answer nothing more (completed, expired,
     cancelled, failed); ``failure``: why the whole batch failed, when it did."""
 
     record: BatchRecord
     state: str
     ended: bool
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int] = msgspec.field(default_factory=dict)
     failure: str | None = None
     raw: Any = None  # the provider's batch object (file ids, results URL)
 

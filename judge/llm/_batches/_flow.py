@@ -39,11 +39,11 @@ import hashlib
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
+import msgspec
 import orjson
 
 from judge.core import ExternalCallError
@@ -64,12 +64,11 @@ class BatchSubmitError(ExternalCallError):
         self.records = records
 
 
-@dataclass
-class Collected:
+class Collected(msgspec.Struct):
     """What ``collect`` found: requests answered, and failures by reason."""
 
     answered: int = 0
-    failed: dict[str, int] = field(default_factory=dict)
+    failed: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 class BatchFlow:

@@ -11,17 +11,16 @@ from __future__ import annotations
 import abc
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import msgspec
 from pydantic import BaseModel
 
 from judge.llm._providers._errors import JudgeCallError
 from judge.llm._settings import HOSTED, JudgeConfigError, ProviderConfig, ProviderDefaults
 
 
-@dataclass
-class Completion:
+class Completion(msgspec.Struct):
     """One verdict as the provider returned it, with what it cost."""
 
     verdict: BaseModel
@@ -30,8 +29,7 @@ class Completion:
     output_tokens: int = 0
 
 
-@dataclass(frozen=True)
-class NextAttempt:
+class NextAttempt(msgspec.Struct, frozen=True):
     """The request a judge would send next for a question answered from a provider batch: the
     answers so far failed the verdict schema and a validation re-ask is left, so instructor built
     the re-ask (``body``, the request as online it would go out). The batch flow sends it in the

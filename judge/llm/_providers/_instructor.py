@@ -34,9 +34,9 @@ import os
 import sys
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import msgspec
 from pydantic import BaseModel
 
 from judge.llm._providers._base import Completion, JudgeClient, NextAttempt, require_key
@@ -108,8 +108,7 @@ class _NotAnswered(Exception):
     """instructor re-asks a question answered from a batch that holds no answer to the re-ask yet."""
 
 
-@dataclass
-class _LoopClient:
+class _LoopClient(msgspec.Struct):
     """The SDK client of one event loop (its connection pool belongs to that loop) and the
     instructor-patched create function that drives it."""
 

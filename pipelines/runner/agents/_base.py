@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import os
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from typing import Any, ClassVar
+
+import msgspec
 
 from judge import MAX_DEPTH, ConfigurationError, ExternalCallError, ToolSpec, loads_json, nesting_error
 from judge.llm import ProviderConfig, classify_sdk_error
@@ -41,8 +42,7 @@ class AgentCallError(ExternalCallError):
         return self.reason in RETRYABLE
 
 
-@dataclass(frozen=True)
-class Sampling:
+class Sampling(msgspec.Struct, frozen=True):
     """What the run decides about sampling; ``None`` leaves the provider's default (and sends nothing)."""
 
     temperature: float | None = None

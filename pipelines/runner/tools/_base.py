@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from judge import Task, ToolSpec
 
 
-@dataclass(frozen=True)
-class ToolOutcome:
+class ToolOutcome(msgspec.Struct, frozen=True):
     """``ok``: the tool ran and returned ``result``; else ``error`` says why. ``text`` is what the agent sees."""
 
     ok: bool
