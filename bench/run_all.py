@@ -207,7 +207,7 @@ def main() -> None:
         floor_us = (fl["read"] + fl["models"] + fl["result"]) * 1e6
         rows.append(
             _row(
-                f"floor under grading (read + models + result, no check), {int(fl['n']):,} conversations",
+                f"floor under grading (read + models + result, no check; the run's collection policy), {int(fl['n']):,} conversations",
                 "-",
                 f"{floor_us:.0f} us per trajectory",
                 "-",
