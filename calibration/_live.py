@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import cached_property
 from typing import Any, cast
 
 import msgspec
@@ -21,14 +22,14 @@ from judge.llm import Rubric
 from rubrics import RubricExample, TemplateRubric, append_examples
 
 
-class FewShotRubric(msgspec.Struct, frozen=True):
+class FewShotRubric(msgspec.Struct, frozen=True, dict=True):
     """Satisfies ``judge.Rubric``: the base rubric plus few-shot examples in the system message."""
 
     base: Rubric
     examples: tuple[FewShotExample, ...]
 
-    @property
-    def version(self) -> str:
+    @cached_property
+    def version(self) -> str:  # in every judge request's cache key: hashed once
         tag = content_hash([e.model_dump(mode="json") for e in self.examples])[:8]
         return f"{self.base.version}+fs{len(self.examples)}-{tag}"
 
