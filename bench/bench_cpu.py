@@ -53,7 +53,9 @@ def cpu_of(tree: Path, tasks: Path, trajectories: Path, out: Path, workers: int 
     """One ``judge grade`` with ``tree``'s code, in a fresh process: its CPU (and its children's) and wall."""
     import time
 
-    cmd = [sys.executable, str(tree / "bench" / "bench_grading.py"), "--child", str(tasks), str(trajectories), str(out), str(workers)]
+    from bench import compiled
+
+    cmd = [sys.executable, str(compiled(tree) / "bench" / "bench_grading.py"), "--child", str(tasks), str(trajectories), str(out), str(workers)]
     if cores is not None and shutil.which("taskset"):
         cmd = ["taskset", "-c", cores, *cmd]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)

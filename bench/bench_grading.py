@@ -80,6 +80,9 @@ def inputs(n: int, variant: str, synthetic: bool) -> tuple[Path, Path]:
 
 def measure(tasks: Path, trajectories: Path, out: Path, workers: int = 1, cores: str | None = "0") -> dict:
     """Grade in a fresh process (pinned to ``cores`` when taskset exists); its stats."""
+    from bench import compiled
+
+    compiled(ROOT)
     cmd = [sys.executable, __file__, "--child", str(tasks), str(trajectories), str(out), str(workers)]
     if cores is not None and shutil.which("taskset"):
         cmd = ["taskset", "-c", cores, *cmd]

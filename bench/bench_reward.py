@@ -54,6 +54,9 @@ def child(tasks_path: str, trajectories_path: str, batch: int, group: int) -> No
 
 
 def reward_cpu(tasks: Path, trajectories: Path, batch: int, group: int, cores: str | None = "0") -> dict:
+    from bench import compiled
+
+    compiled(ROOT)
     cmd = [sys.executable, __file__, "--child", str(tasks), str(trajectories), str(batch), str(group)]
     if cores is not None and shutil.which("taskset"):
         cmd = ["taskset", "-c", cores, *cmd]
