@@ -19,6 +19,7 @@ from typing import Any
 import typer
 
 from pipelines.cli import calibrate as _calibrate
+from pipelines.cli import convert as _convert
 from pipelines.cli import grade as _grade
 from pipelines.cli import report as _report
 from pipelines.cli import resume as _resume
@@ -54,6 +55,7 @@ app.command()(collector_policy(_resume.resume))
 app.command()(_run.run)
 app.command()(_calibrate.calibrate)
 app.command()(_schema.schema)
+app.command()(_convert.convert)
 app.add_typer(env_app, name="env", help="Executable environments: list, show tools, serve over MCP.")
 app.add_typer(gold_app, name="gold", help="Human gold from your own runs: export a labelling set, write the labelling page, import labels.")
 app.add_typer(rubrics_app, name="rubrics", help="Rubric files: export the built-ins, check a folder of your own.")

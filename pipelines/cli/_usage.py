@@ -34,6 +34,22 @@ def check_format_names(trajectory_format: str | None, task_format: str | None) -
         fail("--task-format", f"unknown task format {task_format!r}; accepted: {', '.join(TASK_FORMATS)}")
 
 
+def input_path(value: Path | None) -> Path | None:
+    """An input file, or ``-`` for standard input (read once; see pipelines.run.spool)."""
+    if value is not None and value.is_dir():
+        raise typer.BadParameter(f"File '{value}' is a directory.")
+    return input_or_folder(value)
+
+
+def input_or_folder(value: Path | None) -> Path | None:
+    """An input file or folder (BFCL score files), or ``-`` for standard input."""
+    if value is None or str(value) == "-":
+        return value
+    if not value.exists():
+        raise typer.BadParameter(f"File '{value}' does not exist.")
+    return value
+
+
 def check_out_dir(out: Path) -> None:
     """``out`` is a directory this process can write into, or can be created as one. Nothing is
     created here (a run that stops at a later check leaves no empty folder behind)."""

@@ -49,22 +49,6 @@ class OnError(StrEnum):
     fail = "fail"
 
 
-def _input_path(value: Optional[Path]) -> Optional[Path]:
-    """An input file, or ``-`` for standard input (read once; see pipelines.run.spool)."""
-    if value is not None and value.is_dir():
-        raise typer.BadParameter(f"File '{value}' is a directory.")
-    return _input_or_folder(value)
-
-
-def _input_or_folder(value: Optional[Path]) -> Optional[Path]:
-    """An input file or folder (BFCL score files), or ``-`` for standard input."""
-    if value is None or str(value) == "-":
-        return value
-    if not value.exists():
-        raise typer.BadParameter(f"File '{value}' does not exist.")
-    return value
-
-
 def progress_bar() -> Any:
     """The live bar of a run on a terminal: bytes read while grading, questions answered while judging."""
     from rich.progress import BarColumn, DownloadColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -272,7 +256,7 @@ def grade(
     trajectories: Annotated[
         Path,
         typer.Option(
-            callback=_input_or_folder,
+            callback=usage.input_or_folder,
             help="Trajectories (native, OpenAI / Anthropic messages, VAKRA, BFCL results or a BFCL result folder, tau2 results, Inspect logs, OTel traces); "
             "- for standard input.",
         ),
@@ -280,14 +264,14 @@ def grade(
     tasks: Annotated[
         Optional[Path],
         typer.Option(
-            callback=_input_or_folder,
+            callback=usage.input_or_folder,
             help="Tasks (native JSONL, VAKRA input/ground truth, BFCL questions or BFCL's data folder); optional when the trajectory file carries them; "
             "- for standard input.",
         ),
     ] = None,
     reference: Annotated[
         Optional[Path],
-        typer.Option(callback=_input_or_folder, help="Separate ground truth: VAKRA ground truth or BFCL possible answers (a file, or a folder of them)."),
+        typer.Option(callback=usage.input_or_folder, help="Separate ground truth: VAKRA ground truth or BFCL possible answers (a file, or a folder of them)."),
     ] = None,
     format: Annotated[Optional[str], typer.Option("--format", help=f"Trajectory format (auto-detected by default): {names(TRAJECTORY_FORMAT_NAMES)}.")] = None,
     task_format: Annotated[Optional[str], typer.Option(help=f"Task format (auto-detected by default): {names(TASK_FORMAT_NAMES)}.")] = None,
@@ -345,11 +329,12 @@ def grade(
     labels: Annotated[
         Optional[Path],
         typer.Option(
-            callback=_input_or_folder, help="Verdicts of another tool (JSONL {trajectory_id|task_id, label}, or BFCL score files): report agreement with them."
+            callback=usage.input_or_folder,
+            help="Verdicts of another tool (JSONL {trajectory_id|task_id, label}, or BFCL score files): report agreement with them.",
         ),
     ] = None,
     tool_specs: Annotated[
-        Optional[Path], typer.Option(callback=_input_path, help="Tool specs (a task's tools shape) for formats whose files carry none.")
+        Optional[Path], typer.Option(callback=usage.input_path, help="Tool specs (a task's tools shape) for formats whose files carry none.")
     ] = None,
     rubrics: RubricsOpt = None,
     workers: Annotated[Optional[int], typer.Option(min=1, help="Processes that grade (default: the machine's cores). Outputs do not depend on it.")] = None,

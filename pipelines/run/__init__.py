@@ -4,7 +4,7 @@ Layers, top to bottom, each using only those below it (enforced by import-linter
 ``pyproject.toml``):
 
 - ``resume`` (``judge resume``: the options rebuilt from the run's recipe), ``gold`` (``judge gold export``
-  from a finished run);
+  from a finished run), ``convert`` (``judge convert``: a run's trajectory input written as native JSONL);
 - ``grading``: ``run_grading``, the run's phases in order;
 - ``publish``: outputs staged, moved into ``--out``, ``manifest.json`` last;
 - ``escalation``: the rounds of judge questions, journaled;
@@ -19,6 +19,7 @@ Layers, top to bottom, each using only those below it (enforced by import-linter
 One trajectory in memory is ``pipelines.grade``; this package uses it, never the other way round.
 """
 
+from pipelines.run.convert import Converted, ConvertOptions, convert_trajectories
 from pipelines.run.executors import Executor, default_workers, make_executor
 from pipelines.run.folder import MANIFEST, OUTPUTS, REPORT_HTML, REPORT_MD, RESULTS, SUMMARY, TABLES, RunDirectory
 from pipelines.run.grading import run_grading
@@ -32,6 +33,8 @@ from pipelines.run.state import STATE_DIR, RunDirError, RunState
 __all__ = ["run_grading"]
 # options: what a run is asked and gives back
 __all__ += ["BatchWait", "GradeOptions", "InputErrorsFound", "JudgingProgress", "NoTasks", "Progress", "RunOutcome"]
+# convert: what a run reads from an input, written as native files
+__all__ += ["ConvertOptions", "Converted", "convert_trajectories"]
 # resume: a run continued from its state alone
 __all__ += ["in_directory", "load_recipe", "options_from"]
 # folder and state: --out and .judge-run/

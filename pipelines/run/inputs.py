@@ -31,7 +31,7 @@ from pipelines.run.lines import one_shard
 from pipelines.run.options import GradeOptions, NoTasks
 from pipelines.run.spool import TaskInput, display_name, sha256_of
 
-__all__ = ["RunInputs", "starts_array"]
+__all__ = ["RunInputs", "rename_spools", "renamed_loaded", "starts_array"]
 
 
 class RunInputs:
@@ -82,7 +82,7 @@ class RunInputs:
                 labels = self._open(opts.labels, spool_dir)
                 self.labels = load_labels(labels.path, opts.limits)
                 self.digests["labels"] = labels.hash()
-        _rename_spools(self.taskset, self.labels, self.spools)
+        rename_spools(self.taskset, self.labels, self.spools)
         return self
 
     def _open(self, given: Path, spool_dir: Path) -> TaskInput:
@@ -102,7 +102,7 @@ class RunInputs:
                 self.trajectories.path, self.opts.trajectory_format, self.opts.limits, strict=self.opts.strict, tasks=self.taskset, task_key=self.opts.task_key
             ).items
         spooled = {str(s.path): s.display for s in self.spools}
-        return (_renamed_loaded(loaded, spooled) for loaded in items) if spooled else items
+        return (renamed_loaded(loaded, spooled) for loaded in items) if spooled else items
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
@@ -178,7 +178,7 @@ def _renaming(spooled: dict[str, str]) -> Callable[[str], str]:
     return fix
 
 
-def _rename_spools(taskset: TaskSet, labels: LabelSet | None, inputs: list[TaskInput]) -> None:
+def rename_spools(taskset: TaskSet, labels: LabelSet | None, inputs: list[TaskInput]) -> None:
     """Errors and sources must name an input as given (``-``), never its temporary spool."""
     spooled = {str(i.path): i.display for i in inputs}
     if not spooled:
@@ -201,7 +201,7 @@ def _rename_spools(taskset: TaskSet, labels: LabelSet | None, inputs: list[TaskI
         labels.errors[:] = [fix_info(i) for i in labels.errors]
 
 
-def _renamed_loaded(loaded: Loaded, spooled: dict[str, str]) -> Loaded:
+def renamed_loaded(loaded: Loaded, spooled: dict[str, str]) -> Loaded:
     fix = _renaming(spooled)
     source = loaded.source.model_copy(update={"file": fix(loaded.source.file)})
     error = None if loaded.error is None else loaded.error.model_copy(update={"file": fix(loaded.error.file), "message": fix(loaded.error.message)})
