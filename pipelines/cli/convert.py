@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, BinaryIO, Optional
@@ -116,15 +116,17 @@ LISTED_ERRORS = 20  # input errors printed one by one; the rest are counted
 @contextlib.contextmanager
 def _written(path: Path) -> Iterator[BinaryIO]:
     """Standard output for ``-``; else a temporary file beside ``path``, renamed onto it when the
-    conversion ends normally: one that fails or is interrupted leaves no half-written file."""
+    conversion ends normally: one that fails or is interrupted leaves no half-written file. The
+    file is created as ``open`` creates one (the umask's mode, as the run's outputs are), not with
+    ``mkstemp``'s owner-only 0600."""
     if str(path) == "-":
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
     try:
-        with os.fdopen(fd, "wb") as fh:
+        with open(tmp, "xb") as fh:
             yield fh
         os.replace(tmp, path)
     finally:

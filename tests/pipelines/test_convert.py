@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 from pathlib import Path
 
 import orjson
@@ -128,6 +129,9 @@ def test_cli_exit_codes_and_no_half_written_file(tmp_path):
     assert not out.exists() and list(tmp_path.iterdir()) == [bad]  # no file, no temporary left behind
     skipped = runner.invoke(app, ["convert", "--trajectories", str(bad), "--format", "openai", "--out", str(out)])
     assert skipped.exit_code == 0 and len(out.read_bytes().splitlines()) == 1
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask  # as open() makes files (the run's outputs too), not owner-only
     nothing = tmp_path / "nothing.jsonl"
     nothing.write_bytes(b"{broken\n")
     assert runner.invoke(app, ["convert", "--trajectories", str(nothing), "--format", "openai"]).exit_code == 3
