@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import compileall
+import re
 from pathlib import Path
 
 PACKAGES = ("judge", "rubrics", "calibration", "reports", "pipelines", "data", "bench")
@@ -16,19 +17,8 @@ def compiled(tree: Path) -> Path:
     project's sandbox sets it): there no child ever writes them, so every measured run paid the
     compilation, ``make bench`` included. Reading existing ``.pyc`` files is not affected by the
     variable; ``compileall`` writes them whatever it says and skips those up to date."""
+    generated = re.compile(re.escape(str(tree / "bench")) + r"/(out|\.venv[^/]*)(/|$)")  # generated inputs, peer environments
     for name in PACKAGES:
         if (tree / name).is_dir():
-            compileall.compile_dir(tree / name, quiet=1, rx=_Generated(tree))
+            compileall.compile_dir(tree / name, quiet=1, rx=generated)
     return tree
-
-
-class _Generated:
-    """What ``compile_dir`` must skip in a tree: the benches' generated inputs and environments
-    (``bench/out``, ``bench/.venv-*``)."""
-
-    def __init__(self, tree: Path):
-        self.bench = tree / "bench"
-
-    def search(self, path: str) -> bool:
-        inside = Path(path).relative_to(self.bench).parts if Path(path).is_relative_to(self.bench) else ()
-        return bool(inside) and (inside[0] == "out" or inside[0].startswith(".venv"))

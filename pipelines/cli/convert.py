@@ -52,7 +52,7 @@ def convert(
 ) -> None:
     """Write trajectories in any format as native JSONL, what judge grade reads from them."""
     from pipelines.ingest import ToolSpecError, UnreadableInput, UsageError
-    from pipelines.run import InputChanged, InputErrorsFound, NoTasks
+    from pipelines.run import InputErrorsFound, NoTasks
     from pipelines.run.convert import ConvertOptions, convert_trajectories
 
     usage.check_format_names(format, task_format)
@@ -87,7 +87,7 @@ def convert(
             done = convert_trajectories(opts, sink, tasks_sink, on_error=listed)
     except InputErrorsFound as exc:
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
-    except (InputChanged, UnreadableInput) as exc:
+    except UnreadableInput as exc:  # a compressed input that is corrupt, cut short or inflates past its cap
         console.print(labelled("input error:", str(exc)), highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_INPUT_ERROR) from exc
     except UsageError as exc:

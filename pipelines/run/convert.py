@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -36,7 +35,7 @@ from pipelines.ingest import (
     read_trajectories,
     with_tool_specs,
 )
-from pipelines.run.inputs import rename_spools, renamed_loaded
+from pipelines.run.inputs import rename_spools, renamed_items
 from pipelines.run.options import InputErrorsFound, NoTasks
 from pipelines.run.spool import TaskInput, display_name
 
@@ -75,9 +74,9 @@ def convert_trajectories(
     Raises ``NoTasks`` when ``tasks_out`` is asked for and neither the file nor ``opts.tasks``
     provides tasks, and ``InputErrorsFound`` at the first bad item with ``stop_at_error`` (what
     was read before it is written). ``on_error`` sees each bad item as it is met."""
-    done = Converted(tasks=None if tasks_out is None else 0)
-    with ExitStack() as stack:
-        spool_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="judge-convert-")))
+    done = Converted()
+    with tempfile.TemporaryDirectory(prefix="judge-convert-") as spool_root:
+        spool_dir = Path(spool_root)
         spools: list[TaskInput] = []
 
         def opened(given: Path) -> TaskInput:
@@ -94,12 +93,11 @@ def convert_trajectories(
             taskset = with_tool_specs(taskset, load_tool_specs(opened(opts.tool_specs).path, opts.limits))
         if tasks_out is not None and taskset is None:
             raise NoTasks(f"{display_name(opts.trajectories)} carries no tasks: pass them with --tasks, or leave --tasks-out out")
-        spooled = {str(s.path): s.display for s in spools}
         if taskset is not None:
             rename_spools(taskset, None, spools)
             _report(taskset.errors, done, on_error, opts.stop_at_error)
             done.warnings += taskset.warnings
-        for loaded in _named(bundle.items, spooled):
+        for loaded in renamed_items(bundle.items, spools):
             done.warnings += loaded.warnings
             if loaded.trajectory is None:
                 assert loaded.error is not None
@@ -113,6 +111,7 @@ def convert_trajectories(
             out.write(text.encode() + b"\n")
             done.trajectories += 1
         if tasks_out is not None and taskset is not None:
+            done.tasks = 0
             for tid in taskset.tasks:
                 text = taskset.tasks[tid].model_dump_json()
                 refused = _native_task_error(text, tid, taskset)
@@ -120,7 +119,7 @@ def convert_trajectories(
                     _report([refused], done, on_error, opts.stop_at_error)
                     continue
                 tasks_out.write(text.encode() + b"\n")
-                done.tasks = (done.tasks or 0) + 1
+                done.tasks += 1
     return done
 
 
@@ -157,11 +156,6 @@ def _given_tasks(opts: ConvertOptions, opened: Callable[[Path], TaskInput]) -> T
     tasks = opened(opts.tasks)
     reference = opened(opts.reference) if opts.reference is not None else None
     return load_tasks(tasks.path, opts.task_format, None if reference is None else reference.path, opts.limits, strict=opts.strict)
-
-
-def _named(items: Iterator[Loaded], spooled: dict[str, str]) -> Iterator[Loaded]:
-    """The items, naming the input as given (``-``), never its spool."""
-    return (renamed_loaded(loaded, spooled) for loaded in items) if spooled else items
 
 
 def _report(errors: list[InputErrorInfo], done: Converted, on_error: Callable[[InputErrorInfo], None] | None, stop: bool) -> None:

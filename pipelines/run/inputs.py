@@ -31,7 +31,7 @@ from pipelines.run.lines import one_shard
 from pipelines.run.options import GradeOptions, NoTasks
 from pipelines.run.spool import TaskInput, display_name, sha256_of
 
-__all__ = ["RunInputs", "rename_spools", "renamed_loaded", "starts_array"]
+__all__ = ["RunInputs", "rename_spools", "renamed_items", "renamed_loaded", "starts_array"]
 
 
 class RunInputs:
@@ -101,8 +101,7 @@ class RunInputs:
             items = read_trajectories(
                 self.trajectories.path, self.opts.trajectory_format, self.opts.limits, strict=self.opts.strict, tasks=self.taskset, task_key=self.opts.task_key
             ).items
-        spooled = {str(s.path): s.display for s in self.spools}
-        return (renamed_loaded(loaded, spooled) for loaded in items) if spooled else items
+        return renamed_items(items, self.spools)
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
@@ -199,6 +198,12 @@ def rename_spools(taskset: TaskSet, labels: LabelSet | None, inputs: list[TaskIn
             taskset.sources[tid] = source.model_copy(update={"file": spooled[source.file]})
     if labels is not None:
         labels.errors[:] = [fix_info(i) for i in labels.errors]
+
+
+def renamed_items(items: Iterator[Loaded], spools: list[TaskInput]) -> Iterator[Loaded]:
+    """The items, naming each input as given (``-``), never its spool."""
+    spooled = {str(s.path): s.display for s in spools}
+    return (renamed_loaded(loaded, spooled) for loaded in items) if spooled else items
 
 
 def renamed_loaded(loaded: Loaded, spooled: dict[str, str]) -> Loaded:
