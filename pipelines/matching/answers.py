@@ -4,7 +4,7 @@
 with ``label=None`` (inconclusive) so the judge stage sees it. Never a guess: a wrong "incorrect"
 costs a passing agent its score, a wrong "correct" hides a hallucination.
 
-Two rules keep a word-for-word match from deciding what it cannot:
+Four rules keep a word-for-word match from deciding what it cannot:
 
 * **Yes/no golds are decided by the yes/no the prediction commits to.** A gold that is only a
   polar word (``_POLAR_FAMILIES``: yes/no, true/false, correct/incorrect, right/wrong, 是/否/不是/没有,
@@ -28,6 +28,13 @@ Two rules keep a word-for-word match from deciding what it cannot:
   Paris, a city of 2 million"), the gold repeated, parts of the gold ("Obama, Barack"), items of
   another type (a number for a name) or script (a translation). Numbers have their own rule (the
   gold among other numbers is inconclusive), and a list gold is compared as a list.
+* **A number equal to the gold must be stated as the gold's value** (``_uncommitted``): not denied,
+  hedged or asked in its clause ("not 42", "maybe 42", "Did you mean 42?"), not a bound or an
+  estimate ("more than 42", "nearly 42"), not in another unit or currency than the gold's ("5
+  miles" for "5 km", "€1,200" for "$1,200"). Otherwise inconclusive.
+* **The same words in another order are not the same answer** ("Bob defeated Alice" for "Alice
+  defeated Bob"): the token-F1 pass needs the shared words in the gold's order, a name written
+  surname first around one comma aside. Otherwise inconclusive.
 """
 
 from __future__ import annotations
@@ -515,29 +522,126 @@ _NUMBER_WORDS = re.compile(
 )
 
 
-def _judge_numeric(readings: tuple[float, ...], pred: Any, ctx: _Ctx) -> _Decision:
+def _judge_numeric(readings: tuple[float, ...], gold: Any, pred: Any, ctx: _Ctx) -> _Decision:
     gold_text = _number_text(readings[0])
     if _is_number(pred):
         ok = _any_close(readings, (float(pred),), ctx.rel)
         return (AnswerLabel.CORRECT, "same number") if ok else (AnswerLabel.INCORRECT, f"{_text(pred)} is not {gold_text}")
-    found = _mentions(_text(pred))
-    if not found and _NUMBER_WORDS.search(_text(pred)):
-        converted = _english_digits(_text(pred))  # "twenty-one" -> "21"
-        found = _mentions(converted)
-        if not found or _NUMBER_WORDS.search(converted):  # "a dozen", "twice", 三个: words no parser reads for certain
+    text = _text(pred)
+    found = _mentions(text)
+    if not found and _NUMBER_WORDS.search(text):
+        text = _english_digits(text)  # "twenty-one" -> "21"
+        found = _mentions(text)
+        if not found or _NUMBER_WORDS.search(text):  # "a dozen", "twice", 三个: words no parser reads for certain
             return None, f"the prediction writes its number in words; gold is {gold_text}"
     if not found:
         return AnswerLabel.INCORRECT, f"the prediction states no number; gold is {gold_text}"
     hits = [_any_close(readings, m.readings, ctx.rel) for m in found]
-    if len(found) == 1:
-        if hits[0]:
-            return AnswerLabel.CORRECT, "the prediction's only number equals the gold"
+    if len(found) == 1 and not hits[0]:
         return AnswerLabel.INCORRECT, f"the prediction's only number {_number_text(found[0].value)} is not {gold_text}"
     if all(hits):
+        why = _uncommitted(gold, text, found)
+        if why is not None:
+            return None, f"the prediction states the gold {gold_text} but {why}"
+        if len(found) == 1:
+            return AnswerLabel.CORRECT, "the prediction's only number equals the gold"
         return AnswerLabel.CORRECT, "every number in the prediction equals the gold"
     if any(hits):
         return None, f"the prediction has the gold {gold_text} among other numbers"
     return None, f"the prediction has several numbers, none equal to {gold_text}"
+
+
+# Words right before a number that make it a bound or an estimate, not the value: "over 42",
+# "at least 42", "nearly 42", "~42".
+_BOUND_BEFORE = re.compile(
+    r"(?:(?:more|less|fewer|greater|higher|lower|larger|smaller|bigger|other)\s+than|at\s+(?:least|most)|up\s+to|"
+    r"\b(?:over|under|above|below|nearly|almost|approximately|approx|roughly|around|about|circa|beyond|exceeding|exceeds)|"
+    r"[<>≤≥≈~])\W{0,2}$",
+    re.IGNORECASE,
+)
+# Words anywhere that leave a stated number uncommitted: uncertainty, and offering alternatives.
+_UNCOMMITTED_WORDS = frozenset({"maybe", "perhaps", "probably", "possibly", "unsure", "uncertain", "unclear", "or", "either"})
+_CURRENCY_NAMES: dict[str, frozenset[str]] = {
+    "$": frozenset({"dollar", "usd", "us", "buck"}),
+    "€": frozenset({"euro", "eur"}),
+    "£": frozenset({"pound", "gbp", "sterling"}),
+    "¥": frozenset({"yen", "yuan", "jpy", "cny", "rmb", "renminbi"}),
+    "₹": frozenset({"rupee", "inr"}),
+}
+_PERCENT_WORDS = frozenset({"percent", "pct", "percentage"})
+_AFTER_WORD = re.compile(r"[ \t\u00a0]?([^\W\d_]+)")
+_SYMBOL = re.compile(r"[$€£¥₹]")
+
+
+# Where a clause ends: punctuation (not a number's own "," or "."), or a contrasting conjunction.
+_CLAUSE_BREAK = re.compile(r"[;:!?。，；：！？\n]|[,.](?!\d)|\b(?:but|however|although|though|whereas|yet)\b", re.IGNORECASE)
+
+
+def _clause(text: str, start: int, end: int) -> tuple[int, int]:
+    """The bounds of the clause holding ``text[start:end]``: "I don't know exactly, but it is 23"
+    states 23 in a clause no negation touches; "it is not 23" does not."""
+    begin = 0
+    for before in _CLAUSE_BREAK.finditer(text, 0, start):
+        begin = before.end()
+    after = _CLAUSE_BREAK.search(text, end)
+    return begin, after.start() if after else len(text)
+
+
+def _unit(text: str, start: int, end: int) -> tuple[str | None, str | None]:
+    """The currency symbol written with the number at ``text[start:end]``, and the unit word right
+    after it (lower-cased and stemmed; percent as "%", a function word as none)."""
+    number = text[start:end]
+    symbol = _SYMBOL.search(number)
+    if number.rstrip().endswith("%"):
+        return (symbol.group() if symbol else None), "%"
+    m = _AFTER_WORD.match(text, end)
+    word = _stem(m.group(1).lower()) if m else None
+    if word in _PERCENT_WORDS:
+        word = "%"
+    elif word in _STOPWORDS or word in _NEGATION_WORDS:
+        word = None
+    return (symbol.group() if symbol else None), word
+
+
+def _units_differ(gold: tuple[str | None, str | None], pred: tuple[str | None, str | None]) -> bool:
+    """Whether two numbers' units are told apart: different currency symbols, a currency against a
+    word that does not name it, or two different unit words. A unit on one side only tells nothing."""
+    (g_sym, g_word), (p_sym, p_word) = gold, pred
+    if g_sym and p_sym:
+        return g_sym != p_sym or (g_word is not None and p_word is not None and g_word != p_word)
+    if g_sym and p_word:
+        return p_word not in _CURRENCY_NAMES[g_sym]
+    if p_sym and g_word:
+        return g_word not in _CURRENCY_NAMES[p_sym]
+    return g_word is not None and p_word is not None and g_word != p_word
+
+
+def _uncommitted(gold: Any, text: str, found: list[_Mention]) -> str | None:
+    """Why a prediction whose numbers equal the gold's still does not state the gold's value, or
+    None: it asks a question, denies or hedges (a negation or alternative the gold does not have;
+    "not 42", "42 or 43", "maybe 42"), gives a bound or an estimate ("more than 42", "nearly 42"),
+    or writes another unit or currency than the gold ("5 miles" for "5 km", "5 cents" for "$5").
+    Such an answer is left to a judge."""
+    gold_text = gold if isinstance(gold, str) else ""
+    gold_toks = set(tokens(gold_text))
+    for m in found:
+        start, end = _clause(text, m.start, m.end)
+        if text[end : end + 1] in ("?", "？"):
+            return "asks a question"
+        toks = tokens(text[start:end])
+        cues = (_negations(toks) | (set(toks) & _UNCOMMITTED_WORDS)) - gold_toks
+        if cues:
+            return f"also says {sorted(cues)[0]!r}"
+        if _BOUND_BEFORE.search(text, max(start, m.start - 24), m.start):
+            return "as a bound or an estimate"
+    gold_found = _mentions(gold_text.strip()) if gold_text else []
+    if len(gold_found) == 1:
+        g = gold_found[0]
+        gold_unit = _unit(gold_text.strip(), g.start, g.end)
+        for m in found:
+            if _units_differ(gold_unit, _unit(text, m.start, m.end)):
+                return "in another unit or currency"
+    return None
 
 
 # ---------------------------------------------------------------- yes/no golds
@@ -724,6 +828,25 @@ def _no_other_candidates(gold: str, pred: str, ctx: _Ctx, reason: str) -> _Decis
     return AnswerLabel.CORRECT, reason
 
 
+def _reordered(gold_toks: list[str], pred_toks: list[str]) -> bool:
+    """Whether the words the two share come in another order: "Bob defeated Alice" has every word
+    of "Alice defeated Bob", and says the opposite."""
+    shared = set(gold_toks) & set(pred_toks)
+    gold_seq, pred_seq = [t for t in gold_toks if t in shared], [t for t in pred_toks if t in shared]
+    return not (_subsequence(gold_seq, pred_seq) or _subsequence(pred_seq, gold_seq))
+
+
+def _subsequence(short: list[str], long: list[str]) -> bool:
+    rest = iter(long)
+    return all(t in rest for t in short)
+
+
+def _inverted_name(gold_toks: list[str], pred: str) -> bool:
+    """A name written surname first around one comma ("Obama, Barack" for "Barack Obama")."""
+    head, comma, tail = strip_lead_in(pred).partition(",")
+    return bool(comma) and "," not in tail and tokens(tail) + tokens(head) == gold_toks
+
+
 def _judge_text(gold: str, pred: str, ctx: _Ctx) -> _Decision:
     norm_gold, norm_pred = normalize_answer_text(gold), normalize_answer_text(pred)
     if not norm_gold:  # gold is only punctuation: nothing to normalise
@@ -744,6 +867,8 @@ def _judge_text(gold: str, pred: str, ctx: _Ctx) -> _Decision:
         return _no_other_candidates(gold, pred, ctx, "the gold appears word for word in the prediction")
     similarity = _f1(gold_toks, pred_toks)
     if similarity >= ctx.th.accept_similarity and not negated:
+        if _reordered(gold_toks, pred_toks) and not _inverted_name(gold_toks, pred):
+            return None, f"token F1 {similarity:.2f}, but the shared words stand in another order (who did what to whom may differ)"
         return _no_other_candidates(gold, pred, ctx, f"token F1 {similarity:.2f} >= {ctx.th.accept_similarity}")
     reject = ctx.th.reject_similarity
     if reject is not None and len(pred_toks) <= ctx.th.short_answer_tokens and similarity <= reject:
@@ -775,7 +900,7 @@ def _judge_scalar(gold: Any, pred: Any, ctx: _Ctx) -> _Decision:
     if readings is None and isinstance(gold, str) and _NUMBER_WORDS.search(gold):
         readings = _as_number(_english_digits(gold))  # a gold written in words ("twenty-one") is a number
     if readings is not None:
-        return _judge_numeric(readings, pred, ctx)
+        return _judge_numeric(readings, gold, pred, ctx)
     gold_text = _text(gold)
     bare = _as_number(pred)
     if bare is not None and bare[0] in (0.0, 1.0) and (polar := _polar_answer(gold_text)) is not None and polar.bare:
