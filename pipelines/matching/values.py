@@ -3,7 +3,7 @@
 Rules (see ``compare_argument``): acceptable values are the reference literal plus
 ``ArgumentRule.any_of`` and, with ``ArgumentRule.pattern``, any value whose text the pattern fully
 matches (RE2); numbers compare by value (3 == 3.0, never True == 1) with optional tolerances;
-strings BFCL-normalised unless exact; ISO dates as dates; lists ordered unless the rule or schema
+strings BFCL-normalised (NFKC first; decimal points and minus signs kept) unless exact; ISO dates as dates; lists ordered unless the rule or schema
 says unordered (then as multisets, by optimal assignment); objects key by key, where keys the
 reference does not mention are ignored when extra keys are allowed (``extra_arguments="allow"``).
 
@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from datetime import datetime
 from typing import Any, Final
 
@@ -262,9 +263,29 @@ def _string_diff(a: str, b: str, schema: dict | None, opts: _Opts, path: str) ->
             bad = b if wb is None else a
             return _Diff(path, _show(a), _show(b), f"cannot parse {_show(bad)} as a full date")
         # neither side is a date although the schema says so: compare as text
-    if bfcl_normalize(a) == bfcl_normalize(b):
-        return None
-    return _Diff(path, _show(a), _show(b))
+    return _text_diff(a, b, path)
+
+
+# What of a string's numbers BFCL's standardised text drops but a tool reads: a decimal point
+# between digits ("1.5" is not "15") and a minus sign ("-50" is not "50"); digit separators
+# ("555-1234", "1,000") stay dropped.
+_NUMBER_MARKS = re.compile(r"\d|(?<![^\W\d_])\.(?=\d)|(?<![\w.])[-\u2212](?=\.?\d)")
+
+
+def _number_marks(s: str) -> str:
+    return "".join(_NUMBER_MARKS.findall(s)).replace("\u2212", "-")
+
+
+def _text_diff(a: str, b: str, path: str) -> _Diff | None:
+    """Strings of a native task: BFCL's standardised text (case, spaces, ``,./-_*^`` aside) of the
+    NFKC forms (an accent written precomposed or combining, full-width digits), provided the two
+    say the same numbers: "-50.00" and "5000" standardise alike and are not the same amount."""
+    x, y = (a, b) if a.isascii() and b.isascii() else (unicodedata.normalize("NFKC", a), unicodedata.normalize("NFKC", b))
+    if bfcl_normalize(x) != bfcl_normalize(y):
+        return _Diff(path, _show(a), _show(b))
+    if _number_marks(x) != _number_marks(y):
+        return _Diff(path, _show(a), _show(b), "the numbers differ (a decimal point or a minus sign)")
+    return None
 
 
 # ---------------------------------------------------------------- structures

@@ -111,6 +111,28 @@ def test_strings_are_bfcl_normalised_by_default():
     assert not ok("New York", "Boston")
 
 
+def test_standardised_strings_keep_what_a_number_says():
+    # BFCL's standardised text drops "-" and "."; a native task's string still says the same number
+    assert not ok("-50.00", "5000")
+    assert not ok("1.5", "15")
+    assert not ok("-5", "5")
+    assert not ok(".5", "5")
+    assert ok("555-1234", "5551234")  # a separator between digits, not a sign
+    assert ok("1,000", "1000")
+    assert ok("COVID-19", "covid19")
+    # BFCL's own checker is kept for BFCL tasks: it standardises both alike
+    bfcl = {"type": "string", "x-bfcl-type": "string"}
+    assert ok("-50.00", "5000", schema=bfcl)
+
+
+def test_strings_compare_in_their_nfkc_form():
+    assert ok("José", "Jose\u0301")  # precomposed / combining accent
+    assert ok("１２３", "123")  # full-width digits
+    assert not ok("José", "Jose")
+    result = compare_argument("Jose\u0301", "José", ArgumentRule(exact=True))
+    assert not result.ok  # verbatim means verbatim
+
+
 def test_exact_strings():
     assert ok("ID-7", "ID-7", ArgumentRule(exact=True))
     assert not ok("ID-7", "id7", ArgumentRule(exact=True))

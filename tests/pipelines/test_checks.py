@@ -194,6 +194,9 @@ def test_policy_read_only_forbidden_arguments_and_sources():
     banned = task([REF_SEARCH], policy={"forbidden_arguments": [{"tool": "search_athletes", "argument": "country", "values": ["north korea"]}]})
     assert verdict(grade(banned, traj([call("search_athletes", country="North Korea")])))[1] == FailureStage.POLICY
     assert verdict(grade(banned, traj([call("search_athletes", country="Kenya")])))[0] == VerdictLabel.PASS
+    signed = task([REF_SEARCH], policy={"forbidden_arguments": [{"tool": "search_athletes", "argument": "country", "values": ["-100"]}]})
+    assert verdict(grade(signed, traj([call("search_athletes", country="-100")])))[1] == FailureStage.POLICY
+    assert check(grade(signed, traj([call("search_athletes", country="100")])), Check.POLICY).outcome == Outcome.MATCH  # not the banned -100
     rag_only = task([], policy={"allowed_sources": [{"allowed": ["rag"]}]})
     assert verdict(grade(rag_only, traj([call("search_docs", query="medals")])))[0] == VerdictLabel.PASS
     assert verdict(grade(rag_only, traj([call("get_medals", athlete_id=7)])))[1] == FailureStage.POLICY
