@@ -8,7 +8,8 @@ Rules, in order:
    call-only turn has no answer to label: no label), evidence ``ended_early`` with the run's reason.
    Decided here, never by a judge; an earlier stage's failure (policy, calls) still comes first.
 1. ``required_content``: every item must appear in some agent message of the turn (or episode):
-   tau2's rule (case-insensitive substring of the message with commas removed) or, more lenient,
+   tau2's rule (case-insensitive substring of the message with commas removed; a number not inside
+   a longer one: "50" is not in "150") or, more lenient,
    the item's normalised words / numbers inside the message. An item found nowhere is ``incorrect``
    (the agent did not tell the user), as the source benchmark decides it.
 2. ``gold_answer_pattern`` (RE2, searched in the final answer): a match is ``correct``; without gold
@@ -37,9 +38,33 @@ def communicated(info: str, told: Told) -> bool:
     is asked of every message first (a C-speed scan): only an item it finds in none of them needs
     the messages' words and numbers (``Haystack``, prepared once for all items)."""
     needle = info.lower()
-    if any(needle in plain for plain in told.plain):
+    if any(_occurs(needle, plain) for plain in told.plain):
         return True
     return any(map(value_finder(info), told.haystacks))  # the item read once for all messages
+
+
+def _occurs(needle: str, plain: str) -> bool:
+    """tau2's substring rule, except that a number is not found inside a longer one: "50" is not
+    in "150" nor in "50.5" (``value_finder`` then reads the message's numbers: "$50.00" is 50)."""
+    if not needle or not (needle[0].isdigit() or needle[-1].isdigit()):
+        return needle in plain
+    at = plain.find(needle)
+    while at >= 0:
+        end = at + len(needle)
+        if not (needle[0].isdigit() and _digit_at(plain, at - 1, -1)) and not (needle[-1].isdigit() and _digit_at(plain, end, 1)):
+            return True
+        at = plain.find(needle, at + 1)
+    return False
+
+
+def _digit_at(text: str, i: int, step: int) -> bool:
+    """Whether the number at the needle's edge goes on at ``i`` (a digit, or a decimal point and a digit)."""
+    if not 0 <= i < len(text):
+        return False
+    if text[i].isdigit():
+        return True
+    j = i + step
+    return text[i] == "." and 0 <= j < len(text) and text[j].isdigit()
 
 
 class Told:

@@ -156,6 +156,18 @@ def test_required_content_may_be_told_in_any_agent_message():
     assert "never told the user: ['1,530']" in case.turns[0].checks[Check.ANSWER].reason
 
 
+def test_a_required_number_is_not_found_inside_a_longer_one():
+    t = task([], gold=None, required_content=["50"])
+
+    def told(message: str) -> Trajectory:
+        return Trajectory.model_validate({"task_id": "t1", "trajectory_id": "a", "turns": [{"agent_messages": [message], "final_answer": "Bye!"}]})
+
+    for message in ("The fee is 150.", "The fee is 50.5 dollars.", "Reference 5012."):
+        assert verdict(grade(t, told(message))) == (VerdictLabel.FAIL, FailureStage.ANSWER_CORRECTNESS), message
+    for message in ("The fee is $50.", "The fee is $50.00.", "A fee of 50, as agreed."):
+        assert verdict(grade(t, told(message))) == (VerdictLabel.PASS, FailureStage.NONE), message
+
+
 def test_gold_answer_pattern_is_searched_in_the_answer():
     t = task([], gold=None, gold_answer_pattern=r"\bB\d{4}\b")
     assert verdict(grade(t, traj([], answer="Booked: reference B1234."))) == (VerdictLabel.PASS, FailureStage.NONE)
