@@ -25,8 +25,9 @@ Invariants, each a general rule:
   step that comes after the steps satisfying its dependencies.
 - Read calls are evidence: extra reads are fine; a read reference call is also satisfied when its
   response (replayed, or ``expected_output``) appears among the responses the agent got
-  (VAKRA's response-set containment). A trivially empty response can only be covered by a call
-  to the same tool.
+  (VAKRA's response-set containment). A response that tells nothing of the read (empty, or only
+  booleans and acknowledgements: ``true``, ``"OK"``, ``{"status": "success"}``) can only be
+  covered by a call to the same tool.
 - Write calls must match as a multiset; a surplus successful write (a duplicate, or a write the
   task never asked for) fails at tool selection: calling it was the mistake. With replay, the
   final state must equal the reference's final state. A turn that states its reference calls and
@@ -58,7 +59,7 @@ from typing import Any
 
 import msgspec
 
-from judge import Check, Evidence, EvidenceKind, FailureStage, Outcome, StageResult, canonical_json, dependency_order, response_key
+from judge import Check, Evidence, EvidenceKind, FailureStage, Outcome, StageResult, canonical_json, dependency_order, parse_json_text, response_key
 from pipelines.checks._context import StepView, TurnContext
 from pipelines.checks._diff import CallDiff, diff_call
 from pipelines.checks._waterfall import CheckOutcome
@@ -89,10 +90,27 @@ class CallMatching(msgspec.Struct):
     result: StageResult
 
 
+# Acknowledgements any tool may return: no evidence of which read was made.
+_ACKNOWLEDGEMENTS = frozenset({"ok", "okay", "success", "succeeded", "successful", "done", "completed", "complete", "true", "false", "yes", "no"})
+
+
 def _is_trivial(value: Any) -> bool:
-    if isinstance(value, (list, dict, str)) and not value:
-        return True
-    return value is None
+    """A response that tells nothing of the read that produced it: nothing, or only booleans and
+    acknowledgements (``true``, ``"OK"``, ``{"status": "success"}``). A different tool returning
+    the same counts as no evidence (a number, a name, a row does)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            if item.strip() and item.strip().casefold() not in _ACKNOWLEDGEMENTS:
+                return False
+        elif item is not None and not isinstance(item, bool):
+            return False
+    return True
 
 
 class _CallMatcher:
@@ -181,7 +199,7 @@ class _CallMatcher:
                 continue
             key = response_key(out)
             for view in ok_views:
-                if step_key(view) != key or (_is_trivial(out) and view.step.name != ref.name):
+                if step_key(view) != key or (view.step.name != ref.name and _is_trivial(parse_json_text(out))):
                     continue
                 st.satisfied_by, st.how = view.index, "response"
                 self.used.add(view.index)

@@ -180,6 +180,16 @@ def test_trivially_empty_output_is_only_covered_by_the_same_tool():
     assert verdict(grade(task([ref]), alt)) == (VerdictLabel.FAIL, FailureStage.TOOL_SELECTION)
 
 
+def test_an_acknowledgement_is_only_covered_by_the_same_tool():
+    for output in ({"status": "success"}, True, "OK", '{"status": "success", "ok": true}'):
+        ref = dict(REF_MEDALS, expected_output=output)
+        other = traj([call("search_athletes", result=output, country="Kenya")], answer="41")
+        assert verdict(grade(task([ref]), other)) == (VerdictLabel.FAIL, FailureStage.TOOL_SELECTION), output
+    informative = dict(REF_MEDALS, expected_output={"status": "success", "medals": 41})
+    case = grade(task([informative]), traj([call("search_athletes", result={"medals": 41, "status": "success"}, country="Kenya")], answer="41"))
+    assert check(case, Check.CALLS).evidence[0].kind == "matched_response"
+
+
 # ---- policy ----------------------------------------------------------------------------------
 def test_policy_rules():
     t = task([REF_MEDALS], policy={"text": "Only medals API, at most 2 calls.", "allowed_tools": ["get_medals"], "max_calls": 2})
