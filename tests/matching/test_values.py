@@ -100,6 +100,8 @@ def test_absolute_and_relative_tolerance():
     assert ok(1000.0, 1009.0, ArgumentRule(relative_tolerance=0.01))
     assert not ok(1000.0, 1011.0, ArgumentRule(relative_tolerance=0.01))
     assert not ok(10.0, 10.0001)  # no tolerance: exact
+    assert ok(0.1 + 0.2, 0.3)  # ... up to a rounding error between floats
+    assert not ok(0.1 + 0.2, 0.3, schema={"type": "number", "x-bfcl-type": "float"})  # BFCL's checker compares exactly
 
 
 # ---------------------------------------------------------------- strings
