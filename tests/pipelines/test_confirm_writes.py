@@ -174,6 +174,16 @@ def test_naming_the_action_without_its_details_is_no_description_but_no_violatio
     assert result.outcome == Outcome.INCONCLUSIVE and "named (not described" in result.reason and "whether that describes it is open" in result.reason
 
 
+def test_a_message_naming_another_code_of_the_same_shape_describes_another_write():
+    other_seat = dialogue(turn("Book BA117.", say=("Shall I book flight BA117, seat 22F?",)), turn("Yes.", book()))
+    result = policy_check(grade(booking_task(), other_seat))  # the user confirmed 22F; the agent booked 12A
+    assert result.outcome == Outcome.INCONCLUSIVE and "not described" in result.reason
+    both = dialogue(turn("Book BA117.", say=("Seat 22F is taken; shall I book seat 12A on BA117 instead?",)), turn("Yes.", book()))
+    assert policy_check(grade(booking_task(), both)).outcome == Outcome.MATCH  # every code of the write is named
+    prose = dialogue(turn("Book BA117.", say=("Shall I book a window seat on BA117, leaving at 10:30?",)), turn("Yes.", book()))
+    assert policy_check(grade(booking_task(), prose)).outcome == Outcome.MATCH  # no other code of a seat's shape
+
+
 def test_a_write_without_argument_values_is_described_by_its_name():
     reset = {**call("reset_all", result="done"), "call_id": "r1"}
     t = booking_task(reference_calls=[{"name": "reset_all"}])
