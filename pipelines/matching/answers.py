@@ -273,8 +273,9 @@ _REFUSAL = re.compile(
 _REFUSAL_ZH = re.compile(r"^(?:(?:很)?抱歉[，,。！!]?\s*)?(?:我)?(?:不知道|无法回答|无法确定|无法提供|无法找到|不清楚|没有找到|找不到|未能找到|不能回答)")
 
 
-# "I don't know exactly, but it is 23": a refusal that goes on to answer is an answer.
-_BUT_ANSWER = re.compile(r"\b(?:but|however|though|although)\b\W*\w|(?:但|不过|可是)\W*\w")
+# "I don't know exactly, but it is 23": a refusal that goes on to answer is an answer; so is one
+# that goes on to guess ("I don't know, maybe 42": graded, and left open as a guess).
+_BUT_ANSWER = re.compile(r"\b(?:but|however|though|although|maybe|perhaps|probably|possibly)\b\W*\w|(?:但|不过|可是|可能|也许)\W*\w")
 
 
 def is_missing(prediction: Any) -> bool:
@@ -535,7 +536,10 @@ def _judge_numeric(readings: tuple[float, ...], gold: Any, pred: Any, ctx: _Ctx)
         if not found or _NUMBER_WORDS.search(text):  # "a dozen", "twice", 三个: words no parser reads for certain
             return None, f"the prediction writes its number in words; gold is {gold_text}"
     if not found:
+        if _ORDINAL_WORDS.search(text):
+            return None, f"the prediction writes its number as an ordinal word; gold is {gold_text}"
         return AnswerLabel.INCORRECT, f"the prediction states no number; gold is {gold_text}"
+    found = [_signed_by_word(text, m) for m in found]
     hits = [_any_close(readings, m.readings, ctx.rel) for m in found]
     if len(found) == 1 and not hits[0]:
         return AnswerLabel.INCORRECT, f"the prediction's only number {_number_text(found[0].value)} is not {gold_text}"
@@ -549,6 +553,21 @@ def _judge_numeric(readings: tuple[float, ...], gold: Any, pred: Any, ctx: _Ctx)
     if any(hits):
         return None, f"the prediction has the gold {gold_text} among other numbers"
     return None, f"the prediction has several numbers, none equal to {gold_text}"
+
+
+_ORDINAL_WORDS = re.compile(
+    r"\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|\w+teenth|\w+tieth|hundredth|"
+    r"thousandth|millionth)\b",
+    re.IGNORECASE,
+)
+_MINUS_WORD = re.compile(r"\b(?:minus|negative)\s+$", re.IGNORECASE)
+
+
+def _signed_by_word(text: str, m: _Mention) -> _Mention:
+    """ "minus 42" / "negative 42" says -42."""
+    if m.value <= 0 or not _MINUS_WORD.search(text, max(0, m.start - 12), m.start):
+        return m
+    return _Mention(-m.value, tuple(-r for r in m.readings), m.start, m.end)
 
 
 # Words right before a number that make it a bound or an estimate, not the value: "over 42",

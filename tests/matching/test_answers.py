@@ -502,3 +502,11 @@ def test_a_number_in_another_unit_or_currency_is_left_open():
         ("42", "42 apples"),
     ):
         assert label([gold], prediction) is C, (gold, prediction)
+
+
+def test_ordinals_minus_words_and_a_guess_after_a_refusal():
+    assert label(["3rd"], "third") is None  # an ordinal word: not read for certain, never "no number"
+    assert label([-42], "minus 42") is C
+    assert label([42], "minus 42") is I
+    assert not is_missing("I don't know, maybe 42")
+    assert label(["42"], "I don't know, maybe 42") is None  # a guess, left open
