@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,32 @@ def _first_object(path: Source, limits: Limits) -> tuple[dict[str, Any] | None, 
     return None, seen
 
 
+# Leading objects that name no format (a first line missing its task_id, an empty object) are
+# looked past, up to this many readable items: the first object that names a format names the
+# file's, and those before it become its error rows. Detection reads no further than that.
+DETECTION_ITEMS = 10
+
+
+def _sniff_leading(path: Source, limits: Limits, sniff: Callable[[dict[str, Any]], str | None]) -> tuple[str | None, dict[str, Any] | None, bool]:
+    """(the format named by the first of the file's leading objects that names one, its first
+    object, whether the file holds any item at all)."""
+    first: dict[str, Any] | None = None
+    seen = False
+    readable = 0
+    for raw in read_items(path, limits):
+        seen = True
+        if raw.error is not None:
+            continue
+        readable += 1
+        if isinstance(raw.value, dict):
+            first = raw.value if first is None else first
+            if (name := sniff(raw.value)) is not None:
+                return name, first, True
+        if readable >= DETECTION_ITEMS:
+            break
+    return None, first, seen
+
+
 def _describe(item: dict[str, Any] | None) -> str:
     if item is None:
         return "it holds no readable JSON object"
@@ -65,13 +91,12 @@ def _describe(item: dict[str, Any] | None) -> str:
 
 
 def detect_task_format(path: str | os.PathLike) -> str:
-    """The task format of ``path``, judged from its first readable object (a folder: BFCL's data folder)."""
+    """The task format of ``path``, judged from its leading objects (``DETECTION_ITEMS``; a folder: BFCL's data folder)."""
     if Path(path).is_dir():
         return "bfcl"
-    item, seen = _first_object(path, Limits())
+    name, item, seen = _sniff_leading(path, Limits(), sniff_task)
     if not seen:
         raise UsageError("--tasks", f"{path} is empty: it holds no tasks")
-    name = sniff_task(item) if item is not None else None
     if name is None:
         raise UsageError("--task-format", f"cannot detect the task format of {path}: {_describe(item)}; name the format", TASK_FORMATS)
     return name
@@ -105,11 +130,11 @@ def _detect_bundle(path: Source, limits: Limits) -> tuple[str | None, dict[str, 
 
 def detect_trajectory_format(path: str | os.PathLike) -> str:
     """The trajectory format of ``path``: a bundle from the file's first bytes (and first object),
-    else a streaming format from its first readable object, else (a bare message list) from its
-    first list of messages."""
+    else a streaming format from its leading objects (``DETECTION_ITEMS``), else (a bare message
+    list) from its first list of messages."""
     name, item = _detect_bundle(path, Limits())
-    if name is None and item is None:
-        item, seen = _first_object(path, Limits())
+    if name is None and (item is None or sniff_trajectory(item) is None):
+        name, item, seen = _sniff_leading(path, Limits(), sniff_trajectory)
         if not seen:
             raise UsageError("--trajectories", f"{path} is empty: it holds no trajectories")
     name = name or (sniff_trajectory(item) if item is not None else None)
@@ -307,7 +332,8 @@ class _Stream:
         self.tasks = tasks
         self.undetected: str | None = None  # message when the first object matched no format
         self.seen: dict[tuple[str, str], int | None] = {}
-        self._held: list[RawItem] = []  # unreadable items before the format was detected (at most HELD_BEFORE_DETECTION)
+        self._held: list[RawItem] = []  # items before the format was detected (at most HELD_BEFORE_DETECTION)
+        self._unnamed: list[RawItem] = []  # those of them that name no format (at most DETECTION_ITEMS)
         self._absorbed = 0  # raw items read into a bare list beyond its first: rows number one per list
 
     def items(self) -> Iterator[Loaded]:
@@ -329,6 +355,8 @@ class _Stream:
                     yield from self._one(each)
                 continue
             yield from self._one(raw)
+        if self._unnamed:  # no item of the file names its format
+            raise self._undetectable()
         for earlier in self._held:  # a file with no readable object at all
             yield self._load(earlier)
 
@@ -359,36 +387,39 @@ class _Stream:
             assert broken.error is not None
             info = broken.error.model_copy(update={"message": f"{broken.error.message} (a message of the bare message list starting at line {first.line})"})
             source = SourceRef(file=self.name, line=first.line, item=first.index - self._absorbed)
-            loaded = self._error(source, info, None, default_trajectory_id(self.name, first.line))
+            loaded = self._error(source, info, None, default_trajectory_id(self.name, first.line, first.nth))
         else:
-            loaded = self._load(RawItem(line=first.line, index=first.index, value=[g.value for g in group]), lines=[g.line for g in group])
+            loaded = self._load(RawItem(line=first.line, index=first.index, value=[g.value for g in group], nth=first.nth), lines=[g.line for g in group])
         self._absorbed += len(group) - 1
         yield loaded
 
     def _detected(self, name: str) -> Iterator[Loaded]:
         self.fmt = TRAJECTORY_REGISTRY[name]
-        held, self._held = self._held, []
+        held, self._held, self._unnamed = self._held, [], []
         for earlier in held:
             yield self._load(earlier)
+
+    def _undetectable(self) -> UsageError:
+        """Nothing in the file can be graded: a usage error naming its first object (or list)."""
+        first = self._unnamed[0]
+        shown = _describe(first.value) if isinstance(first.value, dict) else describe_bare(first.value)
+        return UsageError("--format", f"cannot detect the trajectory format of {self.name}: {shown} (line {first.line}); name the format", TRAJECTORY_FORMATS)
 
     def _one(self, raw: RawItem) -> Iterator[Loaded]:
         if self.fmt is None and self.undetected is None:
             value = raw.value if raw.error is None else None
-            if isinstance(value, dict):
-                detected = sniff_trajectory(value)
-                if detected is None:  # nothing in the file can be graded: a usage error, before any row
-                    message = f"cannot detect the trajectory format of {self.name}: {_describe(value)} (line {raw.line}); name the format"
-                    raise UsageError("--format", message, TRAJECTORY_FORMATS)
+            detected = sniff_trajectory(value) if isinstance(value, dict) else sniff_bare(value) if isinstance(value, list) else None
+            if detected is not None:
                 yield from self._detected(detected)
-            elif isinstance(value, list):
-                detected = sniff_bare(value)
-                if detected is None:
-                    message = f"cannot detect the trajectory format of {self.name}: {describe_bare(value)} (line {raw.line}); name the format"
-                    raise UsageError("--format", message, TRAJECTORY_FORMATS)
-                yield from self._detected(detected)
-            else:
+            else:  # held until an item names the format (an object naming none becomes its error row)
                 self._held.append(raw)
+                if isinstance(value, (dict, list)):
+                    self._unnamed.append(raw)
+                    if len(self._unnamed) >= DETECTION_ITEMS:
+                        raise self._undetectable()
                 if len(self._held) >= HELD_BEFORE_DETECTION:
+                    if self._unnamed:  # their rows depend on the format: memory bounded, not detection
+                        raise self._undetectable()
                     # their rows do not depend on the format (each is an error row whatever it is):
                     # out in order, so memory stays bounded however many precede the first object
                     held, self._held = self._held, []
@@ -404,7 +435,7 @@ class _Stream:
         """One item as one row; ``lines``: the line of each message of a bare list read from a
         top-level array (an error names the line of its message)."""
         source = SourceRef(file=self.name, line=raw.line, item=raw.index - self._absorbed)
-        default = default_trajectory_id(self.name, raw.line)
+        default = default_trajectory_id(self.name, raw.line, raw.nth)
         if raw.error is not None:
             return self._error(source, raw.error, None, default)
         bare = isinstance(raw.value, list) and self.fmt is not None and self.fmt.bare is not None

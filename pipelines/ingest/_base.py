@@ -7,7 +7,7 @@ task / one error (tasks). Nothing is silently dropped and nothing is silently ov
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -146,6 +146,12 @@ def guarded(convert: Callable[P, R]) -> Callable[P, R]:
     return run
 
 
+def one_of(value: Any, names: Collection[str]) -> bool:
+    """``value in names`` for a value read from input, where a list or an object (unhashable)
+    would raise ``TypeError`` from a set or dict: such a value is simply no name."""
+    return isinstance(value, str) and value in names
+
+
 def short(value: Any, limit: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -207,9 +213,11 @@ def as_id(value: Any) -> str | None:
     return None
 
 
-def default_trajectory_id(file: str, line: int | None) -> str:
-    """Deterministic id for a trajectory that has none: stable across reruns of the same file."""
-    return f"{_stem(file)}:{line}"
+def default_trajectory_id(file: str, line: int | None, nth: int = 0) -> str:
+    """Deterministic id for a trajectory that has none: stable across reruns of the same file.
+    ``nth``: the item's position among those starting on its line (``RawItem.nth``), so that the
+    items of a one-line JSON array get ids of their own (``stem:1``, ``stem:1:2``, ...), not one."""
+    return f"{_stem(file)}:{line}" if nth == 0 else f"{_stem(file)}:{line}:{nth + 1}"
 
 
 @functools.lru_cache(maxsize=64)

@@ -1,6 +1,7 @@
 """The native format: JSONL of ``judge.Task`` / ``judge.Trajectory`` lines.
 
-A trajectory without ``trajectory_id`` gets the deterministic id ``<file stem>:<line>``. Fields the
+A trajectory without ``trajectory_id`` gets the deterministic id ``<file stem>:<line>`` (``:<n>`` added
+for the n-th item of a line holding several, see ``default_trajectory_id``). Fields the
 schema does not know are kept and reported as ``unknown_field`` warnings naming the field the user
 wrote (with a "did you mean" when a known field is close); top-level ones move into ``metadata``
 (a trajectory's ``reward`` becomes ``metadata.reward``; a task's into ``metadata.tags``).

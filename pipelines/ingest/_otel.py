@@ -53,7 +53,20 @@ import msgspec
 from pydantic import ValidationError
 
 from judge import ExternalLabel, InputErrorInfo, SourceRef, Trajectory, label_passed
-from pipelines.ingest._base import Bundle, BundleFormat, ItemContext, ItemError, Limits, Loaded, default_trajectory_id, guarded, validation_error
+from pipelines.ingest._base import (
+    DELIBERATE,
+    Bundle,
+    BundleFormat,
+    ItemContext,
+    ItemError,
+    Limits,
+    Loaded,
+    default_trajectory_id,
+    guarded,
+    one_of,
+    unforeseen,
+    validation_error,
+)
 from pipelines.ingest._openai import parse_arguments
 from pipelines.ingest._otel_ids import Found, conversation_id, named_task, present, root_first
 from pipelines.ingest._otel_messages import Call, Message, indexed_messages, json_text, messages_from, tool_definitions
@@ -90,11 +103,11 @@ def _sniff(head: bytes, first: dict[str, Any] | None) -> bool:
 def _kind(span: Span) -> str | None:
     a = span.attributes
     op = a.get("gen_ai.operation.name")
-    if op in _CHAT_OPS:
+    if one_of(op, _CHAT_OPS):
         return "chat"
     if op == "execute_tool":
         return "tool"
-    if op in _AGENT_OPS:
+    if one_of(op, _AGENT_OPS):
         return "agent"
     if op == "create_agent":
         return None
@@ -645,13 +658,19 @@ def _items(path: str, limits: Limits, task_key: str | None) -> Iterator[Loaded]:
     for raw in read_items(path, limits):
         source = SourceRef(file=path, line=raw.line, item=raw.index)
         if raw.error is not None:
-            errors.append(Loaded(source=source, trajectory=None, error=raw.error, task_id=None, trajectory_id=default_trajectory_id(path, raw.line)))
+            errors.append(Loaded(source=source, trajectory=None, error=raw.error, task_id=None, trajectory_id=default_trajectory_id(path, raw.line, raw.nth)))
             continue
         try:
             item_spans, item_infos = spans_of_item(raw.value, raw.line, len(spans))
         except SpanFormatError as err:
             problem = InputErrorInfo(kind="invalid_field", message=str(err), file=path, line=raw.line, field=err.field)
-            errors.append(Loaded(source=source, trajectory=None, error=problem, task_id=None, trajectory_id=default_trajectory_id(path, raw.line)))
+            errors.append(Loaded(source=source, trajectory=None, error=problem, task_id=None, trajectory_id=default_trajectory_id(path, raw.line, raw.nth)))
+            continue
+        except DELIBERATE:
+            raise
+        except Exception as exc:  # a shape the span reader did not foresee: this item's error row, not the run's
+            problem = unforeseen(exc, "otel").info(path, raw.line)
+            errors.append(Loaded(source=source, trajectory=None, error=problem, task_id=None, trajectory_id=default_trajectory_id(path, raw.line, raw.nth)))
             continue
         spans.extend(item_spans)
         for trace_info in item_infos:

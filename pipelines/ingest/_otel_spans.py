@@ -30,6 +30,7 @@ from typing import Any
 import msgspec
 
 from judge import BadInputError
+from pipelines.ingest._base import short
 
 __all__ = ["Span", "SpanEvent", "TraceInfo", "parse_json_value", "spans_of_item"]
 
@@ -137,7 +138,31 @@ def _get(obj: dict[str, Any], *names: str) -> Any:
 # ---------------------------------------------------------------- OTLP JSON
 
 
-def any_value(value: Any) -> Any:
+def _array(value: Any, path: str) -> list[Any]:
+    """A container the export may leave out (None: empty); any other non-array is the item's error."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise SpanFormatError(f"{_name(path)} must be an array, got {short(value)}", path)
+    return value
+
+
+def _object(value: Any, path: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise SpanFormatError(f"{_name(path)} must be an object, got {short(value)}", path)
+    return value
+
+
+def _name(path: str) -> str:
+    """What a field path names, for the message: ``spans`` for ``...scopeSpans[0].spans``, ``a
+    scopeSpans entry`` for ``...scopeSpans[0]``."""
+    name = path.rpartition(".")[2].partition("[")[0] or path
+    return f"a {name} entry" if path.endswith("]") else name
+
+
+def any_value(value: Any, path: str = "value") -> Any:
     """An OTLP ``AnyValue`` as a plain value (JSON text stays text: the reader decides)."""
     if not isinstance(value, dict):
         return value
@@ -157,10 +182,11 @@ def any_value(value: Any) -> Any:
             return convert(value[key])
     array = _get(value, "arrayValue", "array_value")
     if isinstance(array, dict):
-        return [any_value(v) for v in array.get("values") or []]
+        where = f"{path}.arrayValue.values"
+        return [any_value(v, f"{where}[{i}]") for i, v in enumerate(_array(array.get("values"), where))]
     kvlist = _get(value, "kvlistValue", "kvlist_value")
     if isinstance(kvlist, dict):
-        return attribute_map(kvlist.get("values") or [])
+        return attribute_map(kvlist.get("values"), f"{path}.kvlistValue.values")
     return None  # an empty AnyValue
 
 
@@ -178,14 +204,14 @@ def _float(value: Any) -> Any:
         return value
 
 
-def attribute_map(attributes: Any) -> dict[str, Any]:
+def attribute_map(attributes: Any, path: str = "attributes") -> dict[str, Any]:
     """``[{key, value: AnyValue}]`` (OTLP) or an already flat object, as a flat dict."""
     if isinstance(attributes, dict):
         return dict(attributes)
     out: dict[str, Any] = {}
-    for entry in attributes or []:
+    for i, entry in enumerate(_array(attributes, path)):
         if isinstance(entry, dict) and isinstance(entry.get("key"), str):
-            out[entry["key"]] = any_value(entry.get("value"))
+            out[entry["key"]] = any_value(entry.get("value"), f"{path}[{i}].value")
     return out
 
 
@@ -204,7 +230,11 @@ def _status(status: Any) -> tuple[str, str | None]:
         return "unset", None
     code = _get(status, "code", "status_code")
     text = str(code).upper()
-    name = _STATUS.get(code) or _STATUS.get(text) or {"OK": "ok", "ERROR": "error", "UNSET": "unset", "2": "error", "1": "ok"}.get(text, "unset")
+    name = (
+        (_STATUS.get(code) if isinstance(code, (int, str)) else None)
+        or _STATUS.get(text)
+        or {"OK": "ok", "ERROR": "error", "UNSET": "unset", "2": "error", "1": "ok"}.get(text, "unset")
+    )
     message = _get(status, "message", "description")
     return name, message if isinstance(message, str) and message else None
 
@@ -216,12 +246,13 @@ def _otlp(resource_spans: Any, line: int | None, first_order: int) -> list[Span]
     for r, rs in enumerate(resource_spans):
         if not isinstance(rs, dict):
             raise SpanFormatError("a resourceSpans entry must be an object", f"resourceSpans[{r}]")
-        resource = attribute_map((rs.get("resource") or {}).get("attributes"))
+        here = f"resourceSpans[{r}]"
+        resource = attribute_map(_object(rs.get("resource"), f"{here}.resource").get("attributes"), f"{here}.resource.attributes")
         scope_key = next((k for k in ("scopeSpans", "scope_spans", "instrumentationLibrarySpans") if k in rs), "scopeSpans")
-        for s, ss in enumerate(rs.get(scope_key) or []):
-            for i, raw in enumerate((ss or {}).get("spans") or []):
-                path = f"resourceSpans[{r}].{scope_key}[{s}].spans[{i}]"
-                spans.append(_otlp_span(raw, resource, line, first_order + len(spans), path))
+        for s, ss in enumerate(_array(rs.get(scope_key), f"{here}.{scope_key}")):
+            scope = f"{here}.{scope_key}[{s}]"
+            for i, raw in enumerate(_array(_object(ss, scope).get("spans"), f"{scope}.spans")):
+                spans.append(_otlp_span(raw, resource, line, first_order + len(spans), f"{scope}.spans[{i}]"))
     return spans
 
 
@@ -241,7 +272,6 @@ def _otlp_span(raw: Any, resource: dict[str, Any], line: int | None, order: int,
         missing = "traceId" if trace_id is None else "spanId"
         raise SpanFormatError(f"a span needs its {missing}", f"{path}.{missing}")
     status, message = _status(raw.get("status"))
-    events = [SpanEvent(str(e.get("name") or ""), attribute_map(e.get("attributes"))) for e in raw.get("events") or [] if isinstance(e, dict)]
     return Span(
         trace_id=trace_id,
         span_id=span_id,
@@ -249,15 +279,24 @@ def _otlp_span(raw: Any, resource: dict[str, Any], line: int | None, order: int,
         name=str(raw.get("name") or ""),
         start=_nanos(_get(raw, "startTimeUnixNano", "start_time_unix_nano")),
         end=_nanos(_get(raw, "endTimeUnixNano", "end_time_unix_nano")),
-        attributes=attribute_map(raw.get("attributes")),
+        attributes=attribute_map(raw.get("attributes"), f"{path}.attributes"),
         resource=resource,
         status=status,
         status_message=message,
-        events=events,
+        events=_events(raw.get("events"), path),
         line=line,
         path=path,
         order=order,
     )
+
+
+def _events(events: Any, path: str) -> list[SpanEvent]:
+    where = f"{path}.events" if path else "events"
+    return [
+        SpanEvent(str(e.get("name") or ""), attribute_map(e.get("attributes"), f"{where}[{i}].attributes"))
+        for i, e in enumerate(_array(events, where))
+        if isinstance(e, dict)
+    ]
 
 
 def _console_span(raw: dict[str, Any], line: int | None, order: int, path: str) -> Span:
@@ -266,7 +305,6 @@ def _console_span(raw: dict[str, Any], line: int | None, order: int, path: str) 
     if trace_id is None or span_id is None:
         raise SpanFormatError("a span needs context.trace_id and context.span_id", f"{path}context")
     status, message = _status(raw.get("status"))
-    events = [SpanEvent(str(e.get("name") or ""), attribute_map(e.get("attributes"))) for e in raw.get("events") or [] if isinstance(e, dict)]
     return Span(
         trace_id=trace_id,
         span_id=span_id,
@@ -275,10 +313,10 @@ def _console_span(raw: dict[str, Any], line: int | None, order: int, path: str) 
         start=_iso(raw.get("start_time")),
         end=_iso(raw.get("end_time")),
         attributes=attribute_map(raw.get("attributes")),
-        resource=attribute_map((raw.get("resource") or {}).get("attributes")),
+        resource=attribute_map(_object(raw.get("resource"), "resource").get("attributes"), "resource.attributes"),
         status=status,
         status_message=message,
-        events=events,
+        events=_events(raw.get("events"), path),
         line=line,
         path=path or "<root>",
         order=order,

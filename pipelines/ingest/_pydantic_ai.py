@@ -165,6 +165,8 @@ def _response(parts: list[Any], path: str, builder: TurnBuilder, outputs: set[st
         where = f"{path}.parts[{j}]"
         expect(part, dict, where, "a part")
         kind = part.get("part_kind")
+        if not isinstance(kind, str):
+            raise ItemError("invalid_field", f"a part needs a string part_kind, got {short(kind)}", f"{where}.part_kind")
         if kind == "text":
             text = expect(part.get("content"), str, f"{where}.content", "a text part's content")
             if text:

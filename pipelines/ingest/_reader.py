@@ -79,6 +79,7 @@ class RawItem(msgspec.Struct):
     value: Any = None
     error: InputErrorInfo | None = None
     in_array: bool = False  # an item of the file's top-level array (not a JSONL line of its own)
+    nth: int = 0  # 0-based position among the items that start on the same line (a one-line array holds several)
 
 
 def source_name(source: Source) -> str:
@@ -293,6 +294,7 @@ class _Reader:
         self.limits = limits
         self.index = 0
         self.in_array = False  # reading the items of the top-level array (RawItem.in_array)
+        self._last = (0, -1)  # (line, nth) of the item made last
 
     # -- errors and values ---------------------------------------------------------------------
 
@@ -300,7 +302,13 @@ class _Reader:
         return InputErrorInfo(kind=kind, message=message, file=self.name, line=line, field=field)
 
     def _error_item(self, info: InputErrorInfo) -> RawItem:
-        item = RawItem(line=info.line or 0, index=self.index, error=info, in_array=self.in_array)
+        return self._item_at(info.line or 0, error=info)
+
+    def _item_at(self, line: int, value: Any = None, error: InputErrorInfo | None = None) -> RawItem:
+        """The next item, numbered in the file and among the items starting on its line."""
+        nth = self._last[1] + 1 if self._last[0] == line else 0
+        self._last = (line, nth)
+        item = RawItem(line=line, index=self.index, value=value, error=error, in_array=self.in_array, nth=nth)
         self.index += 1
         return item
 
@@ -325,9 +333,7 @@ class _Reader:
             path = _oversize_string(value, self.limits.max_string_bytes)
             if path is not None:
                 return self._error("too_large", f"string field is larger than the limit of {self.limits.max_string_bytes} bytes", line, path or "<root>")
-        item = RawItem(line=line, index=self.index, value=value, in_array=self.in_array)
-        self.index += 1
-        return item
+        return self._item_at(line, value)
 
     def _decode(self, line: _Line) -> str | RawItem:
         assert line.raw is not None

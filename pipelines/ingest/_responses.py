@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from judge import Trajectory, parse_json_text
-from pipelines.ingest._base import ItemContext, ItemError, TrajectoryFormat, expect, guarded, short
+from pipelines.ingest._base import ItemContext, ItemError, TrajectoryFormat, expect, guarded, one_of, short
 from pipelines.ingest._chat import TurnBuilder, common_ids, extra_metadata, finish, path_of, token_usage, transcript
 from pipelines.ingest._openai import parse_arguments
 
@@ -80,15 +80,15 @@ def _is_item(value: Any) -> bool:
     """A Responses item beyond doubt: a known item type, or a message with typed text parts."""
     if not isinstance(value, dict):
         return False
-    if value.get("type") in _ITEM_TYPES:
-        return value.get("type") != "message" or value.get("role") in _ROLES
+    if one_of(value.get("type"), _ITEM_TYPES):
+        return value.get("type") != "message" or one_of(value.get("role"), _ROLES)
     content = value.get("content")
-    return value.get("role") in _ROLES and isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in _TEXT_PARTS[:2] for p in content)
+    return one_of(value.get("role"), _ROLES) and isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in _TEXT_PARTS[:2] for p in content)
 
 
 def _easy_message(value: Any) -> bool:
     """``{role, content: "text"}``: read the same by the Responses and Chat Completions readers."""
-    return isinstance(value, dict) and value.get("role") in _ROLES and isinstance(value.get("content"), str) and set(value) <= {"role", "content", "type"}
+    return isinstance(value, dict) and one_of(value.get("role"), _ROLES) and isinstance(value.get("content"), str) and set(value) <= {"role", "content", "type"}
 
 
 def _sniff(item: dict[str, Any]) -> bool:
@@ -167,7 +167,7 @@ def _convert(item: Any, ctx: ItemContext) -> Trajectory:
             raise ItemError("invalid_field", f"an item's type must be a string, got {short(kind)}", f"{path}.type")
         if kind == "message":
             role = entry.get("role")
-            if role not in _ROLES:
+            if not one_of(role, _ROLES):
                 raise ItemError("invalid_field", f"unknown role {role!r}; expected one of {sorted(_ROLES)}", f"{path}.role")
             text = _text(entry.get("content"), f"{path}.content")
             if role == "assistant":

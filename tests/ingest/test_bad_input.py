@@ -264,3 +264,55 @@ def test_a_task_converter_failing_unforeseen_costs_that_task_only(write_jsonl, m
     (error,) = taskset.errors
     assert (error.kind, error.file, error.line) == ("reader_error", str(path), 1)
     assert "the native reader failed on this item (KeyError: 'tags')" in error.message
+
+
+def _string_paths(value, path=()):
+    if isinstance(value, str):
+        yield path
+    elif isinstance(value, dict):
+        for key, child in value.items():
+            yield from _string_paths(child, (*path, key))
+    elif isinstance(value, list):
+        for i, child in enumerate(value):
+            yield from _string_paths(child, (*path, i))
+
+
+def _get(value, path):
+    for key in path:
+        value = value[key]
+    return value
+
+
+def _replaced(value, path, new):
+    if not path:
+        return new
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    copy[path[0]] = _replaced(value[path[0]], path[1:], new)
+    return copy
+
+
+@pytest.mark.parametrize("name", ["frameworks", "formats"])
+def test_a_list_or_object_for_any_string_is_no_sniff_crash_and_no_reader_error(name):
+    """Every string of every line fixture in turn replaced by a list and by an object: no reader's
+    sniff raises (detection runs them all on the first line), and the item's own reader reports a
+    field error, never a reader_error (the set-membership TypeError, 'unhashable type')."""
+    from pipelines.ingest import convert_trajectory
+    from pipelines.ingest._registry import sniff_bare, sniff_bundle, sniff_task, sniff_trajectory
+    from tests.ingest.conftest import FIXTURES
+
+    for path in sorted((FIXTURES.parent / name).glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines()[:3]:
+            item = json.loads(line)
+            fmt = sniff_trajectory(item) if isinstance(item, dict) else sniff_bare(item)
+            for where in _string_paths(item):
+                for odd in ([_get(item, where)], {"x": _get(item, where)}):
+                    mutated = _replaced(item, where, odd)
+                    if isinstance(mutated, dict):
+                        sniff_trajectory(mutated)
+                        sniff_task(mutated)
+                        sniff_bundle(b"{", mutated)
+                    else:
+                        sniff_bare(mutated)
+                    if fmt is not None:
+                        error = convert_trajectory(mutated, fmt).error
+                        assert error is None or error.kind != "reader_error", (path.name, where, error.message)

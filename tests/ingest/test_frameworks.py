@@ -201,6 +201,22 @@ def test_detection_failure_names_the_bare_formats(tmp_path):
         list(iter_trajectories(path))
 
 
+@pytest.mark.parametrize("odd", [["message"], {"a": 1}])
+def test_a_list_or_object_for_a_type_or_role_on_the_first_line_is_no_crash(odd, tmp_path, tasks):
+    """Detection runs every reader's sniff on the first line: a list or object where a name
+    belongs must be no format's mark there, never a TypeError (unhashable) that ends the run."""
+    chat = {"task_id": "t1", "messages": [{"role": "user", "content": "hi"}, {"role": odd, "content": "x"}]}
+    path = _write(tmp_path / "chat.jsonl", [chat])
+    assert detect_trajectory_format(path) == "openai"
+    (item,) = _read(path, tasks=tasks)
+    assert (item.error.kind, item.error.line, item.error.field) == ("invalid_field", 1, "messages[1].role")
+    bare = _write(tmp_path / "items.jsonl", [[{"type": odd, "role": "user", "content": "hi"}], *_lines(FRAMEWORKS / "agents_input_list.jsonl")])
+    assert detect_trajectory_format(bare) == "responses"
+    first, *rest = _read(bare, tasks=tasks)
+    assert (first.error.kind, first.error.line, first.error.field) == ("invalid_field", 1, "[0].type")
+    assert all(x.error is None for x in rest)
+
+
 # ---------------------------------------------------------------- bad items name file, line and field; unknown fields are kept
 
 
@@ -219,6 +235,12 @@ def test_detection_failure_names_the_bare_formats(tmp_path):
         ),
         ("pydantic_ai_messages.jsonl", lambda r: r[1]["parts"][0].update(part_kind="telepathy"), "unsupported", "[1].parts[0].part_kind"),
         ("pydantic_ai_messages.jsonl", lambda r: r[2].update(kind="echo"), "invalid_field", "[2].kind"),
+        # a list or an object where a name belongs: no set holds it (it used to be a reader_error)
+        ("agents_input_list.jsonl", lambda r: r[3].update(role=[None]), "invalid_field", "[3].role"),
+        ("agents_input_list.jsonl", lambda r: r[3].update(role={}), "invalid_field", "[3].role"),
+        ("agents_input_list_wrapped.jsonl", lambda r: r["items"][3].update(role=[[["assistant"]]]), "invalid_field", "items[3].role"),
+        ("pydantic_ai_messages.jsonl", lambda r: r[1]["parts"][0].update(part_kind=[["text"]]), "invalid_field", "[1].parts[0].part_kind"),
+        ("pydantic_ai_messages_wrapped.jsonl", lambda r: r["messages"][1]["parts"][0].update(part_kind={}), "invalid_field", "messages[1].parts[0].part_kind"),
     ],
 )
 def test_a_bad_item_is_an_error_naming_file_line_field(source, edit, kind, field, tmp_path, tasks):

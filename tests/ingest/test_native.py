@@ -175,3 +175,58 @@ def test_loading_sets_the_loaded_tasks_aside_from_the_collector_and_hands_them_b
     assert len(tasks.tasks) == 2 * FREEZE_EVERY + 1
     assert seen[0] > 0
     assert gc.get_freeze_count() == 0
+
+
+# ---------------------------------------------------------------- a bad first item; several items on one line
+
+
+NATIVE = [{"task_id": "t1", "trajectory_id": f"r{i}", "steps": [], "final_answer": "x"} for i in range(5)]
+
+
+@pytest.mark.parametrize("first", [{k: v for k, v in NATIVE[0].items() if k != "task_id"}, {}])
+def test_a_bad_first_item_is_its_own_error_row_when_later_items_name_the_format(write_jsonl, first):
+    path = write_jsonl("t.jsonl", [first, *NATIVE[1:]])
+    assert detect_trajectory_format(path) == "native"
+    for fmt in (None, "native"):  # read as one stream (the reader detects), or with the format detected
+        loaded = list(iter_trajectories(path, fmt=fmt))
+        assert (loaded[0].error.kind, loaded[0].error.line, loaded[0].error.field) == ("invalid_field", 1, "task_id")
+        assert [x.trajectory.trajectory_id for x in loaded[1:]] == ["r1", "r2", "r3", "r4"]
+
+
+def test_detection_looks_past_a_bounded_number_of_objects_only(write_jsonl):
+    from pipelines.ingest._api import DETECTION_ITEMS
+
+    path = write_jsonl("t.jsonl", [{"what": i} for i in range(DETECTION_ITEMS)] + NATIVE)
+    with pytest.raises(UsageError, match=r"cannot detect the trajectory format .*keys \['what'\]"):
+        detect_trajectory_format(path)
+    with pytest.raises(UsageError, match=r"keys \['what'\] \(line 1\)"):
+        list(iter_trajectories(path))
+    tasks = write_jsonl("tasks.jsonl", [{"what": i} for i in range(DETECTION_ITEMS)] + [{"task_id": "t1", "question": "q"}])
+    with pytest.raises(UsageError, match="cannot detect the task format"):
+        detect_task_format(tasks)
+
+
+def test_a_bad_first_task_is_its_own_error_when_later_tasks_name_the_format(write_jsonl):
+    path = write_jsonl("tasks.jsonl", [{}, {"task_id": "t1", "question": "q?", "gold_answer": "a"}])
+    assert detect_task_format(path) == "native"
+    tasks = load_tasks(path)
+    assert list(tasks.tasks) == ["t1"]
+    assert [(e.kind, e.line) for e in tasks.errors] == [("invalid_field", 1)]
+
+
+def test_items_sharing_a_line_get_default_ids_of_their_own(fixtures, tmp_path):
+    """A one-line JSON array: the default id is the line plus the item's place on it (the first
+    keeps the plain line), so two trajectories of one task are not false duplicates."""
+    a, b = (json.loads(line) for line in (fixtures / "openai_trajectories.jsonl").read_text().splitlines())
+    for item in (a, b):
+        item.pop("trajectory_id", None)
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps([a, dict(a), b]))
+    loaded = list(iter_trajectories(path))
+    assert [x.error for x in loaded] == [None, None, None]
+    assert [x.trajectory_id for x in loaded] == ["runs:1", "runs:1:2", "runs:1:3"]
+    path.write_text("[1, 2]\n3\n")
+    assert [x.trajectory_id for x in iter_trajectories(path, fmt="native")] == ["runs:1", "runs:1:2", "runs:2"]
+    lines = tmp_path / "runs.jsonl"  # one item a line: the ids are the lines, as always
+    lines.write_text(json.dumps(a) + "\n" + json.dumps(b) + "\n")
+    assert [x.trajectory_id for x in iter_trajectories(lines)] == ["runs:1", "runs:2"]

@@ -445,3 +445,69 @@ def test_anthropic_messages_with_tool_results_in_user_messages(write_jsonl):
     (step,) = traj.steps
     assert (step.name, step.arguments, step.call_id, step.result) == ("get_weather", {"city": "Lima"}, "toolu_1", "fog")
     assert [t.query for t in traj.turns] == ["Weather in Lima?"] and traj.final_answer == "Foggy."
+
+
+def _spans_of(export):
+    return export["resourceSpans"][0]["scopeSpans"][0]["spans"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "said"),
+    [
+        (lambda e: e["resourceSpans"][0].update(scopeSpans=5), "resourceSpans[0].scopeSpans", "scopeSpans must be an array, got 5"),
+        (lambda e: e["resourceSpans"][0]["scopeSpans"][0].update(spans=True), "resourceSpans[0].scopeSpans[0].spans", "spans must be an array, got True"),
+        (lambda e: e["resourceSpans"][0]["scopeSpans"].__setitem__(0, 7), "resourceSpans[0].scopeSpans[0]", "a scopeSpans entry must be an object"),
+        (lambda e: e["resourceSpans"][0].update(resource=3), "resourceSpans[0].resource", "resource must be an object"),
+        (lambda e: e["resourceSpans"][0]["resource"].update(attributes=-1), "resourceSpans[0].resource.attributes", "attributes must be an array"),
+        (lambda e: _spans_of(e)[0].update(attributes=-1), "resourceSpans[0].scopeSpans[0].spans[0].attributes", "attributes must be an array, got -1"),
+        (lambda e: _spans_of(e)[0].update(events=7), "resourceSpans[0].scopeSpans[0].spans[0].events", "events must be an array"),
+        (
+            lambda e: _spans_of(e)[0]["attributes"][0].update(value={"arrayValue": {"values": 1}}),
+            "resourceSpans[0].scopeSpans[0].spans[0].attributes[0].value.arrayValue.values",
+            "values must be an array",
+        ),
+    ],
+)
+def test_a_wrongly_typed_otlp_container_is_that_exports_error(fixtures, tmp_path, edit, field, said):
+    """A container of the wrong JSON type (a number for scopeSpans, ...) is the export's
+    invalid_field error naming it; the next export of the file is still read."""
+    export = json.loads((fixtures / "otel_tool_calls.otlp.json").read_text())
+    bad = json.loads(json.dumps(export))
+    edit(bad)
+    path = tmp_path / "traces.jsonl"
+    path.write_text(json.dumps(bad) + "\n" + json.dumps(export) + "\n")
+    error_row, graded = _read(path)
+    error = error_row.error
+    assert (error.kind, error.file, error.line, error.field) == ("invalid_field", str(path), 1, field)
+    assert said in error.message
+    assert graded.trajectory is not None and graded.trajectory.trajectory_id == "conv-paris-1"
+
+
+def test_a_status_code_of_the_wrong_type_is_no_status(fixtures, tmp_path):
+    export = json.loads((fixtures / "otel_tool_calls.otlp.json").read_text())
+    _spans_of(export)[0]["status"] = {"code": ["STATUS_CODE_ERROR"]}
+    path = tmp_path / "traces.json"
+    path.write_text(json.dumps(export))
+    (item,) = _read(path)
+    assert item.trajectory is not None
+
+
+def test_an_unforeseen_failure_reading_an_export_costs_that_export_only(fixtures, tmp_path, monkeypatch):
+    """The net under the span reader: an exception it did not foresee is that line's reader_error row."""
+    from pipelines.ingest import _otel
+
+    real = _otel.spans_of_item
+
+    def brittle(item, line, first_order):
+        if line == 1:
+            raise TypeError("unhashable type: 'list'")
+        return real(item, line, first_order)
+
+    monkeypatch.setattr(_otel, "spans_of_item", brittle)
+    export = (fixtures / "otel_tool_calls.otlp.json").read_text()
+    path = tmp_path / "traces.jsonl"
+    path.write_text(json.dumps(json.loads(export)) + "\n" + json.dumps(json.loads(export)) + "\n")
+    error_row, graded = _read(path)
+    assert (error_row.error.kind, error_row.error.line) == ("reader_error", 1)
+    assert "the otel reader failed on this item (TypeError" in error_row.error.message
+    assert graded.trajectory is not None
