@@ -7,7 +7,8 @@ together (``Limits.max_archive_bytes``: 150 valid 24 MiB members in 3.6 MB of ar
 of memory and a 1.2 GB results.jsonl), each member's declared size is checked
 against the limit before reading and its actual size while reading (at most ``limit + 1`` bytes are
 ever inflated), and every failure (bad CRC, unsupported compression, encryption, invalid JSON,
-duplicate keys, an oversize string) becomes an ``InputErrorInfo`` naming the member.
+duplicate keys, an oversize string, nesting past ``Limits.max_depth``) becomes an ``InputErrorInfo``
+naming the member.
 
 Compression methods: those of Python's ``zipfile`` (stored, deflate, bzip2, lzma) and Zstandard
 (method 93), which current Inspect writes (``inspect_ai._util.zipfile``: zstd level 3, in frames
@@ -27,7 +28,7 @@ from typing import IO, Any, cast
 
 import orjson
 
-from judge import UNIQUE_KEYS, BadInputError, DuplicateKey, InputErrorInfo
+from judge import UNIQUE_KEYS, BadInputError, DuplicateKey, InputErrorInfo, text_nesting_error
 from pipelines.ingest._base import Limits
 from pipelines.ingest._reader import _oversize_string
 
@@ -62,7 +63,13 @@ class Archive:
         self.limits = limits
         try:
             self._zip = zipfile.ZipFile(path)
-        except (zipfile.BadZipFile, OSError) as err:
+        except zipfile.BadZipFile as err:  # its directory of members, written last, is missing or broken
+            raise ArchiveError(
+                InputErrorInfo(
+                    kind="malformed_archive", message=f"the zip archive is truncated or damaged: its directory of members cannot be read ({err})", file=path
+                )
+            ) from None
+        except OSError as err:
             raise ArchiveError(InputErrorInfo(kind="malformed_archive", message=f"not a readable zip archive: {err}", file=path)) from None
         infos = self._zip.infolist()
         if len(infos) > MAX_MEMBERS:
@@ -122,7 +129,7 @@ class Archive:
             return self._error("too_large", f"member {name} inflates to more than the limit of {limit} bytes (its header said {info.file_size})", name)
         if not strict:
             try:
-                return orjson.loads(data[3:] if data.startswith(b"\xef\xbb\xbf") else data)
+                return self._bounded(name, orjson.loads(data[3:] if data.startswith(b"\xef\xbb\xbf") else data), data)
             except orjson.JSONDecodeError:
                 pass  # the strict reading below says why
         try:
@@ -133,6 +140,8 @@ class Archive:
             value = UNIQUE_KEYS.decode(text)
         except DuplicateKey as err:
             return self._error("malformed_json", f"member {name}: duplicate key {err.key!r} in one object", name)
+        except RecursionError:
+            return self._error("too_deep", f"member {name}: nested deeper than {self.limits.max_depth} levels", name)
         except json.JSONDecodeError as err:
             return self._error("malformed_json", f"member {name}: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}", name)
         if len(data) > self.limits.max_string_bytes:
@@ -141,7 +150,14 @@ class Archive:
                 return self._error(
                     "too_large", f"member {name}: string field {path or '<root>'} is larger than the limit of {self.limits.max_string_bytes} bytes", name
                 )
-        return value
+        return self._bounded(name, value, data)
+
+    def _bounded(self, name: str, value: Any, data: bytes) -> Any:
+        """``value``, or a ``too_deep`` error: what reads it recurses over it, as over a JSONL line."""
+        path = text_nesting_error(value, data, self.limits.max_depth)
+        if path is None:
+            return value
+        return self._error("too_deep", f"member {name}: nested deeper than {self.limits.max_depth} levels at {path}", f"{name}:{path}")
 
     def _read_zstd(self, info: zipfile.ZipInfo, limit: int) -> bytes:
         """At most ``limit + 1`` inflated bytes of a Zstandard member, CRC- and size-checked when whole."""

@@ -67,7 +67,7 @@ class _Prefixed:
 
 
 class _Inflating(Protocol):
-    def read(self, size: int = -1, /) -> bytes: ...
+    def read1(self, size: int = -1, /) -> bytes: ...
 
 
 def _opener(compression: str) -> Callable[[IO[bytes]], AbstractContextManager[_Inflating]]:
@@ -123,6 +123,8 @@ class _ZstdReader:
             if out:
                 return out
 
+    read1 = read  # each read returns what one step inflated, as read1 of the standard library's readers
+
 
 def _stream_errors() -> tuple[type[BaseException], ...]:
     import lzma
@@ -137,12 +139,14 @@ def inflate(src: IO[bytes], head: bytes, compression: str, out: IO[bytes], limit
     """Inflate the stream (``head`` already read from ``src``) into ``out``; the inflated size.
 
     Raises ``UnreadableInput`` naming ``name`` when it would inflate past ``limit`` bytes, is corrupt,
-    or ends before its end marker. ``on_block`` sees each inflated block (the caller hashes them)."""
+    or ends before its end marker. ``on_block`` sees each inflated block (the caller hashes them).
+    Blocks are taken with ``read1`` (what one step inflated): ``read`` fills its whole block first,
+    so a stream cut short lost up to a block unwritten and uncounted ("after 0 inflated bytes")."""
     size = 0
     errors = _stream_errors()
     try:
         with _opener(compression)(_Prefixed(head, src)) as stream:  # type: ignore[arg-type]  # _Prefixed reads as IO does
-            while block := stream.read(_BLOCK):
+            while block := stream.read1(_BLOCK):
                 size += len(block)
                 if size > limit:
                     raise UnreadableInput(

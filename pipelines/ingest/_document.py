@@ -13,6 +13,9 @@ Invariants:
   one inside an item is that item's error;
 - an item larger than ``Limits.max_line_bytes``, or holding a string longer than
   ``Limits.max_string_bytes``, is a ``too_large`` item (the others are still read);
+- an item nested deeper than ``Limits.max_depth`` is a ``too_deep`` item, as a JSONL line is (one
+  nested past the recursive decoder's reach is located by its brackets); a top-level member nested
+  that deep is a ``DocumentError``;
 - a syntax error inside an array ends the scan with one error naming its line: the array cannot
   be re-synchronised, so members after it are not read (``Document.stopped`` says why).
 """
@@ -28,11 +31,13 @@ from typing import Any
 import msgspec
 import orjson
 
-from judge import UNIQUE_KEYS, BadInputError, DuplicateKey, InputErrorInfo
+from judge import UNIQUE_KEYS, BadInputError, DuplicateKey, InputErrorInfo, text_nesting_error
 from pipelines.ingest._base import Limits
 from pipelines.ingest._reader import _oversize_string
 
 _SPACE = re.compile(r"[ \t\r\n]*")
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[][{}]')  # a string (skipped whole) or a bracket
+_NESTS = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
 class DocumentError(BadInputError):
@@ -67,11 +72,16 @@ class Document(msgspec.Struct):
             try:  # the scan already checked it strictly; orjson reads it again several times faster
                 return self._checked(name, span, orjson.loads(self.text[span.start : span.end]))
             except orjson.JSONDecodeError:
-                pass  # NaN / Infinity, which Python's json accepts
+                pass  # NaN / Infinity, which Python's json accepts (or nesting past orjson's 1,024 levels)
+        where = f"{name}[{span.index}]"
         try:
             value, _ = UNIQUE_KEYS.raw_decode(self.text, span.start)
         except DuplicateKey as err:
-            return self._error("malformed_json", f"duplicate key {err.key!r} in one object", span.line, f"{name}[{span.index}]")
+            return self._error("malformed_json", f"duplicate key {err.key!r} in one object", span.line, where)
+        except RecursionError:
+            return self._error("too_deep", f"nested deeper than {self.limits.max_depth} levels", span.line, where)
+        except json.JSONDecodeError as err:  # an item located by its brackets only (see _Scanner.array)
+            return self._error("malformed_json", f"invalid JSON: {err.msg}", span.line, where)
         return self._checked(name, span, value)
 
     def items(self, name: str) -> Iterator[tuple[Span, Any]]:
@@ -87,6 +97,10 @@ class Document(msgspec.Struct):
             path = _oversize_string(value, self.limits.max_string_bytes, where)
             if path is not None:
                 return self._error("too_large", f"string field is larger than the limit of {self.limits.max_string_bytes} bytes", span.line, path)
+        deep = text_nesting_error(value, self.text[span.start : span.end], self.limits.max_depth)
+        if deep is not None:  # the checks after reading recurse over values, as for a JSONL line
+            path = _join(where, deep)
+            return self._error("too_deep", f"nested deeper than {self.limits.max_depth} levels (at {path})", span.line, path)
         return value
 
     def _error(self, kind: str, message: str, line: int | None, field_path: str | None) -> InputErrorInfo:
@@ -140,12 +154,19 @@ class _Scanner:
         return match.end()
 
     def value(self, pos: int, where: str) -> tuple[Any, int]:
+        limit = self.doc.limits.max_depth
         try:
-            return UNIQUE_KEYS.raw_decode(self.text, pos)
+            value, end = UNIQUE_KEYS.raw_decode(self.text, pos)
         except DuplicateKey as err:
             raise self.fail("malformed_json", f"duplicate key {err.key!r} in one object", pos, where) from None
+        except RecursionError:
+            raise self.fail("too_deep", f"nested deeper than {limit} levels", pos, where) from None
         except json.JSONDecodeError as err:
             raise self.fail("malformed_json", f"invalid JSON: {err.msg}", err.pos, where) from None
+        deep = text_nesting_error(value, self.text[pos:end], limit)
+        if deep is not None:  # a member is read as one item would be: level 1 is the member itself
+            raise self.fail("too_deep", f"nested deeper than {limit} levels (at {_join(where, deep)})", pos, _join(where, deep))
+        return value, end
 
     def run(self) -> None:
         text = self.text
@@ -206,6 +227,8 @@ class _Scanner:
                 value, end = UNIQUE_KEYS.raw_decode(text, pos)
             except DuplicateKey:
                 value, end = None, self._end_of_item(pos)  # reported when the item is decoded
+            except RecursionError:  # too deep for the decoder: reported when the item is decoded
+                value, end = None, _end_of_brackets(text, pos)
             except json.JSONDecodeError as err:
                 self.doc.stopped = InputErrorInfo(
                     kind="malformed_json",
@@ -252,4 +275,23 @@ class _Scanner:
             _, end = json.JSONDecoder().raw_decode(self.text, pos)
         except json.JSONDecodeError:
             return None
+        except RecursionError:
+            return _end_of_brackets(self.text, pos)
         return end
+
+
+def _end_of_brackets(text: str, pos: int) -> int | None:
+    """End of the container opening at ``pos``, by its brackets alone (strings skipped): where an
+    item nested past the recursive decoder's reach ends, without recursion. Its syntax is not
+    checked (it is a ``too_deep`` item anyway); None when the text ends first."""
+    depth = 0
+    for token in _TOKEN.finditer(text, pos):
+        depth += _NESTS.get(token[0], 0)
+        if depth <= 0:
+            return token.end()
+    return None
+
+
+def _join(where: str, path: str) -> str:
+    """``samples[0]`` + ``scores.match[0]`` -> ``samples[0].scores.match[0]`` (``[2]...`` is appended)."""
+    return where + path if path.startswith("[") else f"{where}.{path}"

@@ -517,7 +517,11 @@ class _SampleRef(msgspec.Struct):
 
 
 def _read(path: str, limits: Limits) -> Bundle:
-    if zipfile.is_zipfile(path):
+    """A zip archive by its first bytes as ``_sniff`` tells it (a cut one has no central directory,
+    which ``zipfile.is_zipfile`` looks for: read as JSON, it was an encoding error), else JSON."""
+    with open(path, "rb") as handle:
+        zipped = handle.read(4) == b"PK\x03\x04"
+    if zipped or zipfile.is_zipfile(path):
         return _read_archive(path, limits)
     return _read_json(path, limits)
 

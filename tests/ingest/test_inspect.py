@@ -393,7 +393,7 @@ def test_not_a_zip_and_not_an_inspect_zip(tmp_path):
     bad = tmp_path / "log.eval"
     bad.write_bytes(b"PK\x03\x04 truncated")
     _, items = read(bad)
-    assert items[0].error is not None
+    assert items[0].error.kind == "malformed_archive"  # a zip by its first bytes, though it has no directory
     other = tmp_path / "other.zip"
     with zipfile.ZipFile(other, "w") as z:
         z.writestr("readme.txt", "hello")
@@ -598,3 +598,87 @@ def test_a_truncated_zstd_member_is_an_error_row(tmp_path):
     _, items = read(path)
     (error,) = [i.error for i in items if i.error is not None]
     assert error.kind == "malformed_archive" and error.field == member.decode()
+
+
+# ---- nesting past the bound and cut archives: the real logs, altered here -------------------------
+
+
+def _deepened(text: str, depth: int, marker: str = "DEEP") -> str:
+    """``"DEEP"`` in ``text`` -> a list nested ``depth`` levels (written as text: json.dumps recurses)."""
+    return text.replace(f'"{marker}"', "[" * depth + "1" + "]" * depth)
+
+
+def _set(value: Any, path: tuple[Any, ...], leaf: Any) -> None:
+    for key in path[:-1]:
+        value = value[key]
+    value[path[-1]] = leaf
+
+
+# 400 levels: orjson and the recursive decoder read it, pydantic's writer did not (an internal error
+# writing the drill-down); 3,000: past every recursive decoder (RecursionError while reading)
+DEEP_CASES = [(("scores", "match"), 400, "scores.match[0][0][0][0]..."), (("epoch",), 3000, ""), (("messages", 0), 3000, "")]
+
+
+@pytest.mark.parametrize(("where", "depth", "path"), DEEP_CASES, ids=["scores-400", "epoch-3000", "message-3000"])
+def test_a_sample_nested_too_deep_in_a_json_log_is_its_own_row(tmp_path, where, depth, path):
+    log = json.loads(shared("inspect_ai_log_formats.json").read_text())
+    (good,) = log["samples"]
+    deep = json.loads(json.dumps(good))
+    _set(deep, where, "DEEP")
+    log["samples"] = [deep, {**good, "epoch": 2}]
+    file = tmp_path / "log.json"
+    file.write_text(_deepened(json.dumps(log, indent=2), depth))
+    tasks, items = read(file)
+    error = items[0].error
+    expected = f"samples[0].{path}" if path else "samples[0]"
+    assert (error.kind, error.field) == ("too_deep", expected) and "nested deeper than 100 levels" in error.message
+    assert file.read_text().splitlines()[error.line - 1].strip() == "{"  # the line the sample starts on
+    assert items[1].error is None and items[1].trajectory_id == f"{good['id']}:2" and list(tasks.tasks) == [str(good["id"])]
+
+
+@pytest.mark.parametrize(("where", "depth", "path"), DEEP_CASES[:2], ids=["scores-400", "epoch-3000"])
+def test_a_sample_member_nested_too_deep_is_its_own_row(tmp_path, where, depth, path):
+    source = zipfile.ZipFile(shared(METR))
+    file = tmp_path / "log.eval"
+    member = "samples/default_epoch_3.json"
+    with zipfile.ZipFile(file, "w", compression=zipfile.ZIP_DEFLATED) as out:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == member:
+                value = json.loads(data)
+                _set(value, ("scores", "score_metr_task", "value") if where[0] == "scores" else where, "DEEP")
+                data = _deepened(json.dumps(value), depth).encode()
+            out.writestr(info.filename, data)
+    tasks, items = read(file)
+    (error,) = [i.error for i in items if i.error is not None]
+    assert error.kind == "too_deep" and "nested deeper than 100 levels" in error.message
+    assert error.field == (f"{member}:scores.score_metr_task.value[0][0][0]..." if path else member)
+    assert [i.trajectory_id for i in items if i.error is None] == ["default:2"] and list(tasks.tasks) == ["default"]
+
+
+def test_judge_grade_reports_a_deep_sample_and_grades_the_others(tmp_path):
+    """The whole run, where the 400-level value was an internal error (exit 1) writing the drill-down."""
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    log = json.loads(shared("inspect_ai_log_formats.json").read_text())
+    (good,) = log["samples"]
+    log["samples"] = [{**good, "scores": {"match": "DEEP"}}, {**good, "epoch": 2}, {**good, "epoch": "DEEPER"}]
+    file = tmp_path / "log.json"
+    file.write_text(_deepened(_deepened(json.dumps(log, indent=2), 400), 3000, "DEEPER"))
+    result = CliRunner().invoke(app, ["grade", "--trajectories", str(file), "--out", str(tmp_path / "run"), "--offline"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert [r["error"]["kind"] if r.get("error") else r["verdict"] != "error" for r in rows] == ["too_deep", True, "too_deep"]
+
+
+@pytest.mark.parametrize(("name", "keep"), [("inspect_ai_log_message_deduplication.eval", 4000), (METR, 40000)])
+def test_a_cut_archive_is_a_malformed_archive(tmp_path, name, keep):
+    """A cut .eval has no central directory (written last): it was read as JSON, an encoding error."""
+    cut = tmp_path / "cut.eval"
+    cut.write_bytes(shared(name).read_bytes()[:keep])
+    assert detect_trajectory_format(cut) == "inspect"
+    _, items = read(cut)
+    (item,) = items
+    assert item.error.kind == "malformed_archive" and item.error.file == str(cut) and "truncated or damaged" in item.error.message

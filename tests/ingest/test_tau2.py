@@ -593,3 +593,55 @@ def test_an_oversize_string_field_is_too_large_naming_its_path(tmp_path):
     items = list(BUNDLE.read(str(path), Limits(max_line_bytes=1_000_000, max_string_bytes=2000)).items)
     assert items[0].error is None
     assert items[1].error.kind == "too_large" and items[1].error.field.startswith("simulations[1].messages[0]")
+
+
+# ---- nesting past the bound: the real airline run, altered here ---------------------------------
+
+REQUESTOR = ("simulations", 1, "reward_info", "action_checks", 1, "action", "requestor")
+
+
+def _deep_text(depth: int, kind: str) -> str:
+    """A value nested ``depth`` levels, written as text (json.dumps recurses); the objects hold
+    strings with brackets and an escaped quote, which the item's end must not be taken from."""
+    if kind == "list":
+        return "[" * depth + "1" + "]" * depth
+    return '{"s": "]}\\"[", "a": ' * depth + "1" + "}" * depth
+
+
+def _airline_with(tmp_path: Path, where: tuple[Any, ...], depth: int, kind: str = "list") -> Path:
+    doc = json.loads(shared("airline_gpt-4.1-mini_results.json").read_text())
+    value = doc
+    for key in where[:-1]:
+        value = value[key]
+    value[where[-1]] = "DEEP"
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc, indent=2).replace('"DEEP"', _deep_text(depth, kind)))
+    return path
+
+
+@pytest.mark.parametrize(("depth", "kind"), [(300, "list"), (1500, "list"), (1500, "object")])
+def test_a_simulation_nested_too_deep_is_its_own_row(tmp_path, depth, kind):
+    """300 levels: read, then an internal error writing the drill-down; 1,500: a RecursionError
+    reading. Either is that simulation's too_deep row; the other simulation is graded."""
+    path = _airline_with(tmp_path, REQUESTOR, depth, kind)
+    tasks, items = read(path)
+    assert items[0].error is None and len(tasks.tasks) == 2
+    error = items[1].error
+    field = "simulations[1].reward_info.action_checks[1].action.requestor" + ("[0]..." if kind == "list" else ".a.a...")
+    assert error.kind == "too_deep" and error.field == (field if depth < 1000 else "simulations[1]")
+    assert path.read_text().splitlines()[error.line - 1].strip() == "{" and "nested deeper than 100 levels" in error.message
+
+
+@pytest.mark.parametrize("depth", [300, 1500])
+def test_a_top_level_member_nested_too_deep_is_one_error_row(tmp_path, depth):
+    path = _airline_with(tmp_path, ("info", "environment_info", "policy"), depth)
+    (item,) = list(BUNDLE.read(str(path), Limits()).items)
+    assert item.error.kind == "too_deep" and item.error.field == ("info.environment_info.policy[0][0][0][0]..." if depth < 1000 else "info")
+
+
+def test_a_task_nested_too_deep_is_a_task_error(tmp_path):
+    path = _airline_with(tmp_path, ("tasks", 0, "description", "purpose"), 3000)
+    tasks, items = read(path)
+    (error,) = tasks.errors
+    assert error.kind == "too_deep" and error.field == "tasks[0]" and len(tasks.tasks) == 1
+    assert len(items) == 2 and sum(check_task(i, tasks) is not None for i in items) == 1

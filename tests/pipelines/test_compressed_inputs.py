@@ -11,6 +11,7 @@ import hashlib
 import io
 import json
 import lzma
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -131,6 +132,39 @@ def test_every_compression_refuses_a_cut_stream(compression):
     out = io.BytesIO()
     inflate(io.BytesIO(two[6:]), two[:6], compression, out, 1 << 30, "two")
     assert out.getvalue() == text + b"more\n"
+
+
+def _partial(compression: str, packed: bytes) -> bytes:
+    """What the library's incremental decompressor makes of a cut stream: all that can inflate."""
+    if compression == "zstd":
+        return zstandard.ZstdDecompressor().decompressobj().decompress(packed)
+    decoder = {"gzip": lambda: zlib.decompressobj(31), "bzip2": bz2.BZ2Decompressor, "xz": lzma.LZMADecompressor}[compression]()
+    return decoder.decompress(packed)
+
+
+@pytest.mark.parametrize(("compression", "keep"), [("gzip", 0.5), ("xz", 0.5), ("bzip2", 0.8)])  # zstd's reader always counted each step
+def test_a_cut_stream_says_how_much_inflated(compression, keep, tmp_path):
+    """The bundled 666-line sample cut short (gzip: in half, 315 whole lines inflate; bzip2 past its
+    first 900 kB block), and the refusal says how much inflated (it said "after 0 inflated bytes":
+    only whole 1 MiB reads were counted). As documented, nothing of it is graded (exit 3, no results)."""
+    text = (SAMPLE / "trajectories.jsonl").read_bytes()
+    packed = COMPRESS[compression][1](text)
+    cut = packed[: int(len(packed) * keep)]
+    readable = _partial(compression, cut)
+    assert readable and text.startswith(readable)
+    out = io.BytesIO()
+    with pytest.raises(
+        UnreadableInput, match=f"cut: its {compression} stream ends before its end marker \\(truncated\\?\\) after {len(readable):,} inflated bytes"
+    ):
+        inflate(io.BytesIO(cut), b"", compression, out, 1 << 30, "cut")
+    assert out.getvalue() == readable
+    if compression == "gzip":
+        assert readable.count(b"\n") == 315
+        broken = tmp_path / "runs.jsonl.gz"
+        broken.write_bytes(cut)
+        res = runner.invoke(app, ["grade", "--tasks", str(SAMPLE / "tasks.jsonl"), "--trajectories", str(broken), "--out", str(tmp_path / "out")])
+        assert res.exit_code == EXIT_INPUT_ERROR and f"after {len(readable):,} inflated bytes" in " ".join(res.output.split())
+        assert not (tmp_path / "out" / "results.jsonl").exists()
 
 
 def test_compressed_labels_keep_their_default_source(plain, tmp_path):
