@@ -420,9 +420,7 @@ def grade(
     if trajectories.is_dir() or (tasks is not None and tasks.is_dir()) or (reference is not None and reference.is_dir()):
         _grade_folders(opts)
         return
-    summary = run_and_print(opts)
-    if summary.counts.trajectories == 0 and trajectories is not None:  # nothing was read: a mistake, not a result
-        usage.fail("--trajectories", f"{trajectories} is empty: it holds no trajectories")
+    run_and_print(opts)  # an empty input is refused before --out is touched (pipelines.run.inputs.first_read)
 
 
 def _grade_folders(opts: GradeOptions) -> None:
@@ -434,9 +432,7 @@ def _grade_folders(opts: GradeOptions) -> None:
     if not trajectories.is_dir():
         if reference is not None and reference.is_dir() and not (tasks is not None and tasks.is_dir()):
             usage.fail("--reference", f"{reference} is a folder: give the possible-answer file of {tasks}, or BFCL's data folder as --tasks")
-        summary = run_and_print(opts)
-        if summary.counts.trajectories == 0:
-            usage.fail("--trajectories", f"{trajectories} is empty: it holds no trajectories")
+        run_and_print(opts)
         return
 
     def one(sub: GradeOptions) -> RunSummary | int:

@@ -193,6 +193,7 @@ def run(
             workers=default_workers(),
             command=["judge", *sys.argv[1:]],
             overwrite=True,  # the run directory is this run's (checked above): its graded outputs are replaced
+            empty_ok=True,  # nothing collected (every trial failed) is graded as such: the run says why in run_errors.jsonl
         )
         run_and_print(grading)
         add_runner_to_manifest(out, outcome.info)

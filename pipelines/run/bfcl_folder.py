@@ -146,7 +146,8 @@ def grade_folder(opts: Any, run: Callable[[Any], RunSummary | int], announce: Ca
             outcome = run(sub)
             row.out = str(out)
             if isinstance(outcome, int):
-                row.problem = f"the run stopped (exit code {outcome}): see {out}"
+                # a usage error (an empty result file among them) leaves no folder: its message was printed
+                row.problem = f"the run stopped (exit code {outcome}): " + (f"see {out}" if out.exists() else "its error is printed above")
             else:
                 _fill(row, outcome)
         rows.append(row)

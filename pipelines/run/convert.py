@@ -35,7 +35,7 @@ from pipelines.ingest import (
     read_trajectories,
     with_tool_specs,
 )
-from pipelines.run.inputs import rename_spools, renamed_items
+from pipelines.run.inputs import first_read, rename_spools, renamed_items
 from pipelines.run.options import InputErrorsFound, NoTasks
 from pipelines.run.spool import TaskInput, display_name
 
@@ -71,9 +71,10 @@ def convert_trajectories(
 ) -> Converted:
     """Write ``opts.trajectories`` to ``out`` as native JSONL (and the tasks to ``tasks_out``).
 
-    Raises ``NoTasks`` when ``tasks_out`` is asked for and neither the file nor ``opts.tasks``
-    provides tasks, and ``InputErrorsFound`` at the first bad item with ``stop_at_error`` (what
-    was read before it is written). ``on_error`` sees each bad item as it is met."""
+    Raises ``UsageError`` when the input holds no trajectory (nothing is written), ``NoTasks``
+    when ``tasks_out`` is asked for and neither the file nor ``opts.tasks`` provides tasks, and
+    ``InputErrorsFound`` at the first bad item with ``stop_at_error`` (what was read before it is
+    written). ``on_error`` sees each bad item as it is met."""
     done = Converted()
     with tempfile.TemporaryDirectory(prefix="judge-convert-") as spool_root:
         spool_dir = Path(spool_root)
@@ -88,6 +89,7 @@ def convert_trajectories(
         source = opened(opts.trajectories)
         taskset = _given_tasks(opts, opened) if opts.tasks is not None else None
         bundle = read_trajectories(source.path, opts.trajectory_format, opts.limits, strict=opts.strict, tasks=taskset, task_key=opts.task_key)
+        items = first_read(bundle.items, opts.trajectories)  # an empty input is a usage error, as judge grade says
         taskset = taskset or bundle.tasks
         if opts.tool_specs is not None and taskset is not None:  # as the run applies them: to the tasks it grades against
             taskset = with_tool_specs(taskset, load_tool_specs(opened(opts.tool_specs).path, opts.limits))
@@ -97,7 +99,7 @@ def convert_trajectories(
             rename_spools(taskset, None, spools)
             _report(taskset.errors, done, on_error, opts.stop_at_error)
             done.warnings += taskset.warnings
-        for loaded in renamed_items(bundle.items, spools):
+        for loaded in renamed_items(items, spools):
             done.warnings += loaded.warnings
             if loaded.trajectory is None:
                 assert loaded.error is not None

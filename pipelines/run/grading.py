@@ -53,7 +53,8 @@ def run_grading(
     the trajectories input read; ``on_judging(JudgingProgress)`` where each escalation round stands,
     every ``TICK_S`` while judges work and once when the round is decided. Raises ``RunDirError`` (the output directory cannot take the
     run), ``InputErrorsFound`` (``on_error="fail"``), ``NoTasks`` and ``ValueError`` (a format
-    cannot be used). With provider batches (``--judge-mode batch``) the run may stop to wait for
+    cannot be used; a ``UsageError`` for a trajectories input that holds none, unless ``opts.empty_ok``:
+    raised, as the others, before ``opts.out`` is touched). With provider batches (``--judge-mode batch``) the run may stop to wait for
     them: then it returns a ``BatchWait`` and publishes nothing (resume it: ``resume=True``).
     """
     started = datetime.now(UTC)

@@ -5,6 +5,7 @@ an undetected format). Errors and sources name an input as given (``-``), never 
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -17,6 +18,7 @@ from pipelines.ingest import (
     Limits,
     Loaded,
     TaskSet,
+    UsageError,
     check_task_key,
     detect_task_format,
     detect_trajectory_format,
@@ -29,9 +31,9 @@ from pipelines.ingest import (
 from pipelines.labels import LabelSet, load_labels
 from pipelines.run.lines import one_shard
 from pipelines.run.options import GradeOptions, NoTasks
-from pipelines.run.spool import TaskInput, display_name, sha256_of
+from pipelines.run.spool import TaskInput, display_name, is_stdin, sha256_of
 
-__all__ = ["RunInputs", "rename_spools", "renamed_items", "renamed_loaded", "starts_array"]
+__all__ = ["RunInputs", "first_read", "rename_spools", "renamed_items", "renamed_loaded", "starts_array"]
 
 
 class RunInputs:
@@ -65,9 +67,10 @@ class RunInputs:
             self.digests = {"tasks": tasks.hash(), "reference": None if reference is None else reference.hash()}
         else:
             bundle = read_trajectories(self.trajectories.path, opts.trajectory_format, opts.limits, strict=opts.strict, task_key=opts.task_key)
+            self.bundle_items = first_read(bundle.items, opts.trajectories, opts.empty_ok)  # an empty file is that, not one without tasks
             if bundle.tasks is None:
                 raise NoTasks(f"{display_name(opts.trajectories)} carries no tasks: pass them with --tasks")
-            self.taskset, self.bundle_items = bundle.tasks, bundle.items
+            self.taskset = bundle.tasks
             self.digests = {"tasks": None, "reference": None}
         if opts.tool_specs is not None:
             specs = self._open(opts.tool_specs, spool_dir)
@@ -83,6 +86,13 @@ class RunInputs:
                 self.labels = load_labels(labels.path, opts.limits)
                 self.digests["labels"] = labels.hash()
         rename_spools(self.taskset, self.labels, self.spools)
+        if self.bundle_items is None:
+            items = read_trajectories(
+                self.trajectories.path, opts.trajectory_format, opts.limits, strict=opts.strict, tasks=self.taskset, task_key=opts.task_key
+            ).items
+            self.bundle_items = first_read(items, opts.trajectories, opts.empty_ok)
+        if not self.whole:
+            self.bundle_items = None  # the shards read the file themselves
         return self
 
     def _open(self, given: Path, spool_dir: Path) -> TaskInput:
@@ -95,16 +105,26 @@ class RunInputs:
         return self.taskset.errors or (self.labels.errors if self.labels is not None else [])
 
     def whole_items(self) -> Iterator[Loaded]:
-        """The trajectories read as one stream (the reader detecting the format), named as given."""
-        items = self.bundle_items
-        if items is None:
-            items = read_trajectories(
-                self.trajectories.path, self.opts.trajectory_format, self.opts.limits, strict=self.opts.strict, tasks=self.taskset, task_key=self.opts.task_key
-            ).items
+        """The trajectories read as one stream (the reader detecting the format), named as given:
+        the stream begun on entering (``first_read``), so it can be taken once."""
+        items, self.bundle_items = self.bundle_items, None
+        assert items is not None, "the trajectories read as one stream are taken once"
         return renamed_items(items, self.spools)
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
+
+
+def first_read(items: Iterator[Loaded], given: Path, empty_ok: bool = False) -> Iterator[Loaded]:
+    """``items``, the first one read now: an input that holds no trajectory is a usage error raised
+    before anything is written (graded, it left a run of nothing in ``--out`` that refused the
+    rerun). ``given`` is read from its spool: standard input once, a compressed input inflated."""
+    first = next(items, None)
+    if first is None:
+        if not empty_ok:
+            raise UsageError("--trajectories", f"{'standard input' if is_stdin(given) else display_name(given)} is empty: it holds no trajectories")
+        return items
+    return itertools.chain([first], items)
 
 
 def _trajectory_mode(path: Path, fmt: str | None, limits: Limits) -> tuple[str | None, bool, str | None]:

@@ -67,6 +67,7 @@ class GradeOptions(msgspec.Struct):
     rubrics_dir: Path | None = None  # --rubrics (recorded with the judge settings)
     parquet: bool | None = None  # tables/*.parquet: True always, False never, None from reports.PARQUET_FROM trajectories
     judge_shard_min: int | None = None  # escalation rounds this large are judged by ``workers`` processes (None: judge.llm.SHARD_MIN_REQUESTS)
+    empty_ok: bool = False  # grade a trajectories input that holds none (judge run's own record) instead of refusing it as a usage error
 
 
 class BatchWait(msgspec.Struct):

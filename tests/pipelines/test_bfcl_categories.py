@@ -163,3 +163,20 @@ def test_a_category_without_its_question_file_is_a_row_saying_why(tmp_path):
 def test_a_folder_without_result_files_is_a_usage_error(tmp_path):
     result, _ = _grade_folder(tmp_path, "--trajectories", str(GLYPHH / "data"), "--tasks", str(GLYPHH / "data"))
     assert result.exit_code == 2 and "holds no BFCL result files" in result.output
+
+
+def test_an_empty_result_file_is_a_row_saying_so_and_the_others_are_graded(tmp_path):
+    """Its run is refused before it writes a folder, so the row points at the printed error, not at
+    a folder that is not there."""
+    import shutil
+
+    results = tmp_path / "result"
+    shutil.copytree(GLYPHH / "result", results)
+    (empty,) = results.rglob("BFCL_v4_irrelevance_result.json")
+    empty.write_bytes(b"")
+    result, out = _grade_folder(tmp_path, "--trajectories", str(results), "--tasks", str(GLYPHH / "data"))
+    assert result.exit_code == EXIT_INPUT_ERROR, result.output
+    assert f"{empty} is empty: it holds no trajectories" in " ".join(result.output.split())
+    row = {c["name"]: c for c in json.loads((out / "bfcl.json").read_text())["categories"]}
+    assert row["BFCL_v4_irrelevance"]["problem"] == "the run stopped (exit code 2): its error is printed above"
+    assert not (out / "BFCL_v4_irrelevance").exists() and row["BFCL_v4_simple_java"]["entries"] == 62

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -115,3 +116,61 @@ def test_the_command_sets_its_imports_aside_once_work_starts_and_restores_the_co
     assert seen["work"][0] == seen["before"]
     assert seen["work"][1] > 10_000  # the modules imported by then, set aside
     assert seen["after"] == [seen["before"], 0]
+
+
+EMPTY_INPUTS = {
+    # name: the bytes of a trajectories input that holds no trajectory (None: /dev/null itself)
+    "an empty file": b"",
+    "/dev/null": None,
+    "blank lines": b"\n \n\t\n",
+    "an empty array": b"[ ]\n",
+    "an empty gzip": gzip.compress(b""),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EMPTY_INPUTS))
+@pytest.mark.parametrize("stdin", [False, True], ids=["file", "stdin"])
+def test_an_empty_trajectories_input_writes_nothing_and_the_rerun_works(files, tmp_path, case, stdin):
+    """Refused (exit 2) before --out is touched: it used to write a whole run of nothing there, then
+    exit 2, and that folder refused the rerun with a good file ("holds another run's files")."""
+    data = EMPTY_INPUTS[case]
+    path = Path("/dev/null") if data is None else tmp_path / "nothing.jsonl"
+    if data is not None:
+        path.write_bytes(data)
+    out = tmp_path / "out"
+    args = ["grade", "--tasks", str(files["tasks"]), "--trajectories", "-" if stdin else str(path), "--out", str(out), "--no-replay"]
+    res = CliRunner().invoke(app, args, input=path.read_bytes() if stdin else None, catch_exceptions=False)
+    assert res.exit_code == 2, res.output
+    shown = "standard input" if stdin else str(path)
+    assert f"error: --trajectories: {shown} is empty: it holds no trajectories" in " ".join(res.output.split())
+    assert "outputs in" not in res.output and not out.exists()
+    again = invoke(files, [], out)
+    assert again.exit_code == 0, again.output
+
+
+def test_an_empty_trajectories_input_without_tasks_is_said_to_be_empty(files, tmp_path):
+    res = CliRunner().invoke(app, ["grade", "--trajectories", str(files["empty"]), "--out", str(tmp_path / "out")], catch_exceptions=False)
+    assert res.exit_code == 2 and "holds no trajectories" in res.output and "carries no tasks" not in res.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_empty_input_with_overwrite_leaves_the_run_in_out_as_it_was(files, tmp_path):
+    out = tmp_path / "out"
+    assert invoke(files, [], out).exit_code == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    res = invoke(files, ["--trajectories", "{empty}", "--overwrite"], out)
+    assert res.exit_code == 2 and "holds no trajectories" in res.output
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+
+
+def test_run_grading_refuses_an_empty_input_unless_asked_to_grade_it(files, tmp_path):
+    """The library says it as the CLI does; ``empty_ok`` is judge run's: a run that collected nothing
+    (every trial failed) is graded as such beside its run_errors.jsonl."""
+    from pipelines.ingest import UsageError
+    from pipelines.run import GradeOptions, run_grading
+
+    with pytest.raises(UsageError, match="holds no trajectories"):
+        run_grading(GradeOptions(tasks=files["tasks"], trajectories=files["empty"], out=tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+    outcome = run_grading(GradeOptions(tasks=files["tasks"], trajectories=files["empty"], out=tmp_path / "out", empty_ok=True))
+    assert outcome.summary.counts.trajectories == 0 and (tmp_path / "out" / "results.jsonl").read_bytes() == b""

@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli import app
+from pipelines.ingest import UsageError
 from pipelines.run import GradeOptions, NoTasks, run_grading
 from pipelines.run.convert import ConvertOptions, convert_trajectories
 
@@ -108,6 +109,25 @@ def test_tasks_out_without_tasks_anywhere_is_refused_before_anything_is_written(
     sink = io.BytesIO()
     with pytest.raises(NoTasks, match="carries no tasks"):
         convert_trajectories(ConvertOptions(trajectories=FORMATS / "openai_trajectories.jsonl"), sink, io.BytesIO())
+    assert sink.getvalue() == b""
+
+
+@pytest.mark.parametrize("stdin", [False, True], ids=["file", "stdin"])
+def test_an_empty_input_is_a_usage_error_that_writes_nothing(tmp_path, stdin):
+    """Exit 2, as judge grade refuses the same input, not "0 trajectories written" and exit 0 (an
+    empty file written over --out); exit 3 stays for items none of which could be read."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"\n\n")
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(b"kept\n")
+    args = ["convert", "--trajectories", "-" if stdin else str(empty), "--out", str(out)]
+    result = runner.invoke(app, args, input=gzip.compress(b"") if stdin else None)
+    assert result.exit_code == 2, result.output
+    assert "error: --trajectories:" in result.output and "holds no trajectories" in result.output
+    assert out.read_bytes() == b"kept\n" and sorted(p.name for p in tmp_path.iterdir()) == ["empty.jsonl", "out.jsonl"]
+    sink = io.BytesIO()
+    with pytest.raises(UsageError, match="is empty"):
+        convert_trajectories(ConvertOptions(trajectories=empty, tasks=FORMATS / "native_tasks.jsonl"), sink, io.BytesIO())
     assert sink.getvalue() == b""
 
 
