@@ -485,6 +485,14 @@ class _Stream:
         return Loaded(source=source, trajectory=trajectory, error=None, task_id=task_id, trajectory_id=trajectory_id, warnings=ctx.warnings)
 
 
+def _unread(errors: list[InputErrorInfo], shown: int = 3) -> str:
+    """Where the task items that could not be read are (file and line), the first ``shown`` of them."""
+    where = ", ".join(e.file + (f":{e.line}" if e.line is not None else "") for e in errors[:shown])
+    more = f" and {len(errors) - shown} more" if len(errors) > shown else ""
+    one = len(errors) == 1
+    return f"{len(errors)} task item{'' if one else 's'} could not be read ({where}{more}): the id may be on {'it' if one else 'one of them'}"
+
+
 _LIST_INDEX = re.compile(r"\[(\d+)\]")
 
 
@@ -508,6 +516,8 @@ def check_task(loaded: Loaded, tasks: TaskSet) -> InputErrorInfo | None:
         return error("unknown_task", f"task {task_id!r} could not be read: {tasks.invalid[task_id].render()}")
     close = difflib.get_close_matches(task_id, list(tasks.tasks), n=3) if len(tasks.tasks) <= 10_000 else []
     hint = f"; similar ids: {', '.join(close)}" if close else ""
+    if tasks.unnamed:  # the id may be on a task line that could not be read at all
+        hint += f"; {_unread(tasks.unnamed)}"
     if loaded.task_id_note:
         hint += f"; {loaded.task_id_note}"
     return error("unknown_task", f"no task with id {task_id!r} among {len(tasks.tasks)} tasks{hint}")

@@ -68,7 +68,8 @@ class TaskSet(msgspec.Struct):
     ``ambiguous`` ids (defined twice with different content, or once unreadably) are *not* in
     ``tasks``: their trajectories are reported as errors instead of being graded against a guess.
     ``invalid`` maps ids of task items that could not be read to their error, so that a
-    trajectory for such a task gets a precise message instead of a bare "unknown task".
+    trajectory for such a task gets a precise message instead of a bare "unknown task"; an item
+    whose id could not be read either (malformed JSON) is in ``unnamed``, and named in that message.
     ``tasks`` and ``sources`` are compact mappings (see ``_store``): a task line per trajectory
     at 100k trajectories must not mean 100k live models.
     """
@@ -78,6 +79,7 @@ class TaskSet(msgspec.Struct):
     errors: list[InputErrorInfo] = msgspec.field(default_factory=list)
     ambiguous: dict[str, InputErrorInfo] = msgspec.field(default_factory=dict)
     invalid: dict[str, InputErrorInfo] = msgspec.field(default_factory=dict)
+    unnamed: list[InputErrorInfo] = msgspec.field(default_factory=list)  # errors of items whose id could not be read (a missing id may be one of them)
     warnings: list[InputWarning] = msgspec.field(default_factory=list)
     _by_query: dict[str, list[str]] | None = None  # an index built on first use (ids_for_query)
 
@@ -483,6 +485,7 @@ class TaskCollector:
         self._fresh = []
         self.result.errors.append(info)
         if task_id is None:
+            self.result.unnamed.append(info)
             return
         if task_id in self.result.sources or task_id in self.result.invalid:
             first = self.result.sources.get(task_id)

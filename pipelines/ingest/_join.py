@@ -137,4 +137,5 @@ def join(path: str, reference: str | None, limits: Limits, collector: TaskCollec
     for uid, entry in refs.items():
         if not entry.used and reference is not None:
             message = f"{spec.ref_role} {uid!r} has no {spec.main_role} in {path}"
-            collector.add_error(InputErrorInfo(kind="unknown_task", message=message, file=reference, line=entry.source.line, field=spec.key_field), None)
+            # an error, not an item whose id could not be read (TaskSet.unnamed): its id is known, only the main file lacks it
+            collector.result.errors.append(InputErrorInfo(kind="unknown_task", message=message, file=reference, line=entry.source.line, field=spec.key_field))

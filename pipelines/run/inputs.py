@@ -208,6 +208,7 @@ def rename_spools(taskset: TaskSet, labels: LabelSet | None, inputs: list[TaskIn
         return info.model_copy(update={"file": fix(info.file), "message": fix(info.message)})
 
     taskset.errors[:] = [fix_info(i) for i in taskset.errors]
+    taskset.unnamed[:] = [fix_info(i) for i in taskset.unnamed]
     taskset.warnings[:] = [fix_info(w) for w in taskset.warnings]
     for table in (taskset.ambiguous, taskset.invalid):
         for key, info in list(table.items()):

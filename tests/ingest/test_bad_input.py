@@ -81,6 +81,20 @@ def test_unknown_and_ambiguous_and_unreadable_tasks(write_jsonl):
     assert unknown.kind == "unknown_task" and "'t11'" in unknown.message and "similar ids: t1" in unknown.message
 
 
+def test_a_task_line_cut_short_is_named_where_its_id_may_be(write_jsonl):
+    """A malformed line's id cannot be read: the trajectories of a missing task are told which
+    lines could not be read (the id may be on one), not only "no task with id"."""
+    cut = json.dumps(dict(TASK, task_id="t2"))[:30]
+    tasks_path = write_jsonl("tasks.jsonl", [TASK, cut, "[1]"])
+    tasks = load_tasks(tasks_path)
+    assert sorted(tasks.tasks) == ["t1"] and tasks.invalid == {} and [e.line for e in tasks.unnamed] == [2, 3]
+    (loaded,) = iter_trajectories(write_jsonl("runs.jsonl", [dict(TRAJ, task_id="t2")]))
+    unknown = check_task(loaded, tasks)
+    assert unknown.kind == "unknown_task" and "no task with id 't2' among 1 tasks" in unknown.message
+    assert f"2 task items could not be read ({tasks_path}:2, {tasks_path}:3): the id may be on one of them" in unknown.message
+    assert check_task(loaded, load_tasks(write_jsonl("whole.jsonl", [TASK]))).message == "no task with id 't2' among 1 tasks"
+
+
 def test_duplicate_task_ids(write_jsonl):
     tasks = load_tasks(write_jsonl("tasks.jsonl", [TASK, dict(TASK, task_id="t2"), TASK, dict(TASK, task_id="t2", question="other?")]))
     identical, different = tasks.errors

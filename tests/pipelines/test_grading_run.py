@@ -116,3 +116,22 @@ def test_cli_grade_and_exit_codes(messy, generated, tmp_path):
     assert fail.exit_code == EXIT_INPUT_ERROR
     missing = runner.invoke(app, ["grade", "--tasks", str(tmp_path / "nope.jsonl"), "--trajectories", str(bad_traj)])
     assert missing.exit_code == 2
+
+
+@pytest.mark.parametrize("workers", [1, 2], ids=["in-process", "tasks-in-shards"])
+def test_a_trajectory_whose_task_line_is_cut_short_is_told_which_lines_could_not_be_read(tmp_path, workers):
+    """Its id may be on that line: the message names the file and line, the tasks given as
+    standard input named as given (-), whether the tasks are read here or in worker shards."""
+    task = {"task_id": "t1", "question": "q", "reference_calls": [{"name": "f", "arguments": {"x": 1}}], "gold_answer": "1"}
+    tasks = _write(tmp_path / "tasks.jsonl", [json.dumps(task), json.dumps(dict(task, task_id="t2"))[:30], json.dumps(dict(task, task_id="t3"))])
+    good = {"task_id": "t2", "trajectory_id": "r", "steps": [{"name": "f", "arguments": {"x": 1}, "result": 1}], "final_answer": "1"}
+    trajectories = _write(tmp_path / "trajectories.jsonl", [json.dumps(good)])
+    run_grading(GradeOptions(tasks=tasks, trajectories=trajectories, out=tmp_path / "run", workers=workers, shard_lines=1))
+    (row,) = _lines(tmp_path / "run" / "results.jsonl")
+    assert row["error"]["kind"] == "unknown_task"
+    assert f"1 task item could not be read ({tasks}:2): the id may be on it" in row["error"]["message"]
+    args = ["grade", "--tasks", "-", "--trajectories", str(trajectories), "--out", str(tmp_path / "piped"), "--no-replay"]
+    piped = runner.invoke(app, args, input=tasks.read_bytes())
+    assert piped.exit_code == 3, piped.output
+    (row,) = _lines(tmp_path / "piped" / "results.jsonl")
+    assert "1 task item could not be read (-:2): the id may be on it" in row["error"]["message"]
