@@ -48,6 +48,13 @@ class RunInputs:
         self.bundle_items: Iterator[Loaded] | None = None
 
     def __enter__(self) -> RunInputs:
+        try:
+            return self._enter()
+        except BaseException:  # a usage error on the way in: its spools go now, not when collected
+            self._stack.close()
+            raise
+
+    def _enter(self) -> RunInputs:
         opts = self.opts
         spool_dir = Path(self._stack.enter_context(tempfile.TemporaryDirectory(prefix="judge-inputs-")))
         self.trajectories = self._open(opts.trajectories, spool_dir)

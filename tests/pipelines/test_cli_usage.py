@@ -154,6 +154,18 @@ def test_an_empty_trajectories_input_without_tasks_is_said_to_be_empty(files, tm
     assert not (tmp_path / "out").exists()
 
 
+def test_a_usage_error_on_the_way_in_leaves_no_spool_behind(files, tmp_path, monkeypatch):
+    import tempfile
+
+    spools = tmp_path / "tmp"
+    spools.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spools))
+    args = ["grade", "--tasks", str(files["tasks"]), "--trajectories", "-", "--out", str(tmp_path / "out"), "--no-replay"]
+    res = CliRunner().invoke(app, args, input=b"", catch_exceptions=False)
+    assert res.exit_code == 2 and "holds no trajectories" in res.output
+    assert list(spools.iterdir()) == []  # standard input's spool removed at once, not when collected
+
+
 def test_an_empty_input_with_overwrite_leaves_the_run_in_out_as_it_was(files, tmp_path):
     out = tmp_path / "out"
     assert invoke(files, [], out).exit_code == 0
