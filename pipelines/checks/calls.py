@@ -22,7 +22,8 @@ Invariants, each a general rule:
   duplicates never inflate a score. (Response containment is about information, as in VAKRA:
   one response that holds what two reference reads returned covers both.)
 - Order matters only along ``depends_on``: a reference call is satisfied by the earliest matching
-  step that comes after the steps satisfying its dependencies.
+  step that comes after the steps satisfying its dependencies, not beside them (issued in the same
+  model message, ``Step.round``: parallel calls, none of which saw another's result).
 - Read calls are evidence: extra reads are fine; a read reference call is also satisfied when its
   response (replayed, or ``expected_output``) appears among the responses the agent got
   (VAKRA's response-set containment). A response that tells nothing of the read (empty, or only
@@ -163,14 +164,17 @@ class _CallMatcher:
     def assign_structurally(self) -> None:
         """In dependency order, each reference call takes the earliest matching unused call that
         comes after the calls satisfying its dependencies."""
+        rounds = {v.index: v.step.round for v in self.made}
         for ri in self.order:
             name = self.refs[ri].name
             deps = [self.id_to_index[d] for d in self.refs[ri].depends_on]
-            after = max((s for d in deps if (s := self.status[d].satisfied_by) is not None), default=-1)
+            satisfying = [s for d in deps if (s := self.status[d].satisfied_by) is not None]
+            after = max(satisfying, default=-1)
+            beside = {rounds[s] for s in satisfying} - {None}  # a call issued with them in one message did not see their results
             for view in self.made:
                 if view.step.name != name or view.index in self.used or not self.diff(ri, view.index).matches:
                     continue
-                if view.index <= after:
+                if view.index <= after or view.step.round in beside:
                     self.order_violations.setdefault(ri, view.index)
                     continue
                 self.status[ri].satisfied_by, self.status[ri].how = view.index, "structural"

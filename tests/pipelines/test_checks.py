@@ -136,6 +136,15 @@ def test_order_matters_only_along_dependencies():
     assert verdict(grade(task(independent), reversed_))[0] == VerdictLabel.PASS
 
 
+def test_a_dependent_call_issued_beside_its_dependency_did_not_see_its_result():
+    refs = [dict(REF_SEARCH, id="s"), dict(REF_MEDALS, id="m", depends_on=["s"])]
+    parallel = traj([{**call("search_athletes", country="Kenya"), "round": 0}, {**call("get_medals", athlete_id=7), "round": 0}])
+    assert verdict(grade(task(refs), parallel)) == (VerdictLabel.FAIL, FailureStage.TOOL_SELECTION)  # one model message
+    serial = traj([{**call("search_athletes", country="Kenya"), "round": 0}, {**call("get_medals", athlete_id=7), "round": 1}])
+    assert verdict(grade(task(refs), serial))[0] == VerdictLabel.PASS
+    assert verdict(grade(task([REF_SEARCH, REF_MEDALS]), parallel))[0] == VerdictLabel.PASS  # no dependency: parallel is fine
+
+
 def test_order_score_counts_respected_edges():
     refs = [dict(REF_SEARCH, id="s"), dict(REF_MEDALS, id="m", depends_on=["s"])]
     ok = grade(task(refs), traj([call("search_athletes", country="Kenya"), call("get_medals", athlete_id=7)])).result().scores
