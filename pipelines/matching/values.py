@@ -226,7 +226,14 @@ _DEFAULT_A = datetime(2000, 1, 1, 0, 0, 0, 0)
 _DEFAULT_B = datetime(2001, 2, 2, 1, 1, 1, 1)
 
 
+_WEEKDAYS = {name: day for day, names in enumerate(("mon monday", "tue tues tuesday", "wed wednesday", "thu thur thurs thursday", "fri friday",
+                                                      "sat saturday", "sun sunday")) for name in names.split()}  # fmt: skip
+_WORD_RUN = re.compile(r"[^\W\d_]+")
+
+
 def _parse_when(text: str) -> _When | None:
+    """The date (and time) ``text`` names, or None: not a full date, or one naming a weekday the
+    date does not fall on ("Monday, March 5, 2024" was a Tuesday: which one is meant is unknown)."""
     from dateutil import parser as date_parser  # on first use: a run that compares no dates never imports it
 
     try:
@@ -236,7 +243,14 @@ def _parse_when(text: str) -> _When | None:
         return None
     if (a.year, a.month, a.day) != (b.year, b.month, b.day):
         return None  # year, month or day not given: not a comparable date
+    if _wrong_weekday(text, a):
+        return None
     return _When(a, has_time=a.hour == b.hour)
+
+
+def _wrong_weekday(text: str, moment: datetime) -> bool:
+    named = {_WEEKDAYS[w] for w in _WORD_RUN.findall(text.lower()) if w in _WEEKDAYS}
+    return bool(named) and named != {moment.weekday()}
 
 
 def _dates_equal(x: _When, y: _When) -> bool:
@@ -267,7 +281,7 @@ def _string_diff(a: str, b: str, schema: dict | None, opts: _Opts, path: str) ->
             return None if _dates_equal(wa, wb) else _Diff(path, _show(a), _show(b), "different date")
         if wa is not None or wb is not None:
             bad = b if wb is None else a
-            return _Diff(path, _show(a), _show(b), f"cannot parse {_show(bad)} as a full date")
+            return _Diff(path, _show(a), _show(b), f"cannot parse {_show(bad)} as a full date (or it names a weekday its date does not fall on)")
         # neither side is a date although the schema says so: compare as text
     return _text_diff(a, b, path)
 

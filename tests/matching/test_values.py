@@ -148,6 +148,12 @@ def test_exact_strings():
 # ---------------------------------------------------------------- dates
 
 
+def test_a_date_naming_a_weekday_it_does_not_fall_on_is_no_date():
+    assert ok("2024-03-05", "Tuesday, March 5, 2024")
+    assert not ok("2024-03-05", "Monday, March 5, 2024")  # 5 March 2024 was a Tuesday: which is meant?
+    assert not ok("2024-03-05", "Mon 5 Mar 2024")
+
+
 def test_date_format_compares_dates():
     schema = {"type": "string", "format": "date"}
     assert ok("2024-01-05", "January 5, 2024", schema=schema)
