@@ -36,7 +36,7 @@ from pipelines.run.options import BatchWait, GradeOptions, InputErrorsFound, Jud
 from pipelines.run.publish import Publisher
 from pipelines.run.records import JudgesIdentity, LimitsRecord, ReferenceInput, RunIdentity, ShardSize, TasksInput, TrajectoriesInput
 from pipelines.run.spool import InputChanged, display_name
-from pipelines.run.state import RunState
+from pipelines.run.state import RunState, forks_die_with_this_process
 
 __all__ = ["run_grading"]
 
@@ -60,7 +60,7 @@ def run_grading(
     started = datetime.now(UTC)
     rundir = RunDirectory(opts.out)
     resuming = rundir.prepare(overwrite=opts.overwrite, resume=opts.resume, dry_run=True)
-    with RunInputs(opts) as inputs:
+    with forks_die_with_this_process(), RunInputs(opts) as inputs:  # loading forks too (task_shards), before --out is held
         if opts.on_error == "fail" and inputs.errors():
             raise InputErrorsFound(inputs.errors()[0])
         created = not Path(opts.out).exists()

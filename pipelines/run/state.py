@@ -51,7 +51,7 @@ from pipelines.run.records import (
     parse_record,
 )
 
-__all__ = ["STATE_DIR", "RunDirError", "RunState", "ShardRecord", "atomic_write"]
+__all__ = ["STATE_DIR", "RunDirError", "RunState", "ShardRecord", "atomic_write", "forks_die_with_this_process"]
 
 STATE_DIR = ".judge-run"
 _START_OVER = "start over with --overwrite"
@@ -102,7 +102,8 @@ class RunState:
         other's checkpoints, mix their rows and send a round's batches twice; the second is refused
         while the first lives. The lock is the kernel's (``flock``): it goes with its owner, so a
         killed run's folder is free at once; processes forked meanwhile (workers) neither keep it
-        nor outlive the owner (``_forked``)."""
+        nor outlive the owner (``_forked``; a run forks before it holds its folder too, when it
+        loads its inputs: ``forks_die_with_this_process`` covers the whole run)."""
         out = self.folder.parent
         try:
             out.mkdir(parents=True, exist_ok=True)
@@ -258,6 +259,24 @@ class RunState:
 
 _HELD: set[int] = set()  # descriptors of run folders this process owns (locked)
 _FORK = {"parent": 0, "main_thread": True}
+_OWNING = [0]  # how many runs of this process are under way (``forks_die_with_this_process``)
+_OWNING_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def forks_die_with_this_process() -> Iterator[None]:
+    """While inside, every process forked here (task loaders, grading and judge workers, replay
+    children), in any phase of the run, dies with this one as ``_forked`` says, whether or not a
+    run folder is held yet: a run loads its inputs (``pipelines.run.task_shards`` forks a pool)
+    before it holds ``--out``, and a pool's idle workers keep each other's queue pipes open, so
+    without it a killed (SIGTERM, SIGKILL) run left them waiting for ever."""
+    with _OWNING_LOCK:
+        _OWNING[0] += 1
+    try:
+        yield
+    finally:
+        with _OWNING_LOCK:
+            _OWNING[0] -= 1
 
 
 def _try_lock(fd: int) -> bool:
@@ -276,17 +295,23 @@ def _before_fork() -> None:
 
 
 def _forked() -> None:
-    """In a process forked while this one owns a run folder (a grading worker, a judge worker, a
-    replay child): close the inherited lock descriptors (without unlocking: the lock stays the
-    owner's, and goes with it) and die with the owner, by the kernel's parent-death signal where
-    the fork came from the main thread (the signal follows the forking thread), else by noticing
-    that the parent is gone (reparented: the pipe's other end is gone too)."""
-    if not _HELD:
+    """In a process forked while this one owns a run folder or runs a run
+    (``forks_die_with_this_process``: a task loader, a grading worker, a judge worker, a replay
+    child): close the inherited lock descriptors (without unlocking: the lock stays the owner's,
+    and goes with it) and die with the owner, by the kernel's parent-death signal where the fork
+    came from the main thread (the signal follows the forking thread), else by noticing that the
+    parent is gone (reparented: the pipe's other end is gone too). A run's child forks in turn
+    as one (a grading worker's BFCL replay child, whose time limit the worker enforces): what it
+    forks dies with it, so with the owner too."""
+    global _OWNING_LOCK
+    _OWNING_LOCK = threading.Lock()  # another thread may have held it at the fork
+    if not _HELD and not _OWNING[0]:
         return
     for fd in list(_HELD):
         with contextlib.suppress(OSError):
             os.close(fd)
     _HELD.clear()
+    _OWNING[0] = max(_OWNING[0], 1)  # never left in the child (the fork's stack is not unwound there)
     parent = _FORK["parent"]
     if _FORK["main_thread"] and _parent_death_signal():
         if os.getppid() != parent:  # the owner died before the signal was armed

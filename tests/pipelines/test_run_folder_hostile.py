@@ -6,6 +6,7 @@ code, the message, the rows and that nothing was lost."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -169,6 +170,112 @@ def test_workers_die_with_a_killed_parent_and_the_run_resumes(generated, referen
     res = runner.invoke(app, ["resume", str(out), "--workers", "2"])
     assert res.exit_code == 0, res.output
     assert _same_outputs(out, reference) and len(_rows(out)) == 100
+
+
+# A process that grades ``--out`` with 2 workers and stops while it loads its tasks (in shards, by a
+# forked pool: before the run holds --out), once the pool read a first shard: ``ready`` then exists.
+_LOADING_OWNER = """
+import sys, time
+from pathlib import Path
+import pipelines.run.task_shards as task_shards
+from pipelines.run import GradeOptions, run_grading
+tasks, trajectories, out, ready = sys.argv[1:]
+def stalled(*args, **kwargs):
+    Path(ready).write_text("ready")
+    time.sleep(600)
+task_shards.replay_task_shard = stalled
+run_grading(GradeOptions(tasks=Path(tasks), trajectories=Path(trajectories), out=Path(out), shard_lines=20, workers=2))
+"""
+
+
+def _started(pid: int) -> str | None:
+    """The process's start time (field 22 of its stat): a pid seen again is the same process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def _gone_or_killed(processes: dict[int, str | None], timeout: float = 30) -> list[int]:
+    """Wait (up to ``timeout``) for the processes to be gone; the ones still alive are killed
+    (strays must not outlive the test) and returned."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(_alive(pid) for pid in processes):
+        time.sleep(0.05)
+    strays = [pid for pid, started in processes.items() if _alive(pid) and _started(pid) == started]
+    for pid in strays:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return strays
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_task_loaders_die_with_a_parent_killed_while_it_loads(tmp_path, sig):
+    """The pool that loads a tasks file in shards is forked before the run holds --out: killed
+    then, the run left its idle workers waiting on each other's queue pipes for ever (reparented
+    to init, holding the run's stdout and log open)."""
+    tasks, trajectories = generate(tmp_path / "gen", 100, n_tasks=100, seed=5)  # 5 shards of 20 task lines
+    out, ready = tmp_path / "run", tmp_path / "ready"
+    owner = subprocess.Popen([sys.executable, "-c", _LOADING_OWNER, str(tasks), str(trajectories), str(out), str(ready)], cwd=ROOT)
+    loaders: dict[int, str | None] = {}
+    try:
+        for _ in range(1200):  # a bound, not a timing assertion: the pool read its first shard
+            if ready.exists() or owner.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert ready.exists(), "the owner never loaded a shard"
+        assert not (out / ".judge-run").exists(), "the run was past loading"
+        loaders = {pid: _started(pid) for pid in _children(owner.pid)}
+        assert len(loaders) == 2, loaders
+        owner.send_signal(sig)  # the main process only
+        owner.wait(timeout=30)
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
+        strays = _gone_or_killed(loaders)
+    assert not strays, "task loaders outlived their parent"
+
+
+_GRANDCHILD = """
+import os, sys, time
+from pathlib import Path
+from pipelines.run.state import forks_die_with_this_process
+pids = Path(sys.argv[1])
+with forks_die_with_this_process():
+    if os.fork() == 0:  # a worker of the run
+        if os.fork() == 0:  # what the worker forks (a BFCL replay child)
+            time.sleep(600)
+            os._exit(0)
+        pids.with_suffix(".tmp").write_text(" ".join(str(p) for p in (os.getpid(), *[int(c) for c in Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()])))
+        pids.with_suffix(".tmp").rename(pids)
+        time.sleep(600)
+        os._exit(0)
+    time.sleep(600)
+"""
+
+
+def test_what_a_run_s_child_forks_dies_with_it_when_the_owner_is_killed(tmp_path):
+    """The run's children fork in turn as the run does: a grading worker's replay child (whose
+    time limit only the worker enforces) dies with the worker, which dies with the owner."""
+    pids = tmp_path / "pids"
+    owner = subprocess.Popen([sys.executable, "-c", _GRANDCHILD, str(pids)], cwd=ROOT)
+    forked: dict[int, str | None] = {}
+    try:
+        for _ in range(600):
+            if pids.exists() or owner.poll() is not None:
+                break
+            time.sleep(0.05)
+        forked = {int(p): _started(int(p)) for p in pids.read_text().split()}
+        assert len(forked) == 2, forked
+        owner.kill()
+        owner.wait(timeout=30)
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
+        strays = _gone_or_killed(forked)
+    assert not strays, "a run's child or what it forked outlived the owner"
 
 
 # ---- items 6 and 13: links in --out; the message of a second run -------------------------------
