@@ -37,6 +37,7 @@ from judge.llm._settings import (
     load_config_file,
 )
 from judge.llm._sharded import SHARD_MIN_REQUESTS, ShardedPanel, shard_panel
+from judge.llm._spend import SpendLog
 from judge.llm._usage import CallStats, JudgeUsage
 from judge.llm._voting import Tally, tally
 from judge.llm._weights import JudgeWeight, RubricWeights, VoteWeights, load_weights
@@ -79,6 +80,7 @@ __all__ = [
     "Rubric",
     "RubricWeights",
     "ShardedPanel",
+    "SpendLog",
     "Tally",
     "Transport",
     "VoteWeights",

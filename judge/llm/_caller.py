@@ -346,6 +346,8 @@ class JudgeCaller:
             if limiter is not None:
                 await limiter.acquire()
             self.stats.count_attempt(judge.name)
+            if self.budget.log is not None:  # before it is sent: a call in flight when the run is stopped is paid, most likely
+                self.budget.log.launched(judge.name, call.key)
             try:
                 if judge.enforces_timeout:  # the SDK times out each request itself
                     completion = await self.transport(call)
@@ -358,7 +360,7 @@ class JudgeCaller:
                 last = err
             else:
                 return self._record_success(call, completion)
-            self._account(judge, last.input_tokens, last.output_tokens)
+            self._account(judge, last.input_tokens, last.output_tokens, key=call.key)
             if attempt < max_attempts and judge.should_retry(last):
                 self.stats.count_retry(last.reason)
                 log.info("retrying %s after %s: %s", judge.name, last.reason, last.message)
@@ -403,7 +405,7 @@ class JudgeCaller:
 
     def _record_success(self, call: JudgeCall, completion: Completion, *, batch: bool = False) -> Vote:
         judge = call.judge
-        cost = self._account(judge, completion.input_tokens, completion.output_tokens, batch=batch)
+        cost = self._account(judge, completion.input_tokens, completion.output_tokens, batch=batch, key=call.key)  # before the cache has it
         verdict = completion.verdict.model_dump(mode="json")
         repairs = repairs_of(completion.verdict)
         if self.cache is not None and judge.cacheable:  # written the moment it arrives: an interrupted run never pays twice
@@ -421,10 +423,13 @@ class JudgeCaller:
             judge, call.rubric, verdict, completion.model_version, completion.input_tokens, completion.output_tokens, cost, cached=False, repairs=repairs
         )
 
-    def _account(self, judge: JudgeClient, input_tokens: int, output_tokens: int, *, batch: bool = False) -> float:
+    def _account(self, judge: JudgeClient, input_tokens: int, output_tokens: int, *, batch: bool = False, key: str | None = None) -> float:
+        """Count one attempt's tokens and cost; a live one (``key``) in the run's spend log too."""
         cost = cost_usd(price_for(judge.name, judge.kind, self.prices, batch=batch), input_tokens, output_tokens)
         self.stats.add_cost(judge.name, input_tokens, output_tokens, cost)
         self.budget.add(cost)
+        if key is not None and not batch and self.budget.log is not None:
+            self.budget.log.paid(judge.name, key, cost)
         return cost
 
     def _cached_vote(self, call: JudgeCall, payload: dict[str, Any], *, shared: bool = False) -> Vote | None:
@@ -459,6 +464,9 @@ class JudgeCaller:
             self.stats.shared_with_other_runs += 1
         if vote.abstained:
             self.stats.count_abstention(judge.name, vote.abstain_reason)
+        paid = self.budget.log.take(judge.name, call.key) if self.budget.log is not None else None
+        if paid is not None:  # this run paid for it in a round it was stopped in: the paid vote it was (its cost already counted)
+            vote = vote.model_copy(update={"cached": False, "cost_usd": paid})
         return vote
 
     def _abstain(self, judge: JudgeClient, reason: str, message: str, input_tokens: int = 0, output_tokens: int = 0, *, batch: bool = False) -> Vote:

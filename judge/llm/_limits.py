@@ -6,7 +6,8 @@
 - ``RateLimiter``: a token bucket per provider (``rpm``), burst of one second's worth.
 - ``Budget``: once spending reaches ``max_cost_usd`` no new call is launched; calls already in
   flight finish (so the overshoot is bounded by concurrency x one call's cost). Processes judging
-  for one run share a ledger, so the limit and the bound are the run's (``_sharded``).
+  for one run share a ledger, so the limit and the bound are the run's (``_sharded``); a run's
+  spend log (``_spend``) carries what it paid across its resumes.
 """
 
 from __future__ import annotations
@@ -111,12 +112,15 @@ class Budget(msgspec.Struct):
     """``max_cost_usd`` over a run's judge calls. ``ledger``: spending shared by the processes that
     judge for one run (a ``multiprocessing.Value("d")``, see ``_sharded``), so the limit stays the
     run's: every process checks the run's total before each call and adds its costs to it, and the
-    overshoot stays bounded by the calls in flight, across all of them."""
+    overshoot stays bounded by the calls in flight, across all of them. ``log``: the run's spend
+    log (``judge.llm._spend.SpendLog``), where every live attempt is written as it is launched
+    and as it is counted, so a resumed run counts what its stopped sessions paid."""
 
     max_cost_usd: float | None = None
     spent_usd: float = 0.0  # by this process
     exhausted: bool = False
     ledger: Any = None
+    log: Any = None
 
     @property
     def total_usd(self) -> float:

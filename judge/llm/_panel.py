@@ -156,9 +156,15 @@ class Panel:
         return list(decisions)
 
     def count_spent(self, usd: float) -> None:
-        """Count what earlier sessions of this run spent (journaled rounds of a resumed run)
-        against ``max_cost_usd``: a budget is the run's, not each resume's."""
+        """Count what earlier sessions of this run spent (a resumed run's journaled rounds, and
+        what its spend log says the rounds it was stopped in paid) against ``max_cost_usd``: a
+        budget is the run's, not each resume's."""
         self.caller.budget.add(usd)
+
+    def log_spend(self, log: Any) -> None:
+        """Write every live call to the run's spend log (``judge.llm._spend.SpendLog``), and take
+        the answers it says this run paid for as the paid votes they were."""
+        self.caller.budget.log = log
 
     async def aclose(self) -> None:
         await self.caller.aclose()

@@ -23,7 +23,8 @@ deciding small rounds here):
 - ``--max-cost`` stays the run's budget: the processes share one ledger in shared memory
   (``Budget.ledger``), every call checks the run's total before it launches, so the overshoot is
   bounded, as in one process, by the calls in flight (all processes together hold the run's
-  concurrency, no more);
+  concurrency, no more); each writes its calls to the run's spend log (``Budget.log``, opened
+  before the fork), so a resume counts what a stopped round paid in every process;
 - 429s and Retry-After: each worker retries its own calls under its share of each provider's rate;
 - a worker that dies (killed, out of memory) never hangs the run: its pipe closes, its requests
   abstain (every judge ``error``, the reason says which worker died and how), the answers it got
@@ -147,7 +148,7 @@ class ShardedPanel:
                 others = [w.conn for w in self._workers]
                 process = context.Process(
                     target=_serve,
-                    args=(theirs, others, settings, rubrics, index, processes, self._ledger),
+                    args=(theirs, others, settings, rubrics, index, processes, self._ledger, budget.log),
                     name=f"judge-worker-{index}",
                     daemon=True,
                 )
@@ -334,17 +335,19 @@ def _splittable(panel: Panel) -> int:
 
 
 # --- in a worker process --------------------------------------------------------------------------
-def _serve(conn: Connection, others: list[Connection], settings: JudgeSettings, rubrics: Mapping[str, Rubric] | None, index: int, of: int, ledger: Any) -> None:
+def _serve(
+    conn: Connection, others: list[Connection], settings: JudgeSettings, rubrics: Mapping[str, Rubric] | None, index: int, of: int, ledger: Any, log: Any = None
+) -> None:
     """A worker's life: build its panel, decide each share it is sent, until told to stop (None)
     or the run's process is gone (EOF)."""
     keep_inherited_frozen()
     fresh_std_streams()
     for other in others:  # the run's ends of earlier workers' pipes, inherited: not ours to hold
         other.close()
-    asyncio.run(_rounds(conn, settings, rubrics, index, of, ledger))
+    asyncio.run(_rounds(conn, settings, rubrics, index, of, ledger, log))
 
 
-async def _rounds(conn: Connection, settings: JudgeSettings, rubrics: Mapping[str, Rubric] | None, index: int, of: int, ledger: Any) -> None:
+async def _rounds(conn: Connection, settings: JudgeSettings, rubrics: Mapping[str, Rubric] | None, index: int, of: int, ledger: Any, log: Any = None) -> None:
     loop = asyncio.get_running_loop()
     panel: Panel | None = None
     failure: BaseException | None = None
@@ -353,6 +356,7 @@ async def _rounds(conn: Connection, settings: JudgeSettings, rubrics: Mapping[st
         if panel is None:
             raise RuntimeError("the judge settings describe no judge")
         panel.caller.budget.ledger = ledger
+        panel.caller.budget.log = log  # the run's spend log, open for appending (inherited)
     except Exception as exc:  # reported with the first share
         failure = exc
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from judge import Check, Escalator, JudgeRequest, Outcome, PanelDecision, TrajectoryResult
 from pipelines.controls import Control, ControlLedger, set_aside
@@ -19,6 +19,9 @@ from pipelines.run.merge import PendingRef
 from pipelines.run.options import BatchWait, GradeOptions, JudgingProgress
 from pipelines.run.records import ControlAnswer, DecidedRound, SubmittedBatches
 from pipelines.run.state import RunState
+
+if TYPE_CHECKING:
+    from judge.llm import SpendLog
 
 __all__ = ["TICK_S", "Escalation"]
 
@@ -62,9 +65,28 @@ class Escalation:
                 ledger.asked |= {c.request.rubric for c in asked}
                 ledger.record(asked, answers, self._label_outcomes())
             waiting, decided = [], decided + 1
+        log = self._spend_log(escalator) if cases else None
+        if log is not None:  # what stopped sessions paid in rounds never journaled, and calls they had in flight
+            spent = max(spent, log.decided_usd) + log.open_usd + log.in_flight_usd
         count_spent = getattr(escalator, "count_spent", None)
         if spent and count_spent is not None:
             count_spent(spent)
+        try:
+            return self._rounds(cases, escalator, ledger, waiting, decided, log)
+        finally:
+            if log is not None:
+                self._note_spend(escalator, log, spent)
+                log.close()
+
+    def _rounds(
+        self,
+        cases: dict[PendingRef, GradedCase],
+        escalator: Any,
+        ledger: ControlLedger | None,
+        waiting: list[dict[str, Any]],
+        decided: int,
+        log: SpendLog | None,
+    ) -> dict[PendingRef, TrajectoryResult] | BatchWait:
         batch = getattr(escalator, "batch", None)
         if waiting and batch is None:
             raise RunDirError("--resume: this run waits for provider batches: resume it in batch mode (judge resume RUN_DIR)")
@@ -109,6 +131,8 @@ class Escalation:
                             for c, d in zip(controls, checked, strict=True)
                         ]
                         asked_now = [(ref[0], ref[1], ti, check.value) for ref, ti, check in asks]
+                        if log is not None:  # what the log holds so far was paid for journaled rounds
+                            self.state.record.spent_bytes = log.size()
                         self.state.append_round(DecidedRound(panel=escalator.name, asks=asked_now, decisions=decisions, controls=control_answers or None))
                         waiting, decided = [], decided + 1
                 finally:
@@ -122,6 +146,31 @@ class Escalation:
             if wait is not None:
                 return wait
         return {ref: case.result() for ref, case in cases.items()}
+
+    def _spend_log(self, escalator: Any) -> SpendLog | None:
+        """The run's spend log (``judge.llm._spend``) for a panel that makes live calls: read back
+        (what earlier sessions paid) and given to the panel, before any judge worker is forked."""
+        log_spend = getattr(escalator, "log_spend", None)
+        if log_spend is None:
+            return None
+        from judge.llm import SpendLog
+
+        log = SpendLog(self.state.spent_path, since=self.state.record.spent_bytes)
+        log_spend(log)
+        return log
+
+    def _note_spend(self, escalator: Any, log: SpendLog, earlier: float) -> None:
+        """Say in the manifest's judge statistics what the run paid in all its sessions, where
+        earlier ones paid anything (an uninterrupted run's manifest is unchanged)."""
+        stats, budget = getattr(escalator, "stats", None), getattr(getattr(escalator, "caller", None), "budget", None)
+        if not earlier or stats is None or budget is None:
+            return
+        calls = sum(log.in_flight.values())
+        flying = f", ${log.in_flight_usd:.4f} of it estimated for {calls} call{'s' if calls != 1 else ''} in flight when a session was stopped" if calls else ""
+        stats.note(
+            f"judge cost of this run across its sessions: ${budget.total_usd:.4f} (earlier sessions ${earlier:.4f}{flying}); --max-cost counts all of it. "
+            "The results record each answer once: a call repeated after a stop (or whose answer never arrived) is counted here, not there"
+        )
 
     async def _decide_watched(self, judging: Escalator, requests: list[JudgeRequest], round_index: int) -> list[PanelDecision]:
         """``judging.decide(requests)``, telling ``on_judging`` where the round stands meanwhile."""

@@ -191,6 +191,7 @@ class RunStateRecord(_Record):
     decisions_bytes: int = 0
     steps_bytes: int = 0  # steps.partial: the trajectories the drill-down may show (a state written before it had none)
     rounds: int = 0
+    spent_bytes: int = 0  # spent.jsonl: the part written for rounds already journaled (a state written before it had none)
     whole_input: bool = False  # the trajectories were read as one stream (not cut into shards)
     whole_sha256: str | None = None
 

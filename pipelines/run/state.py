@@ -16,6 +16,9 @@ the run reads back is a pickle or anything else that runs code when read.
   that waits for provider batches has entries with the batches' ids (``SubmittedBatches``) and no decisions
   until it is decided;
 - ``batches/``: result files of ended provider batches, downloaded once;
+- ``spent.jsonl``: every live judge call, appended as it is launched and as its cost is counted, by
+  every process judging (``judge.llm._spend``); never cut back on resume: what a stopped round paid
+  is what ``--max-cost`` must still count (``spent_bytes``: the part paid for journaled rounds);
 The run folder itself (``--out``) is locked by the one process working on the run (``RunState.hold``).
 """
 
@@ -77,6 +80,7 @@ class RunState:
         self.shards_path = folder / "shards.jsonl"
         self.decisions_path = folder / "decisions.jsonl"
         self.steps_path = folder / "steps.partial"  # the trajectories the drill-down may show (reports.kept_line), in row order
+        self.spent_path = folder / "spent.jsonl"  # every live judge call, as launched and as counted (judge.llm._spend): never cut back
         self._record: RunStateRecord | None = None
         self._held: int | None = None  # the locked descriptor of the run folder while this process owns it
 
@@ -90,7 +94,7 @@ class RunState:
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self, identity: RunIdentity, started_at: str, recipe: Recipe | None = None) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        for path in (self.partial_path, self.shards_path, self.decisions_path, self.steps_path):
+        for path in (self.partial_path, self.shards_path, self.decisions_path, self.steps_path, self.spent_path):
             path.write_bytes(b"")
         self._record = RunStateRecord(identity=identity, recipe=recipe, started_at=started_at)
         self.save()
