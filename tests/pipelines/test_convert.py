@@ -159,7 +159,7 @@ def test_cli_exit_codes_and_no_half_written_file(tmp_path):
     assert no_tasks.exit_code == 2 and "carries no tasks" in no_tasks.output
     same = runner.invoke(app, ["convert", "--trajectories", str(bad), "--out", str(out), "--tasks-out", str(out)])
     assert same.exit_code == 2 and "must differ from --out" in same.output
-    folder = runner.invoke(app, ["convert", "--trajectories", str(tmp_path)])
+    folder = runner.invoke(app, ["convert", "--trajectories", str(tmp_path)], env={"COLUMNS": "1000"})  # the message names the path: unwrapped
     assert folder.exit_code == 2 and "is a folder" in folder.output
     unknown = runner.invoke(app, ["convert", "--trajectories", str(bad), "--format", "nope"])
     assert unknown.exit_code == 2 and "unknown trajectory format" in unknown.output
