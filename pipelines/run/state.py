@@ -155,16 +155,32 @@ class RunState:
 
     def load(self) -> RunStateRecord:
         """The state of the interrupted run, its files cut back to the last checkpoint."""
-        self._record = record = self._read("the interrupted run's state cannot be used")
-        # drop whatever was written after the last checkpoint
-        for path, size in (
+        record = self._read("the interrupted run's state cannot be used")
+        checkpoints = (
             (self.partial_path, record.partial_bytes),
             (self.shards_path, record.shards_bytes),
             (self.decisions_path, record.decisions_bytes),
             (self.steps_path, record.steps_bytes),
-        ):
+        )
+        # every file checked before any is cut: truncate() would lengthen a file shorter than its
+        # checkpoint (padding it with NUL bytes), and a damaged run state is left as it was found
+        for path, size in checkpoints:
+            try:
+                found = path.stat().st_size
+            except FileNotFoundError:
+                found = 0
+            except OSError as exc:
+                raise RunDirError(f"{path}: the interrupted run's state cannot be used ({exc.strerror or exc}); {_START_OVER}") from exc
+            if found < size:
+                raise RunDirError(
+                    f"{path}: {found} bytes, shorter than its last checkpoint ({size} bytes): the run state is damaged "
+                    f"and the run cannot be resumed; {_START_OVER}"
+                )
+        # drop whatever was written after the last checkpoint
+        for path, size in checkpoints:
             with open(path, "ab") as fh:
                 fh.truncate(size)
+        self._record = record
         return record
 
     def _read(self, what: str) -> RunStateRecord:

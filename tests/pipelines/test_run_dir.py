@@ -156,6 +156,28 @@ def test_resume_refuses_other_inputs_or_options(generated, tmp_path, monkeypatch
         run_grading(GradeOptions(tasks=tasks, trajectories=trajectories, out=tmp_path / "empty", resume=True))
 
 
+@pytest.mark.parametrize("name", ["results.partial", "shards.jsonl"])
+def test_a_state_file_cut_below_its_checkpoint_is_refused_and_left_as_found(generated, tmp_path, monkeypatch, name):
+    """A run-state file shorter than its recorded checkpoint once came back padded with NUL bytes
+    (``truncate`` lengthens a short file) and the resume died on "control character" errors."""
+    tasks, trajectories = generated
+    out = tmp_path / "run"
+    with monkeypatch.context() as m:
+        _kill_after(m, "_merge", 2)
+        with pytest.raises(_Killed):
+            run_grading(GradeOptions(tasks=tasks, trajectories=trajectories, out=out, shard_lines=25))
+    state_dir = out / ".judge-run"
+    path = state_dir / name
+    path.write_bytes(path.read_bytes()[:-100])
+    before = {p.name: p.read_bytes() for p in state_dir.iterdir() if p.is_file()}
+    with pytest.raises(RunDirError, match=f"{name}: .* shorter than its last checkpoint .*damaged.*--overwrite"):
+        run_grading(GradeOptions(tasks=tasks, trajectories=trajectories, out=out, shard_lines=25, resume=True))
+    assert {p.name: p.read_bytes() for p in state_dir.iterdir() if p.is_file()} == before  # nothing padded, nothing cut
+    assert b"\0" not in path.read_bytes()
+    res = runner.invoke(app, ["grade", "--tasks", str(tasks), "--trajectories", str(trajectories), "--out", str(out), "--resume"])
+    assert res.exit_code == EXIT_USAGE and "shorter than its last checkpoint" in " ".join(res.output.split())
+
+
 # ---- judges: resume without asking again; cached reruns ------------------------------------------
 
 
