@@ -458,8 +458,11 @@ def _grade_folders(opts: GradeOptions) -> None:
         raise typer.Exit(EXIT_INPUT_ERROR)
 
 
+DEMO_OUT = Path("runs/demo")  # the demo's own folder (make demo): each run of the demo replaces it
+
+
 def demo(
-    out: Annotated[Path, typer.Option(help="Output directory.")] = Path("runs/demo"),
+    out: Annotated[Path, typer.Option(help="Output directory.")] = DEMO_OUT,
     judge: JudgeOpt = None,
     config: JudgeConfigOpt = None,
     cache: CacheOpt = None,
@@ -471,10 +474,18 @@ def demo(
     tie_breaker: TieOpt = None,
     rubrics: RubricsOpt = None,
     min_votes: MinVotesOpt = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help=f"Replace the run (or the files of one) --out holds; without it only an earlier demo run, or {DEMO_OUT}, is replaced.",
+        ),
+    ] = False,
 ) -> None:
     """Grade the bundled sample benchmark end to end (replay included) and print the breakdown."""
     from pipelines.resources import sample_dir
     from pipelines.run import GradeOptions, default_workers
+    from pipelines.run.folder import demo_run
 
     sample = sample_dir()
     if not (sample / "tasks.jsonl").exists():
@@ -492,9 +503,10 @@ def demo(
         rubrics=rubric_table,
         rubrics_dir=rubrics,
         replayer=build_replayer(True),
-        command=["judge", *sys.argv[1:]],
+        command=["judge", *sys.argv[1:]] if sys.argv[1:2] == ["demo"] else ["judge", "demo", "--out", str(out)],  # "demo": what demo_run knows it by
         workers=default_workers(),
-        overwrite=True,  # the demo's folder holds the demo: each run replaces it
+        # an earlier demo run is replaced; another run's files (judge grade's, a user's) only with --overwrite, as judge grade does
+        overwrite=overwrite or out == DEMO_OUT or demo_run(out),
     )
     print_breakdowns(run_and_print(opts))
 

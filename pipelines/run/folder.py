@@ -34,6 +34,7 @@ __all__ = [
     "RunDirectory",
     "atomic_write",
     "complete_run",
+    "demo_run",
 ]
 
 RESULTS, SUMMARY, REPORT_MD, REPORT_HTML, MANIFEST, TABLES = "results.jsonl", "summary.json", "report.md", "report.html", "manifest.json", "tables"
@@ -133,3 +134,33 @@ def complete_run(manifest: Path) -> bool:
         return read_manifest(manifest).complete
     except RecordError:
         return False
+
+
+def demo_run(out: Path) -> bool:
+    """``out`` holds a run of ``judge demo`` and nothing another run wrote: its manifest (a
+    finished run) and its run state (an interrupted one), whichever it has, were written by a
+    command ``judge demo`` (``Manifest.command`` / ``Recipe.command``). Run outputs without a
+    manifest of the demo (a user's results.jsonl, a run of ``judge grade``) are not the demo's."""
+    from pipelines.run.records import RecordError
+
+    out = Path(out)
+    if not out.is_dir():
+        return False
+    state = RunState(out / STATE_DIR)
+    if state.state_path.exists():
+        try:
+            recipe = state.peek().recipe
+        except (RecordError, RunDirError):
+            return False
+        if recipe is None or recipe.command[1:2] != ["demo"]:
+            return False
+    found = [name for name in OUTPUTS if (out / name).exists()]
+    if not found:
+        return state.state_path.exists()
+    if MANIFEST not in found:
+        return False
+    try:
+        manifest = read_manifest(out / MANIFEST)
+    except RecordError:
+        return False
+    return manifest.command[1:2] == ["demo"]

@@ -38,6 +38,42 @@ def test_demo_then_report_rerender(tmp_path):
     assert (tmp_path / "again" / "report.md").read_text() == (tmp_path / "demo" / "report.md").read_text()
 
 
+def test_demo_replaces_only_a_demo_run(tmp_path, monkeypatch):
+    """``judge demo --out DIR`` once replaced whatever DIR held (overwrite hard-coded): a run of
+    ``judge grade``, a user's own results.jsonl. It now refuses them as ``judge grade`` does (exit 2
+    unless --overwrite) and replaces, without a flag, an earlier demo run and its own runs/demo."""
+    from pipelines.resources import sample_dir
+
+    sample = sample_dir()
+    graded = tmp_path / "a1"
+    res = runner.invoke(app, ["grade", "--tasks", str(sample / "tasks.jsonl"), "--trajectories", str(sample / "trajectories.jsonl"), "--out", str(graded)])
+    assert res.exit_code == 0, res.output
+    manifest = (graded / "manifest.json").read_bytes()
+    res = runner.invoke(app, ["demo", "--out", str(graded)])
+    assert res.exit_code == 2 and "holds another run's files" in " ".join(res.output.split()), res.output
+    assert (graded / "manifest.json").read_bytes() == manifest
+
+    mine = tmp_path / "dm"
+    mine.mkdir()
+    (mine / "results.jsonl").write_text('{"mine":1}\n')
+    res = runner.invoke(app, ["demo", "--out", str(mine)])
+    assert res.exit_code == 2 and "--overwrite" in res.output, res.output
+    assert (mine / "results.jsonl").read_text() == '{"mine":1}\n'
+    res = runner.invoke(app, ["demo", "--out", str(mine), "--overwrite"])
+    assert res.exit_code == 0, res.output
+    assert json.loads((mine / "manifest.json").read_text())["command"][1] == "demo"
+
+    res = runner.invoke(app, ["demo", "--out", str(mine)])  # an earlier demo run: replaced without a flag
+    assert res.exit_code == 0, res.output
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "demo").mkdir(parents=True)
+    (tmp_path / "runs" / "demo" / "results.jsonl").write_text("left by anything\n")
+    res = runner.invoke(app, ["demo"])  # make demo: the demo's own folder
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "runs" / "demo" / "manifest.json").read_text())["complete"] is True
+
+
 def test_env_and_schema_commands(tmp_path):
     listed = runner.invoke(app, ["env", "list"])
     assert listed.exit_code == 0 and "retail" in listed.output
