@@ -227,6 +227,7 @@ def load_run(
         raise ReportInputError(f"{run_dir}: not a run directory")
     drill_first = _steps.DRILL_FIRST if drill_first is None else drill_first
     drill_extra_failures = _steps.DRILL_EXTRA_FAILURES if drill_extra_failures is None else drill_extra_failures
+    read_summary_here = summary is None  # the grading run passes the summary of the rows it passes
     if summary is None:
         summary = read_summary(run_dir / SUMMARY)
     full: dict[int, TrajectoryResult] = {}
@@ -249,6 +250,8 @@ def load_run(
             else drill_picks((row.verdict for row in rows), drill_first, drill_extra_failures)
         )
         full = dict(_read_results(run_dir / RESULTS, set(picked)))
+    if read_summary_here:
+        check_counts(run_dir, summary, rows)
     n = len(rows)
     if n <= drill_first:
         note = f"all {n} trajectories"
@@ -278,7 +281,9 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise ReportInputError(f"{path}: file not found")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
+    except OSError as exc:
+        raise ReportInputError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    except ValueError as exc:  # not JSON, or not UTF-8 text
         raise ReportInputError(f"{path}: not valid JSON ({exc})") from exc
     if not isinstance(data, dict):
         raise ReportInputError(f"{path}: expected a JSON object at the top level")
@@ -289,9 +294,11 @@ def _read_results(path: Path, only: set[int] | None = None):
     """Every result of ``path`` in order; with ``only``, (index, result) of those indices."""
     if not path.exists():
         raise ReportInputError(f"{path}: file not found")
+    if path.is_dir():
+        raise ReportInputError(f"{path}: a folder, not a results file")
     with open(path, encoding="utf-8") as fh:
         index = -1
-        for lineno, line in enumerate(fh, 1):
+        for lineno, line in _lines_of(fh, path):
             if not line.strip():
                 continue
             index += 1
@@ -303,3 +310,36 @@ def _read_results(path: Path, only: set[int] | None = None):
             except ValidationError as exc:
                 err = exc.errors()[0]
                 raise ReportInputError(f"{path}:{lineno}: field {field_path(err['loc']) or '<root>'}: {err['msg']}") from exc
+
+
+def _lines_of(fh: Any, path: Path) -> Any:
+    """The numbered lines of a results file; bytes that are not UTF-8 are a ``ReportInputError``."""
+    lineno = 0
+    while True:
+        try:
+            line = fh.readline()
+        except UnicodeDecodeError as exc:
+            # decoded in chunks: the line is not known
+            raise ReportInputError(f"{path}: not UTF-8 text ({exc.reason}); is this a trajectory-judge results.jsonl?") from None
+        if not line:
+            return
+        lineno += 1
+        yield lineno, line
+
+
+def check_counts(run_dir: Path, summary: RunSummary, rows: Sequence[Row]) -> None:
+    """The rows of ``results.jsonl`` are the run ``summary.json`` counts: as many, verdict for
+    verdict. A folder where they differ (results.jsonl cut short or edited, a summary of another
+    run) would give a report whose totals are not its tables'."""
+    c = summary.counts
+    found = {"pass": 0, "fail": 0, "unresolved": 0, "error": 0}
+    for row in rows:
+        found[row.verdict] = found.get(row.verdict, 0) + 1
+    expected = {"pass": c.passed, "fail": c.fail, "unresolved": c.unresolved, "error": c.errors}
+    if len(rows) != c.trajectories or found != expected:
+        differ = ", ".join(f"{k} {found.get(k, 0)} vs {v}" for k, v in expected.items() if found.get(k, 0) != v)
+        raise ReportInputError(
+            f"{run_dir / RESULTS} holds {len(rows)} results, {run_dir / SUMMARY} counts {c.trajectories} trajectories"
+            + (f" ({differ})" if differ else "")
+            + ": the run folder is damaged (a file cut short, edited, or of another run); grade the run again"
+        )

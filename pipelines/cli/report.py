@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from pipelines.cli._common import stdout
+from pipelines.cli._common import EXIT_INPUT_ERROR, console, labelled, stdout
 
 
 def report(
@@ -25,8 +25,13 @@ def report(
     ] = None,
 ) -> None:
     """Re-render the report of one run, or compare several runs side by side."""
-    from reports import build_report
+    from reports import ReportInputError, build_report
 
     target = out or (run_dirs[0] if len(run_dirs) == 1 else Path("runs/comparison"))
-    for path in build_report(list(run_dirs), target, calibration=calibration, parquet=parquet):
+    try:
+        written = build_report(list(run_dirs), target, calibration=calibration, parquet=parquet)
+    except ReportInputError as exc:  # a run folder damaged or not one: nothing is written
+        console.print(labelled("input error:", str(exc)), highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_INPUT_ERROR) from exc
+    for path in written:
         stdout.print(str(path))

@@ -74,6 +74,67 @@ def test_demo_replaces_only_a_demo_run(tmp_path, monkeypatch):
     assert json.loads((tmp_path / "runs" / "demo" / "manifest.json").read_text())["complete"] is True
 
 
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory) -> Path:
+    from pipelines.resources import sample_dir
+
+    out = tmp_path_factory.mktemp("sample") / "run"
+    sample = sample_dir()
+    res = runner.invoke(app, ["grade", "--tasks", str(sample / "tasks.jsonl"), "--trajectories", str(sample / "trajectories.jsonl"), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def _cut_lines(run: Path) -> None:
+    lines = (run / "results.jsonl").read_bytes().splitlines(keepends=True)
+    (run / "results.jsonl").write_bytes(b"".join(lines[: len(lines) // 2]))
+
+
+DAMAGE = {
+    # name: (what is done to the run folder, text in the message)
+    "summary.json deleted": (lambda run: (run / "summary.json").unlink(), "summary.json: file not found"),
+    "summary.json not JSON": (lambda run: (run / "summary.json").write_text("{"), "summary.json: not valid JSON"),
+    "summary.json not UTF-8": (lambda run: (run / "summary.json").write_bytes(b"\xff{}"), "summary.json: not valid JSON"),
+    "results.jsonl deleted": (lambda run: (run / "results.jsonl").unlink(), "results.jsonl: file not found"),
+    "a results line cut": (lambda run: (run / "results.jsonl").write_bytes((run / "results.jsonl").read_bytes()[:5000]), "results.jsonl:3: field <root>"),
+    "results.jsonl not UTF-8": (lambda run: (run / "results.jsonl").write_bytes((run / "results.jsonl").read_bytes() + b"\xff\xfe\n"), "not UTF-8 text"),
+    "results.jsonl cut back to whole lines": (_cut_lines, "summary.json counts 666 trajectories"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGE))
+def test_report_on_a_damaged_run_folder_is_an_input_error(sample_run, tmp_path, case):
+    """``judge report`` on a damaged run once ended in "internal error: ReportInputError" (exit 1),
+    or, with results.jsonl cut back to whole lines, wrote a report whose totals (summary.json) were
+    not its tables'. Each is an input error (exit 3) naming the file, and nothing is written."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(sample_run, run)
+    for name in ("report.md", "report.html"):
+        (run / name).unlink()
+    damage, text = DAMAGE[case]
+    damage(run)
+    res = runner.invoke(app, ["report", str(run)])
+    message = " ".join(res.output.split())
+    assert res.exit_code == 3, res.output
+    assert message.startswith("input error:") and text in message and "internal error" not in message
+    assert not (run / "report.md").exists() and not (run / "report.html").exists()
+
+
+def test_report_names_what_differs_when_results_and_summary_disagree(sample_run, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(sample_run, run)
+    _cut_lines(run)
+    res = runner.invoke(app, ["report", str(run)])
+    message = " ".join(res.output.split())
+    assert res.exit_code == 3 and "results.jsonl holds 333 results" in message and "the run folder is damaged" in message, message
+    again = runner.invoke(app, ["report", str(sample_run), "--out", str(tmp_path / "whole")])  # an intact run: unchanged
+    assert again.exit_code == 0, again.output
+
+
 def test_env_and_schema_commands(tmp_path):
     listed = runner.invoke(app, ["env", "list"])
     assert listed.exit_code == 0 and "retail" in listed.output
