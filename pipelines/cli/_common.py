@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -52,6 +52,13 @@ def labelled(label: str, text: str, style: str = "red") -> Text:
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_INPUT_ERROR, EXIT_JUDGE_CONFIG = 0, 1, 2, 3, 4
 EXIT_WAITING = 5  # the run waits for provider batches (--judge-mode batch): continue it with judge resume
+
+
+def fail(option: str, message: str) -> NoReturn:
+    """A usage error naming the option as typed: exit 2 (``pipelines.cli._usage``)."""
+    console.print(labelled("error:", f"{option}: {message}"), highlight=False, soft_wrap=True)
+    raise typer.Exit(EXIT_USAGE)
+
 
 JudgeOpt = Annotated[Optional[list[str]], typer.Option("--judge", help="A judge as provider:model (repeat for a panel), e.g. openai:gpt-4.1-mini.")]
 JudgeConfigOpt = Annotated[
@@ -110,11 +117,17 @@ def judge_settings(
     tie_breaker: str | None,
     min_votes: int | None = None,
     mode: str = "online",
+    options: Mapping[str, str] | None = None,
 ) -> Any:
-    """The ``judge.llm.JudgeSettings`` the options describe, or None when no judge is configured
-    (exit 4 if invalid)."""
+    """The ``judge.llm.JudgeSettings`` the options describe, or None when no judge is configured.
+    A value of an option the settings refuse (``--vote maj``, ``--max-cost -1``) is a usage error
+    naming the option as typed (exit 2, as ``--judge-mode`` and ``--controls`` are); anything else
+    invalid exits 4. ``options``: the option names of this command where they differ from
+    ``SETTING_OPTIONS`` (``judge run``'s ``--judge-max-cost``)."""
     if not judges and config is None:
         return None
+    from pydantic import ValidationError
+
     from judge.llm import JudgeSettings
 
     fields: dict[str, Any] = {
@@ -132,9 +145,52 @@ def judge_settings(
     }
     try:
         return JudgeSettings(**{k: v for k, v in fields.items() if v is not None})
+    except ValidationError as exc:
+        names = {**SETTING_OPTIONS, **(options or {})}
+        first = exc.errors(include_url=False)[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
+        if field in names and fields.get(field) is not None:
+            fail(names[field], f"{_refusal(first)}, not {first['input']!r}")
+        detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False))
+        console.print(f"invalid judge configuration: {detail}", style="red", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_JUDGE_CONFIG) from exc
     except Exception as exc:
         console.print(f"invalid judge configuration: {exc}", style="red")
         raise typer.Exit(EXIT_JUDGE_CONFIG) from exc
+
+
+# The option that sets each JudgeSettings field (judge_settings): an error names what the user typed.
+SETTING_OPTIONS = {
+    "judges": "--judge",
+    "config_path": "--config",
+    "cache_path": "--cache",
+    "max_cost_usd": "--max-cost",
+    "rule": "--vote",
+    "weights_path": "--weights",
+    "tie_breaker": "--tie-breaker",
+    "min_votes": "--min-votes",
+    "mode": "--judge-mode",
+}
+
+
+def _refusal(error: Mapping[str, Any]) -> str:
+    """A pydantic error as the rest of the command line says it: "must be majority, unanimous or
+    weighted", "must be at least 0"."""
+    ctx = error.get("ctx") or {}
+    kind = error.get("type")
+    if kind == "literal_error" and "expected" in ctx:
+        return f"must be {str(ctx['expected']).replace(chr(39), '')}"
+    bounds = {
+        "greater_than_equal": ("at least", "ge"),
+        "greater_than": ("more than", "gt"),
+        "less_than_equal": ("at most", "le"),
+        "less_than": ("less than", "lt"),
+    }
+    if kind in bounds:
+        words, key = bounds[kind]
+        return f"must be {words} {ctx.get(key)}"
+    message = str(error.get("msg", "invalid value"))
+    return message[:1].lower() + message[1:]
 
 
 def escalator_from(settings: Any, rubrics: Mapping[str, Any] | None = None) -> Escalator | None:

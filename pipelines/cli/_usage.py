@@ -10,19 +10,16 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 import typer
 
-from pipelines.cli._common import EXIT_USAGE, console, labelled
+from pipelines.cli._common import fail
 
 if TYPE_CHECKING:
     from pipelines.config import GradingConfig
 
-
-def fail(option: str, message: str) -> NoReturn:
-    console.print(labelled("error:", f"{option}: {message}"), highlight=False, soft_wrap=True)
-    raise typer.Exit(EXIT_USAGE)
+__all__ = ["check_format_names", "check_out_dir", "fail", "input_or_folder", "input_path", "load_grading_config"]
 
 
 def check_format_names(trajectory_format: str | None, task_format: str | None) -> None:

@@ -128,7 +128,13 @@ def run(
         raise typer.Exit(EXIT_USAGE) from exc
     rubric_table = None if no_grade else load_rubric_table(rubrics)
     # recorded with the run (judge resume rebuilds the panel from them; --workers shards judge calls with them)
-    settings = None if no_grade else judge_settings(judge, config, cache, no_cache, offline, judge_max_cost, vote, weights, tie_breaker, None, "online")
+    settings = (
+        None
+        if no_grade
+        else judge_settings(
+            judge, config, cache, no_cache, offline, judge_max_cost, vote, weights, tie_breaker, None, "online", options={"max_cost_usd": "--judge-max-cost"}
+        )
+    )
     escalator = None if settings is None else escalator_from(settings, rubric_table)
     opts = RunOptions(
         agent=agent,

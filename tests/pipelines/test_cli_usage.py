@@ -54,6 +54,9 @@ CASES = {
     "missing --config": (["--config", "{tasks}.missing"], "--config", "cannot read"),
     "--config not TOML": (["--config", "{bad_toml}"], "--config", "Invalid value"),
     "--config with a bad field": (["--config", "{bad_config}"], "--config", "seed"),
+    # once pydantic's "1 validation error for JudgeSettings / rule / ... https://errors.pydantic.dev/..." (exit 4)
+    "unknown --vote": (["--judge", "openai:m", "--vote", "maj"], "--vote", "must be majority, unanimous or weighted, not 'maj'"),
+    "negative --max-cost": (["--judge", "openai:m", "--max-cost", "-1"], "--max-cost", "must be at least 0.0, not -1.0"),
 }
 
 
@@ -75,6 +78,23 @@ def test_usage_error_exits_2_naming_the_option(files, tmp_path, case):
     message = " ".join(res.output.split())
     assert f"error: {option}:" in message and text in message
     assert "fmt=" not in message and "internal error" not in message and "Traceback" not in message
+
+
+def test_judge_setting_errors_show_no_pydantic_output(files, tmp_path):
+    res = invoke(files, ["--judge", "openai:m", "--vote", "maj"], tmp_path / "out")
+    assert "validation error" not in res.output and "pydantic" not in res.output and "JudgeSettings" not in res.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_judge_run_names_its_own_max_cost_option(capsys):
+    import typer
+
+    from pipelines.cli._common import judge_settings
+
+    with pytest.raises(typer.Exit) as exited:
+        judge_settings(["openai:m"], None, None, False, False, -1.0, None, None, None, options={"max_cost_usd": "--judge-max-cost"})
+    assert exited.value.exit_code == 2
+    assert "error: --judge-max-cost: must be at least 0.0, not -1.0" in " ".join(capsys.readouterr().err.split())
 
 
 def test_the_installed_command_exits_2_too(files, tmp_path):
