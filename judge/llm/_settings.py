@@ -69,7 +69,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from judge.core import ConfigurationError
 from judge.core._errors import field_path
@@ -103,6 +103,33 @@ def layered_retry(*layers: RetryConfig | None) -> RetryConfig:
     return RetryConfig(**values)
 
 
+def check_base_url(url: str, setting: str) -> str:
+    """``url`` if it can be a provider's base URL (http or https, a host, a port in range, no
+    whitespace or control character anywhere), else a ``JudgeConfigError`` naming ``setting`` (where
+    it was set: ``OPENAI_BASE_URL``, ``[providers.vllm] base_url``) and the value as written. Checked
+    when a judge is built, so a bad URL stops the run before grading instead of every call failing
+    ("Connection error.") or the run dying at its end (httpx's ``InvalidURL`` on a trailing newline)."""
+    problem = None
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        problem = "it holds whitespace or a control character (a trailing newline?)"
+    else:
+        try:
+            parts = urlsplit(url)
+            port = parts.port  # a port out of 0-65535, or not a number, raises here
+        except ValueError as exc:
+            problem = str(exc)
+        else:
+            if parts.scheme not in ("http", "https"):
+                problem = "it must start with http:// or https://" + (f" (not {parts.scheme}://)" if parts.scheme and parts.netloc else "")
+            elif not parts.hostname:
+                problem = "it names no host"
+            elif port == 0:
+                problem = "port 0 is no server's port"
+    if problem is not None:
+        raise JudgeConfigError(f"{setting}: {url!r} is not a usable base URL: {problem}")
+    return url
+
+
 class ProviderConfig(_Strict):
     kind: str | None = None  # openai, anthropic, llamacpp, mock; defaults to the section name
     base_url: str | None = None
@@ -119,6 +146,16 @@ class ProviderConfig(_Strict):
     n_ctx: int = Field(default=4096, ge=256)
     n_gpu_layers: int = 0
     chat_format: str | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _usable_base_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                check_base_url(value, "base_url")
+            except JudgeConfigError as exc:  # pydantic names the field (providers.<name>.base_url) and the file
+                raise ValueError(str(exc).removeprefix("base_url: ")) from None
+        return value
 
 
 class PriceConfig(_Strict):

@@ -287,3 +287,41 @@ async def test_provider_concurrency_limit_caps_requests_in_flight(server, tmp_pa
     panel = make_panel(tmp_path / "wide", ["anthropic:judge-b"], concurrency=3)
     await decide(panel, [answer_request(i) for i in range(10)])
     assert server.max_in_flight <= 3
+
+
+BAD_BASE_URLS = {
+    # value: what the message says; once every call abstained ("Connection error.") or, for a
+    # trailing newline, the run died at its end with "internal error: InvalidURL"
+    "127.0.0.1:44393/v1": "must start with http:// or https://",
+    "ftp://127.0.0.1:44393/v1": "(not ftp://)",
+    "http://127.0.0.1:99999/v1": "out of range",
+    "http://127.0.0.1:44393/v1\n": "whitespace or a control character",
+    " http://127.0.0.1:44393/v1": "whitespace or a control character",
+    "http:///v1": "names no host",
+}
+
+
+@pytest.mark.parametrize("url", sorted(BAD_BASE_URLS))
+@pytest.mark.parametrize("variable,judge", [("OPENAI_BASE_URL", "openai:m"), ("ANTHROPIC_BASE_URL", "anthropic:m")])
+def test_a_bad_base_url_in_the_environment_is_refused_when_the_panel_is_built(monkeypatch, tmp_path, url, variable, judge):
+    monkeypatch.setenv(variable, url)
+    with pytest.raises(JudgeConfigError) as raised:
+        build_panel(JudgeSettings(judges=[judge], cache_path=tmp_path / "c.sqlite3", offline=True))
+    message = str(raised.value)
+    assert message.startswith(f"{variable}: {url!r} is not a usable base URL") and BAD_BASE_URLS[url] in message
+
+
+@pytest.mark.parametrize("url", sorted(BAD_BASE_URLS))
+def test_a_bad_base_url_in_the_config_file_names_the_file_and_field(tmp_path, url):
+    config = tmp_path / "judges.toml"
+    config.write_text(f"[providers.vllm]\nkind = 'openai'\nbase_url = {json.dumps(url)}\n")
+    with pytest.raises(JudgeConfigError) as raised:
+        build_panel(JudgeSettings(judges=["vllm:m"], config_path=config, cache_path=tmp_path / "c.sqlite3"))
+    message = str(raised.value)
+    assert f"{config}: field providers.vllm.base_url" in message and repr(url) in message and BAD_BASE_URLS[url] in message
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8000/v1", "https://api.example.com/v1/", "http://[::1]:8080", "http://localhost"])
+def test_usable_base_urls_pass(monkeypatch, tmp_path, url):
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    assert build_panel(JudgeSettings(judges=["openai:m"], cache_path=tmp_path / "c.sqlite3", offline=True)) is not None

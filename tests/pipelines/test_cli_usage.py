@@ -206,3 +206,19 @@ def test_run_grading_refuses_an_empty_input_unless_asked_to_grade_it(files, tmp_
     assert not (tmp_path / "out").exists()
     outcome = run_grading(GradeOptions(tasks=files["tasks"], trajectories=files["empty"], out=tmp_path / "out", empty_ok=True))
     assert outcome.summary.counts.trajectories == 0 and (tmp_path / "out" / "results.jsonl").read_bytes() == b""
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:44393/v1", "ftp://127.0.0.1:44393/v1", "http://127.0.0.1:99999/v1", "http://127.0.0.1:44393/v1\n"])
+def test_a_bad_judge_base_url_exits_4_before_grading(files, tmp_path, url):
+    out = tmp_path / "out"
+    base = ["grade", "--tasks", str(files["tasks"]), "--trajectories", str(files["trajectories"]), "--out", str(out), "--no-replay", "--judge", "openai:m"]
+    res = CliRunner().invoke(app, [*base, "--no-cache"], env={"OPENAI_BASE_URL": url, "OPENAI_API_KEY": "x"}, catch_exceptions=False)
+    assert res.exit_code == 4, res.output
+    message = " ".join(res.output.split())
+    assert "invalid judge configuration: OPENAI_BASE_URL:" in message and "is not a usable base URL" in message
+    assert not out.exists()  # refused before grading: no run, interrupted or not
+    config = tmp_path / "judges.toml"
+    config.write_text(f"[providers.openai]\nbase_url = {json.dumps(url)}\n")
+    res = CliRunner().invoke(app, [*base, "--no-cache", "--config", str(config)], env={"OPENAI_API_KEY": "x"}, catch_exceptions=False)
+    assert res.exit_code == 4 and "providers.openai.base_url" in " ".join(res.output.split()), res.output
+    assert not out.exists()

@@ -41,7 +41,7 @@ from pydantic import BaseModel
 
 from judge.llm._providers._base import Completion, JudgeClient, NextAttempt, require_key
 from judge.llm._providers._errors import JudgeCallError, classify_sdk_error, usage_tokens
-from judge.llm._settings import HOSTED, LOCAL_SERVER, ProviderConfig, ProviderDefaults, is_local_url
+from judge.llm._settings import HOSTED, LOCAL_SERVER, ProviderConfig, ProviderDefaults, check_base_url, is_local_url
 
 # instructor logs every failed attempt at ERROR ("API call failed ...", "Max retries exceeded ...")
 # and sets no handler, so logging's last resort printed each to stderr (over the progress bar,
@@ -127,6 +127,8 @@ class SDKJudge(JudgeClient):
     instructor_provider: ClassVar[str] = ""  # instructor's Provider value: "openai", "anthropic"
 
     def __init__(self, provider: str, model: str, config: ProviderConfig):
+        if config.base_url is None and os.environ.get(self.base_url_env):  # the config's own was checked when it was read
+            check_base_url(os.environ[self.base_url_env], self.base_url_env)
         super().__init__(provider, model, config)
         self._loop_client: _LoopClient | None = None
         self._loop: Callable[[], Any] = lambda: None  # weak reference to the loop the client belongs to
