@@ -81,4 +81,17 @@ class GradingConfig(BaseModel):
             return cls()
         with open(path, "rb") as fh:
             data = tomllib.load(fh)
+        unknown = sorted(set(data) - set(CONFIG_KEYS))
+        if unknown:  # a misspelt section ([gradingg]) would otherwise be a judge configuration error, or ignored
+            import difflib
+
+            first = unknown[0]
+            close = difflib.get_close_matches(first, CONFIG_KEYS, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ValueError(f"unknown top-level key or section {', '.join(unknown)}{hint}; a config file holds {', '.join(CONFIG_KEYS)}")
         return cls.model_validate(data.get("grading", {}))
+
+
+# The top-level keys and sections of a --config file: [grading] (this module's), the rest the judges'
+# (judge.llm._settings.ConfigFile, whose fields these are: tests/pipelines/test_cli_usage.py checks it).
+CONFIG_KEYS = ("grading", "default_panel", "panels", "providers", "prices", "retry", "concurrency", "timeout_s")

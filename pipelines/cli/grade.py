@@ -249,7 +249,10 @@ def _print_summary(summary: RunSummary, out: Path) -> None:
             + (f"{fmt_pct(agree)} agree, kappa {kappa:.3f}" if agree is not None and kappa is not None else "no kappa")
             + f", {len(ext.disagreements)} disagreements, {ext.unresolved_by_us} unresolved by us"
         )
-    stdout.print(f"outputs in {out}/ : results.jsonl summary.json report.md manifest.json")
+    from pipelines.run.folder import OUTPUTS, TABLES
+
+    written = [name + ("/" if name == TABLES else "") for name in OUTPUTS if (out / name).exists()]  # what this run wrote, not a fixed list
+    stdout.print(f"outputs in {out}/ : {' '.join(written)}")
 
 
 def grade(
@@ -353,7 +356,7 @@ def grade(
         typer.Option("--parquet/--no-parquet", help="Write tables/*.parquet beside the CSV files (default: for a run of at least 200 trajectories)."),
     ] = None,
 ) -> None:
-    """Grade trajectories against tasks; write results.jsonl, summary.json, report.md, manifest.json."""
+    """Grade trajectories against tasks; write results.jsonl, summary.json, report.md, report.html, tables/, manifest.json."""
     from pipelines.alignment import TURNS_MODES
     from pipelines.run import GradeOptions, default_workers
 

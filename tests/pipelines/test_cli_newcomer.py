@@ -48,6 +48,19 @@ def test_run_help_lists_the_task_formats():
     assert "Task format (auto-detected by default): native, vakra or bfcl." in text
 
 
+@pytest.mark.parametrize("command", ["grade", "demo"])
+def test_the_usage_block_of_docs_cli_lists_every_option(command):
+    """docs/cli.md's usage block once lacked --controls, --control-threshold, --min-votes and --task-key."""
+    import re
+
+    block = (REPO / "docs" / "cli.md").read_text().split("```text\n", 1)[1].split("```", 1)[0]
+    usage = block.split(f"judge {command} ", 1)[1].split("\njudge ", 1)[0]
+    documented = set(re.findall(r"--[a-z][a-z-]*", usage))
+    offered = set(re.findall(r"--[a-z][a-z-]*", _help(command, WIDE))) - {"--help"}
+    assert offered - documented == set()  # every option the command takes is in the usage block
+    assert documented - offered == set()  # and none it does not take
+
+
 def test_the_ray_help_shows_the_extra_to_install():
     assert "pip install 'trajectory-judge[ray]'" in _help("grade", WIDE)  # rich markup would read [ray] as a style
 
@@ -59,7 +72,10 @@ def test_piped_summary_lines_and_tables_are_not_wrapped(tmp_path):
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert "3 graded, 0 trajectory input errors, 0 task input errors" in lines  # the table's title, a line of its own
-    assert f"outputs in {out}/ : results.jsonl summary.json report.md manifest.json" in lines
+    # what the run wrote (once a fixed list without report.html, tables/ and drill_steps.jsonl)
+    written = next(line for line in lines if line.startswith(f"outputs in {out}/ : ")).split(" : ")[1].split()
+    assert written == ["results.jsonl", "summary.json", "report.md", "report.html", "manifest.json", "tables/", "drill_steps.jsonl"]
+    assert all((out / name.rstrip("/")).exists() for name in written)
     agreement = next(line for line in lines if line.startswith("agreement with inspect:includes"))
     assert agreement.endswith("0 disagreements, 0 unresolved by us")
     assert any(line.startswith("│   fail at answer_correctness │") for line in lines)

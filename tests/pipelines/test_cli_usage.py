@@ -29,6 +29,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
         "a_file": tmp_path / "a_file",
         "bad_toml": tmp_path / "bad.toml",
         "bad_config": tmp_path / "bad_config.toml",
+        "unknown_section": tmp_path / "unknown_section.toml",
     }
     paths["tasks"].write_text(json.dumps(TASK) + "\n")
     paths["trajectories"].write_text(json.dumps(TRAJ) + "\n")
@@ -37,6 +38,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
     paths["a_file"].write_text("x")
     paths["bad_toml"].write_text("x = \n")
     paths["bad_config"].write_text("[grading]\nseed = 'x'\n")
+    paths["unknown_section"].write_text("[gradingg]\nseed = 1\n")
     return paths
 
 
@@ -54,6 +56,8 @@ CASES = {
     "missing --config": (["--config", "{tasks}.missing"], "--config", "cannot read"),
     "--config not TOML": (["--config", "{bad_toml}"], "--config", "Invalid value"),
     "--config with a bad field": (["--config", "{bad_config}"], "--config", "seed"),
+    # once exit 4 "invalid judge configuration" while a wrong [grading] value was exit 2
+    "--config with an unknown section": (["--config", "{unknown_section}"], "--config", "unknown top-level key or section gradingg (did you mean grading?)"),
     # once pydantic's "1 validation error for JudgeSettings / rule / ... https://errors.pydantic.dev/..." (exit 4)
     "unknown --vote": (["--judge", "openai:m", "--vote", "maj"], "--vote", "must be majority, unanimous or weighted, not 'maj'"),
     "negative --max-cost": (["--judge", "openai:m", "--max-cost", "-1"], "--max-cost", "must be at least 0.0, not -1.0"),
@@ -222,3 +226,15 @@ def test_a_bad_judge_base_url_exits_4_before_grading(files, tmp_path, url):
     res = CliRunner().invoke(app, [*base, "--no-cache", "--config", str(config)], env={"OPENAI_API_KEY": "x"}, catch_exceptions=False)
     assert res.exit_code == 4 and "providers.openai.base_url" in " ".join(res.output.split()), res.output
     assert not out.exists()
+
+
+def test_the_config_keys_are_the_judge_config_files_and_grading():
+    from judge.llm._settings import ConfigFile
+    from pipelines.config import CONFIG_KEYS
+
+    assert set(CONFIG_KEYS) == set(ConfigFile.model_fields)
+
+
+def test_an_unknown_section_beside_judges_is_a_usage_error_too(files, tmp_path):
+    res = invoke(files, ["--config", str(files["unknown_section"]), "--judge", "openai:m", "--offline"], tmp_path / "out")
+    assert res.exit_code == 2 and "error: --config:" in " ".join(res.output.split()), res.output
