@@ -47,6 +47,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -192,11 +193,35 @@ def _metadata_value(group: _Group, keys: tuple[str, ...]) -> str | None:
     return None
 
 
+def _checked(message: Any, path: str) -> dict[str, Any]:
+    """A message of a generation span, with the fields this reader reads itself (to identify
+    messages and pair function spans, before the Chat Completions reader sees them) of the JSON
+    types it reads them as: a wrong type is an invalid_field naming where it is in the span."""
+    expect(message, dict, path, "a message")
+    calls = message.get("tool_calls")
+    if calls is not None:
+        expect(calls, list, f"{path}.tool_calls", "tool_calls")
+        for j, call in enumerate(calls):
+            expect(call, dict, f"{path}.tool_calls[{j}]", "a tool call")
+            function = call.get("function")
+            if function is not None:
+                expect(function, dict, f"{path}.tool_calls[{j}].function", "function")
+                _optional(function.get("name"), f"{path}.tool_calls[{j}].function.name", "a function name")
+            _optional(call.get("id"), f"{path}.tool_calls[{j}].id", "tool call id")
+    _optional(message.get("tool_call_id"), f"{path}.tool_call_id", "tool_call_id")
+    return message
+
+
+def _optional(value: Any, path: str, what: str) -> None:
+    if value is not None:
+        expect(value, str, path, what)
+
+
 def _key(message: dict[str, Any]) -> str:
     """A message's identity across spans: an output message and the same message resent as
     input differ in their empty fields (``refusal: null``, ``audio: null``...), not in these."""
     calls = message.get("tool_calls") or []
-    shown = [(c.get("id"), (c.get("function") or {}).get("name"), (c.get("function") or {}).get("arguments")) for c in calls if isinstance(c, dict)]
+    shown = [(c.get("id"), (c.get("function") or {}).get("name"), (c.get("function") or {}).get("arguments")) for c in calls]
     content = message.get("content")
     return json.dumps([message.get("role"), content if content not in ("", []) else None, shown, message.get("tool_call_id")], sort_keys=True, default=str)
 
@@ -209,40 +234,47 @@ def _messages(group: _Group) -> tuple[list[dict[str, Any]], list[tuple[int, str]
     for span in group.spans:
         if span.kind != "generation":
             continue
-        where = "" if span.path == "<root>" else f"{span.path}."
-        inputs = span.data.get("input")
-        if isinstance(inputs, str):
-            inputs = [{"role": "user", "content": inputs}]
-        counted: Counter[str] = Counter()
-        for i, message in enumerate(expect(inputs or [], list, f"{where}span_data.input", "a generation's input")):
-            expect(message, dict, f"{where}span_data.input[{i}]", "a message")
-            key = _key(message)
-            counted[key] += 1
-            if counted[key] > seen[key]:
-                seen[key] += 1
+        with _at(span):
+            where = "" if span.path == "<root>" else f"{span.path}."
+            inputs = span.data.get("input")
+            if isinstance(inputs, str):
+                inputs = [{"role": "user", "content": inputs}]
+            counted: Counter[str] = Counter()
+            for i, message in enumerate(expect(inputs or [], list, f"{where}span_data.input", "a generation's input")):
+                key = _key(_checked(message, f"{where}span_data.input[{i}]"))
+                counted[key] += 1
+                if counted[key] > seen[key]:
+                    seen[key] += 1
+                    merged.append(message)
+                    origin.append((span.line, f"{where}span_data.input[{i}]"))
+            for i, message in enumerate(expect(span.data.get("output") or [], list, f"{where}span_data.output", "a generation's output")):
+                message = _checked(message, f"{where}span_data.output[{i}]")
+                message = {"role": "assistant", **message} if "role" not in message else message
+                seen[_key(message)] += 1
                 merged.append(message)
-                origin.append((span.line, f"{where}span_data.input[{i}]"))
-        for i, message in enumerate(expect(span.data.get("output") or [], list, f"{where}span_data.output", "a generation's output")):
-            expect(message, dict, f"{where}span_data.output[{i}]", "a message")
-            message = {"role": "assistant", **message} if "role" not in message else message
-            seen[_key(message)] += 1
-            merged.append(message)
-            origin.append((span.line, f"{where}span_data.output[{i}]"))
+                origin.append((span.line, f"{where}span_data.output[{i}]"))
     return merged, origin
+
+
+@contextmanager
+def _at(span: _Span) -> Iterator[None]:
+    """An error found in ``span`` names the span's own line (a conversation's spans are on many)."""
+    try:
+        yield
+    except ItemError as err:
+        if err.line is None:
+            err.line = span.line
+        raise
 
 
 def _pair_functions(group: _Group, messages: list[dict[str, Any]], ctx: ItemContext) -> list[dict[str, Any]]:
     """Function spans answer the calls of their tool, in order (see the module docstring)."""
-    calls = [
-        (c.get("id"), (c.get("function") or {}).get("name"))
-        for m in messages
-        if m.get("role") == "assistant"
-        for c in m.get("tool_calls") or []
-        if isinstance(c, dict)
-    ]
+    calls = [(c.get("id"), (c.get("function") or {}).get("name")) for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
     functions = [s for s in group.spans if s.kind == "function"]
     if not functions:
         return messages
+    for span in functions:
+        _span_name(span)
     by_name_calls = Counter(name for _, name in calls)
     by_name_spans = Counter(s.data.get("name") for s in functions)
     if by_name_calls != by_name_spans:
@@ -270,6 +302,16 @@ def _pair_functions(group: _Group, messages: list[dict[str, Any]], ctx: ItemCont
             content = span.data.get("output") if span.data.get("output") is not None else str(reason)
             out.append({"role": "tool", "tool_call_id": call_id, "content": content, **({"status": "error"} if failed else {})})
     return out
+
+
+def _span_name(span: _Span) -> str | None:
+    """A function span's tool name (None when it records none); a name of another JSON type is
+    an invalid_field naming the span's line and field (it keys the pairing with the calls)."""
+    name = span.data.get("name")
+    if name is not None:
+        with _at(span):
+            expect(name, str, f"{'' if span.path == '<root>' else span.path + '.'}span_data.name", "a function span's name")
+    return name
 
 
 def _usage(group: _Group) -> dict[str, int] | None:
@@ -350,8 +392,8 @@ def _calls_only(group: _Group, task_id: str, trajectory_id: str) -> Trajectory:
     """A trace without messages: its function spans as the calls, the question and answer unknown."""
     steps: list[dict[str, Any]] = []
     for span in (s for s in group.spans if s.kind == "function"):
-        name = span.data.get("name")
-        if not isinstance(name, str) or not name:
+        name = _span_name(span)
+        if not name:
             continue
         raw = span.data.get("input")
         arguments = parse_json_text(raw) if isinstance(raw, str) else raw

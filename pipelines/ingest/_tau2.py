@@ -442,19 +442,26 @@ class _UserCalls:
         self._pending: dict[str, list[dict[str, Any]]] = {}
 
     def call(self, call: dict[str, Any], path: str) -> None:
-        record = {"name": call.get("name"), "arguments": call.get("arguments"), "id": call.get("id"), "at": path}
+        call_id = _call_id(call.get("id"), f"{path}.id", "tool call id")
+        record = {"name": call.get("name"), "arguments": call.get("arguments"), "id": call_id, "at": path}
         self.calls.append(record)
-        if isinstance(call.get("id"), str):
-            self._pending.setdefault(call["id"], []).append(record)
+        if call_id is not None:
+            self._pending.setdefault(call_id, []).append(record)
 
     def result(self, message: dict[str, Any], path: str) -> None:
-        waiting = self._pending.get(message.get("id")) or []  # type: ignore[arg-type]
+        call_id = _call_id(message.get("id"), f"{path}.id", "a tool message's id (the call it answers)")
+        waiting = (self._pending.get(call_id) or []) if call_id is not None else []
         record = waiting.pop() if waiting else None
         if record is None:
-            record = {"id": message.get("id"), "at": path, "orphan": True}
+            record = {"id": call_id, "at": path, "orphan": True}
             self.calls.append(record)
         record["result"] = parse_json_text(message.get("content"))
         record["error"] = bool(message.get("error"))
+
+
+def _call_id(value: Any, path: str, what: str) -> str | None:
+    """A user tool call's id, or its result's (null: none; it pairs them): a string."""
+    return None if value is None else expect(value, str, path, what)
 
 
 class _Simulation:
@@ -517,7 +524,7 @@ class _Simulation:
         item = {"task_id": task_id, "trajectory_id": sim_id, "agent": self.agent}
         trajectory = self.builder.build(item, self.ctx, usage or None, metadata)
         update: dict[str, Any] = {}
-        label = reward_label(raw.get("reward_info"), raw.get("termination_reason"))
+        label = reward_label(raw.get("reward_info"), raw.get("termination_reason"), self.path("reward_info"))
         if label is not None:
             update["external_labels"] = [label]
         ended = ended_early(raw.get("termination_reason"))
@@ -646,10 +653,17 @@ def ended_early(termination: Any) -> EndedEarly | None:
     return EndedEarly(kind=kind, reason=f"tau2 termination_reason {termination}: {what}; tau2 gives reward 0")
 
 
-def reward_label(reward_info: Any, termination: Any) -> ExternalLabel | None:
-    """tau2's verdict: the reward, with the reasons tau2 recorded (failing components first)."""
+_CHECK_LISTS = ("action_checks", "communicate_checks", "nl_assertions", "env_assertions")
+
+
+def reward_label(reward_info: Any, termination: Any, path: str = "reward_info") -> ExternalLabel | None:
+    """tau2's verdict: the reward, with the reasons tau2 recorded (failing components first).
+    ``path``: where ``reward_info`` is, for the error when one of its lists of checks is not a list."""
     if not isinstance(reward_info, dict) or "reward" not in reward_info:
         return None
+    for key in _CHECK_LISTS:
+        if reward_info.get(key) is not None:
+            expect(reward_info[key], list, f"{path}.{key}", f"reward_info.{key}")
     reward = reward_info["reward"]
     reasons: list[str] = []
     breakdown = reward_info.get("reward_breakdown")

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import random
+import zlib
 
 import pytest
 
 from pipelines.ingest import Limits, check_task, iter_trajectories, load_tasks
+from tests.ingest.conftest import FIXTURES
 
 TASK = {"task_id": "t1", "question": "q?", "reference_calls": [{"name": "f", "arguments": {"x": 1}}], "gold_answer": "a"}
 TRAJ = {"task_id": "t1", "trajectory_id": "r1", "steps": [{"name": "f", "arguments": {"x": 1}, "result": 1}], "final_answer": "a"}
@@ -330,3 +333,195 @@ def test_a_list_or_object_for_any_string_is_no_sniff_crash_and_no_reader_error(n
                     if fmt is not None:
                         error = convert_trajectory(mutated, fmt).error
                         assert error is None or error.kind != "reader_error", (path.name, where, error.message)
+
+
+# ---- every reader: each JSON value replaced by one of another type ----------------------------
+
+_FRAMEWORKS = FIXTURES.parent / "frameworks"
+# (format, fixture): one or more fixtures of every trajectory reader, streaming and whole-file
+_TRAJECTORY_FIXTURES = [
+    ("agents-trace", _FRAMEWORKS / "agents_trace.jsonl"),
+    ("agents-trace", _FRAMEWORKS / "agents_trace_backend.json"),
+    ("agents-trace", _FRAMEWORKS / "agents_trace_responses_model.json"),
+    ("tau2", FIXTURES / "tau2_airline_max_steps.json"),
+    ("inspect", FIXTURES / "inspect_tool_call_errors.json"),
+    ("inspect", _FRAMEWORKS / "inspect" / "scripted_add.eval"),
+    ("langchain", _FRAMEWORKS / "langchain_dumpd.jsonl"),
+    ("langchain", _FRAMEWORKS / "langchain_messages_to_dict.jsonl"),
+    ("langchain", _FRAMEWORKS / "langchain_model_dump.jsonl"),
+    ("otel", FIXTURES / "otel_file_exporter.jsonl"),
+    ("otel", FIXTURES / "otel_tool_calls.otlp.json"),
+    ("otel", _FRAMEWORKS / "openinference_openai" / "session.otlp.jsonl"),
+    ("otel", _FRAMEWORKS / "otel_openai_v2" / "content_on.otlp.jsonl"),
+    ("bfcl", FIXTURES / "bfcl_results.jsonl"),
+    ("bfcl", FIXTURES / "bfcl_fc" / "BFCL_v3_parallel_result.json"),
+    ("responses", _FRAMEWORKS / "agents_input_list.jsonl"),
+    ("responses", _FRAMEWORKS / "agents_input_list_wrapped.jsonl"),
+    ("pydantic-ai", _FRAMEWORKS / "pydantic_ai_messages_wrapped.jsonl"),
+    ("pydantic-ai", _FRAMEWORKS / "pydantic_ai_retry.jsonl"),
+    ("native", FIXTURES / "native_trajectories.jsonl"),
+    ("openai", FIXTURES / "openai_trajectories.jsonl"),
+    ("anthropic", FIXTURES / "anthropic_trajectories.jsonl"),
+    ("vakra", FIXTURES / "vakra_predictions.jsonl"),
+]
+# (format, tasks, reference, which of the two is mutated)
+_TASK_FIXTURES = [
+    ("bfcl", FIXTURES / "bfcl_questions.jsonl", FIXTURES / "bfcl_possible_answers.jsonl", "tasks"),
+    ("bfcl", FIXTURES / "bfcl_questions.jsonl", FIXTURES / "bfcl_possible_answers.jsonl", "reference"),
+    ("vakra", FIXTURES / "vakra_input.jsonl", FIXTURES / "vakra_ground_truth.jsonl", "tasks"),
+    ("vakra", FIXTURES / "vakra_input.jsonl", FIXTURES / "vakra_ground_truth.jsonl", "reference"),
+    ("native", FIXTURES / "native_tasks.jsonl", None, "tasks"),
+]
+_SCORES = FIXTURES / "bfcl_v4_glyphh" / "score" / "glyphh-ada-1.1" / "non_live" / "BFCL_v4_simple_java_score.json"
+# what tells items of one list apart (a message's role, a span's type, an attribute's key): a field
+# of the same name under another role is another field to mutate
+_MARKS = ("object", "type", "role", "kind", "part_kind", "event", "key")
+_MUTATIONS_PER_FIXTURE = 40  # sampled deterministically when a fixture has more (the whole sweep: a few seconds)
+
+
+def _mark(value):
+    return "|".join(f"{k}={value[k]}" for k in _MARKS if isinstance(value.get(k), str)) if isinstance(value, dict) else ""
+
+
+def _nodes(value, path=(), shape=()):
+    """(path, shape) of every value below ``value``; the shape is the path with list positions
+    replaced by the item's marks, so that the 40 attributes of 9 spans are 40 fields, not 360."""
+    if path:
+        yield path, shape
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in children:
+        yield from _nodes(child, (*path, key), (*shape, ("*" if isinstance(key, int) else key, _mark(child))))
+
+
+def _other_types(value):
+    """``value`` as each other JSON type (a string, a number, a boolean, null, an array, an object)."""
+    kinds = {str: "x", int: 7, bool: True, type(None): None, list: [value], dict: {"x": value}}
+    own = float if isinstance(value, float) else type(value)
+    return [new for kind, new in kinds.items() if kind is not own and not (own is float and kind is int)]
+
+
+def _type_mutations(units, seed):
+    """One mutation per (field shape, other type), at most _MUTATIONS_PER_FIXTURE of them, the same
+    ones on every run."""
+    first = {}
+    for i, unit in enumerate(units):
+        for path, shape in _nodes(unit):
+            first.setdefault(shape, (i, path))
+    cases = [(i, path, new) for i, path in first.values() for new in _other_types(_get(units[i], path))]
+    if len(cases) > _MUTATIONS_PER_FIXTURE:
+        cases = random.Random(seed).sample(cases, _MUTATIONS_PER_FIXTURE)
+    return cases
+
+
+def _units(path):
+    """A fixture as what a mutation replaces a value in: its lines (JSONL) or its one document."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        return "document", [json.loads(text)]
+    except ValueError:
+        return "lines", [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _write_units(path, layout, units):
+    text = json.dumps(units[0], indent=1) if layout == "document" else "".join(json.dumps(u) + "\n" for u in units)
+    path.write_text(text, encoding="utf-8")
+
+
+def _eval_members(path):
+    from pipelines.ingest._archive import Archive
+
+    with Archive(str(path), Limits()) as archive:
+        return {name: archive.read_json(name) for name in archive.names}
+
+
+def _write_eval(path, members):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, value in members.items():
+            archive.writestr(name, json.dumps(value))
+
+
+def _unforeseen(read):
+    """What a read must never give: an exception, or a reader_error row (each named)."""
+    try:
+        errors = read()
+    except Exception as exc:  # the sweep reports any exception as the finding
+        return f"raised {type(exc).__name__}: {exc}"
+    found = [e.message for e in errors if e.kind == "reader_error"]
+    return found[0] if found else None
+
+
+def _row_errors(path, fmt):
+    return [x.error for x in iter_trajectories(path, fmt) if x.error is not None]
+
+
+@pytest.mark.parametrize(("fmt", "fixture"), _TRAJECTORY_FIXTURES, ids=[f"{f}:{p.name}" for f, p in _TRAJECTORY_FIXTURES])
+def test_a_value_of_another_type_anywhere_is_a_field_error_of_every_reader(tmp_path, fmt, fixture):
+    """Every field of the fixture (one per shape, see _nodes) replaced by a value of each other JSON
+    type, a deterministic sample of them: the reader, whole-file bundles included, gives the
+    file's rows with field errors, never a reader_error row ("a bug to report") or an exception.
+    Found the agents trace's `function` / `tool_calls` / call ids / span names of the wrong type
+    and tau2's reward_info lists of checks that are not lists."""
+    target = tmp_path / fixture.name
+    seed = zlib.crc32(fixture.name.encode())
+    found = []
+    if fixture.suffix == ".eval":
+        members = _eval_members(fixture)
+        units = [members["header.json"], members["samples/add-1_epoch_1.json"]]
+        for i, path, new in _type_mutations(units, seed):
+            changed = dict(members, **{("header.json", "samples/add-1_epoch_1.json")[i]: _replaced(units[i], path, new)})
+            _write_eval(target, changed)
+            problem = _unforeseen(lambda: _row_errors(target, fmt))
+            if problem:
+                found.append((i, path, new, problem))
+    else:
+        layout, units = _units(fixture)
+        for i, path, new in _type_mutations(units, seed):
+            _write_units(target, layout, [*units[:i], _replaced(units[i], path, new), *units[i + 1 :]])
+            problem = _unforeseen(lambda: _row_errors(target, fmt))
+            if problem:
+                found.append((i, path, new, problem))
+    assert not found, found[:5]
+
+
+@pytest.mark.parametrize(("fmt", "tasks", "reference", "mutated"), _TASK_FIXTURES, ids=[f"{f}:{t.name}:{m}" for f, t, _, m in _TASK_FIXTURES])
+def test_a_value_of_another_type_anywhere_is_a_field_error_of_every_task_reader(tmp_path, fmt, tasks, reference, mutated):
+    from pipelines.ingest import UsageError
+
+    source = tasks if mutated == "tasks" else reference
+    target = tmp_path / source.name
+    layout, units = _units(source)
+
+    def read():
+        try:
+            taskset = load_tasks(target if mutated == "tasks" else tasks, fmt, reference if mutated == "tasks" else target)
+        except UsageError:  # e.g. the one task's id is gone: no tasks, a usage error naming the file
+            return []
+        return taskset.errors
+
+    found = []
+    for i, path, new in _type_mutations(units, zlib.crc32(f"{source.name}:{mutated}".encode())):
+        _write_units(target, layout, [*units[:i], _replaced(units[i], path, new), *units[i + 1 :]])
+        problem = _unforeseen(read)
+        if problem:
+            found.append((i, path, new, problem))
+    assert not found, found[:5]
+
+
+def test_a_value_of_another_type_in_a_bfcl_score_file_is_a_value_error(tmp_path):
+    """read_bfcl_scores says what is wrong with a score file as a ValueError naming file and line."""
+    from pipelines.ingest import read_bfcl_scores
+
+    target = tmp_path / _SCORES.name
+    layout, units = _units(_SCORES)
+    found = []
+    for i, path, new in _type_mutations(units, zlib.crc32(_SCORES.name.encode())):
+        _write_units(target, layout, [*units[:i], _replaced(units[i], path, new), *units[i + 1 :]])
+        try:
+            read_bfcl_scores(target)
+        except ValueError:
+            pass
+        except Exception as exc:  # the finding
+            found.append((i, path, new, f"{type(exc).__name__}: {exc}"))
+    assert not found, found[:5]

@@ -406,3 +406,55 @@ def test_agents_trace_items_in_one_json_array(tmp_path):
     path.write_text(json.dumps(items, indent=1), encoding="utf-8")
     assert detect_trajectory_format(path) == "agents-trace"
     assert sorted(x.trajectory.task_id for x in _read(path)) == ["add", "mul", "weather"]
+
+
+def _agents_trace_with(tmp_path: Path, line: int, path: tuple, value) -> list:
+    """agents_trace.jsonl with the value at ``path`` of line ``line`` replaced, read."""
+    items = _lines(FRAMEWORKS / "agents_trace.jsonl")
+    target = items[line - 1]
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return _read(_write(tmp_path / "trace.jsonl", items), "agents-trace")
+
+
+@pytest.mark.parametrize(
+    ("line", "path", "value", "field"),
+    [
+        (1, ("span_data", "output", 0, "tool_calls", 0, "function"), "add", "span_data.output[0].tool_calls[0].function"),
+        (1, ("span_data", "output", 0, "tool_calls", 0, "function"), ["add"], "span_data.output[0].tool_calls[0].function"),
+        (1, ("span_data", "output", 0, "tool_calls"), 7, "span_data.output[0].tool_calls"),
+        (1, ("span_data", "output", 0, "tool_calls"), True, "span_data.output[0].tool_calls"),
+        (1, ("span_data", "output", 0, "tool_calls", 0, "function", "name"), ["add"], "span_data.output[0].tool_calls[0].function.name"),
+        (4, ("span_data", "input", 2, "tool_calls", 0, "function"), 7, "span_data.input[2].tool_calls[0].function"),
+        (4, ("span_data", "input", 3, "tool_call_id"), {"x": "call_add_1"}, "span_data.input[3].tool_call_id"),
+        (4, ("span_data", "input", 3, "tool_call_id"), ["call_add_1"], "span_data.input[3].tool_call_id"),
+        (2, ("span_data", "name"), ["add"], "span_data.name"),
+        (2, ("span_data", "name"), {"x": "add"}, "span_data.name"),
+    ],
+)
+def test_agents_trace_fields_of_the_wrong_type_are_invalid_fields_of_their_span(tmp_path, line, path, value, field):
+    """Found by replacing values of the trace fixture by values of other types: the reader's own
+    message identity and function-span pairing read `function`, `tool_calls`, call ids and span
+    names before the Chat Completions reader checks them, and failed (AttributeError, 'unhashable
+    type') as reader_error rows. Each is now that conversation's invalid_field naming the span's
+    own line (not the conversation's first) and field; the other conversations are graded."""
+    items = _agents_trace_with(tmp_path, line, path, value)
+    (bad,) = [x for x in items if x.error is not None]
+    assert (bad.error.kind, bad.error.line, bad.error.field) == ("invalid_field", line, field)
+    assert "must be" in bad.error.message
+    assert sorted(x.trajectory.task_id for x in items if x.error is None) == ["mul", "weather"]
+
+
+def test_agents_trace_calls_only_a_function_span_name_of_the_wrong_type(tmp_path):
+    """A trace without messages reads its function spans as the calls: a list as a span's name
+    (unhashable in the pairing before) is an invalid_field too, not a silently dropped call."""
+    payloads = _lines(FRAMEWORKS / "agents_trace_responses_model.json")  # BackendSpanExporter payloads, one a line
+    (line, at), *_ = [(n, i) for n, p in enumerate(payloads, 1) for i, item in enumerate(p["data"]) if item.get("span_data", {}).get("type") == "function"]
+    span = payloads[line - 1]["data"][at]["span_data"]
+    span["name"] = [span["name"]]
+    loaded = _read(_write(tmp_path / "trace.json", payloads), "agents-trace")
+    errors = [x.error for x in loaded if x.error is not None]
+    assert [(e.kind, e.line, e.field) for e in errors] == [("invalid_field", line, f"data[{at}].span_data.name")]
+    assert "a function span's name must be a string, got an array" in errors[0].message
+    assert len(loaded) == 3

@@ -645,3 +645,45 @@ def test_a_task_nested_too_deep_is_a_task_error(tmp_path):
     (error,) = tasks.errors
     assert error.kind == "too_deep" and error.field == "tasks[0]" and len(tasks.tasks) == 1
     assert len(items) == 2 and sum(check_task(i, tasks) is not None for i in items) == 1
+
+
+# ---- values of the wrong type, ids of rows that share a line ----------------------------------------
+
+
+@pytest.mark.parametrize("key", ["action_checks", "communicate_checks", "nl_assertions", "env_assertions"])
+@pytest.mark.parametrize("value", [7, True, {"x": []}])
+def test_a_list_of_checks_in_reward_info_that_is_no_list_is_an_invalid_field(tmp_path, key, value):
+    """Found by replacing values of the tau2 fixture by values of other types: tau2's verdict's
+    lists of checks were iterated as they came (`for check in reward_info.get(...) or ()`), and a
+    number or a boolean there was a reader_error row ("'int' object is not iterable")."""
+    bad = _sim("s2", "t", _dialogue())
+    bad["reward_info"][key] = value
+    _, items = read(write_results(tmp_path, [_task("t")], [_sim("s1", "t", _dialogue()), bad]))
+    assert items[0].error is None and items[0].trajectory.external_labels[0].value == 1.0
+    error = items[1].error
+    assert (error.kind, error.field) == ("invalid_field", f"simulations[1].reward_info.{key}")
+    assert f"reward_info.{key} must be an array" in error.message and items[1].trajectory_id == "s2"
+
+
+@pytest.mark.parametrize("value", [["u1"], {"id": "u1"}, 7])
+@pytest.mark.parametrize("where", ["call", "result"])
+def test_a_user_tool_call_id_of_the_wrong_type_is_an_invalid_field(tmp_path, value, where):
+    """The simulated user's own tool calls (telecom) pair with their results by id, through a dict:
+    a list or an object as the result's id raised "unhashable type" (a reader_error row)."""
+    messages = [
+        {"role": "user", "content": "My phone has no signal.", "tool_calls": [{"id": "u1", "name": "check_status_bar", "arguments": {}, "requestor": "user"}]},
+        {"role": "tool", "id": "u1", "content": "Airplane Mode", "requestor": "user", "error": False},
+        *_dialogue()[1:],
+    ]
+    if where == "call":
+        messages[0]["tool_calls"][0]["id"] = value
+        field = "simulations[0].messages[0].tool_calls[0].id"
+    else:
+        messages[1]["id"] = value
+        field = "simulations[0].messages[1].id"
+    _, items = read(write_results(tmp_path, [_task("t")], [_sim("s1", "t", messages)]))
+    (item,) = items
+    assert (item.error.kind, item.error.field) == ("invalid_field", field) and "must be a string" in item.error.message
+    messages[0]["tool_calls"][0]["id"] = messages[1]["id"] = "u1"
+    _, (fine,) = read(write_results(tmp_path, [_task("t")], [_sim("s1", "t", messages)]))
+    assert [c["result"] for c in fine.trajectory.metadata["user_tool_calls"]] == ["Airplane Mode"]
