@@ -25,9 +25,17 @@ class Rows:
         self.file = file
         self._seen: dict[tuple[str, str], str] = {}  # ids -> where they were first read
         self._index = 0
+        self._defaults: dict[tuple[str, int | None], int] = {}  # (file, line) -> default ids given so far
 
     def default_id(self, line: int | None, file: str | None = None) -> str:
-        return default_trajectory_id(file or self.file, line)
+        """A new deterministic id for an item that has none: ``<stem>:<line>`` for the first item
+        of its line, ``<stem>:<line>:2``, ``:3``... for the later ones (the ``data[]`` entries of
+        one trace line, the samples of an archive, which have no line), as the streaming reader
+        names the items of one line; each call hands out the next one."""
+        name = file or self.file
+        nth = self._defaults.get((name, line), 0)
+        self._defaults[(name, line)] = nth + 1
+        return default_trajectory_id(name, line, nth)
 
     def error(self, info: InputErrorInfo, *, line: int | None, task_id: str | None, trajectory_id: str | None, file: str | None = None) -> Loaded:
         source = SourceRef(file=file or self.file, line=line, item=self._next())

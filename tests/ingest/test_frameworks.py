@@ -458,3 +458,18 @@ def test_agents_trace_calls_only_a_function_span_name_of_the_wrong_type(tmp_path
     assert [(e.kind, e.line, e.field) for e in errors] == [("invalid_field", line, f"data[{at}].span_data.name")]
     assert "a function span's name must be a string, got an array" in errors[0].message
     assert len(loaded) == 3
+
+
+def test_agents_trace_bad_entries_of_one_backend_line_have_ids_of_their_own(tmp_path):
+    """The BackendSpanExporter's payload puts many items on one line ({"data": [...]}): several bad
+    entries there were error rows sharing the line's default id ("trace:1" each). They are
+    "trace:1", "trace:1:2", ... as the streaming reader names the items of one line; a trace
+    without bad entries keeps its ids."""
+    items = _lines(FRAMEWORKS / "agents_trace.jsonl")
+    payload = {"data": [*items, {"object": "nonsense"}, {"object": "trace.span", "trace_id": 7}, "text"]}
+    loaded = _read(_write(tmp_path / "trace.jsonl", [payload]), "agents-trace")
+    errors = [x for x in loaded if x.error is not None]
+    assert [x.error.field for x in errors] == ["data[24].object", "data[25].trace_id", "data[26].object"]
+    assert [x.trajectory_id for x in errors] == ["trace:1", "trace:1:2", "trace:1:3"]
+    assert len({x.trajectory_id for x in loaded}) == len(loaded) == 6
+    assert sorted(x.trajectory.task_id for x in loaded if x.error is None) == ["add", "mul", "weather"]

@@ -682,3 +682,17 @@ def test_a_cut_archive_is_a_malformed_archive(tmp_path, name, keep):
     _, items = read(cut)
     (item,) = items
     assert item.error.kind == "malformed_archive" and item.error.file == str(cut) and "truncated or damaged" in item.error.message
+
+
+def test_error_rows_of_an_archive_have_ids_of_their_own(tmp_path):
+    """The samples of an .eval archive have no line: the rows of unreadable sample members all had
+    the default id "log:None". Each has its own now ("log:None", "log:None:2"); the readable
+    samples keep their "<id>:<epoch>"."""
+    extra = {"samples/a_epoch_1.json": b"{not json", "samples/b_epoch_1.json": b"[1, 2"}
+    _, items = read(write_eval(tmp_path / "log.eval", [sample(1), sample(2)], extra=extra))
+    assert sorted((i.trajectory_id, i.error.kind if i.error else None) for i in items) == [
+        ("1:1", None),
+        ("2:1", None),
+        ("log:None", "malformed_json"),
+        ("log:None:2", "malformed_json"),
+    ]

@@ -687,3 +687,24 @@ def test_a_user_tool_call_id_of_the_wrong_type_is_an_invalid_field(tmp_path, val
     messages[0]["tool_calls"][0]["id"] = messages[1]["id"] = "u1"
     _, (fine,) = read(write_results(tmp_path, [_task("t")], [_sim("s1", "t", messages)]))
     assert [c["result"] for c in fine.trajectory.metadata["user_tool_calls"]] == ["Airplane Mode"]
+
+
+def test_error_rows_of_one_line_have_ids_of_their_own(tmp_path):
+    """A results file written compactly (json.dump without indent) has all its simulations on line
+    1: the rows of those that name no id all had the default id "results:1". Each has its own now
+    ("results:1", "results:1:2", ...), as the streaming reader names the items of one line; so do
+    the rows of simulation_index entries without an id (no line: "results:None", ...)."""
+    sims = [_sim("s1", "t", _dialogue()), _sim(None, "t", _dialogue()), _sim(None, "t", _dialogue()), _sim([], "t", _dialogue())]
+    path = write_results(tmp_path, [_task("t")], sims)
+    path.write_text(json.dumps(json.loads(path.read_text())))
+    _, items = read(path)
+    assert [(i.trajectory_id, i.error.field if i.error else None) for i in items] == [
+        ("s1", None),
+        ("results:1", "simulations[1].id"),
+        ("results:1:2", "simulations[2].id"),
+        ("results:1:3", "simulations[3].id"),
+    ]
+    index_path = write_results(tmp_path, [_task("t")], [], name="index.json", simulation_index=[{"trial": 0}, {"trial": 1}])
+    (tmp_path / "simulations").mkdir()
+    _, items = read(index_path)
+    assert [(i.trajectory_id, i.error.field) for i in items] == [("index:None", "simulation_index[0].id"), ("index:None:2", "simulation_index[1].id")]
